@@ -1,13 +1,15 @@
 """The functional core stays pure: no module under ``pure/`` imports I/O, clocks, randomness, Dex,
-gRPC, the shell or the engine."""
+gRPC, the shell or the engine, and none calls a clock (``datetime`` is allowed for pure formatting)."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PURE_ROOT = Path(__file__).resolve().parents[2] / "pure" / "dex_agents" / "pure"
-FORBIDDEN_ROOTS = frozenset({"dex", "grpc", "time", "random", "uuid", "os", "asyncio", "datetime", "socket", "sqlite3"})
+FORBIDDEN_ROOTS = frozenset({"dex", "grpc", "time", "random", "uuid", "os", "asyncio", "socket", "sqlite3", "threading", "subprocess"})
+CLOCK_CALLS = re.compile(r"\b(now|utcnow|today|fromtimestamp|perf_counter|monotonic)\s*\(")
 FORBIDDEN_PACKAGES = ("dex_agents.shell", "dex_agents.engine")
 
 
@@ -37,6 +39,11 @@ def test_pure_package_has_modules() -> None:
 def test_pure_module_imports_nothing_impure(path: Path) -> None:
     offending = [name for name in imported_modules(path) if is_forbidden(name)]
     assert offending == [], f"{path.name} imports {offending}"
+
+
+@pytest.mark.parametrize("path", PURE_MODULES, ids=lambda p: str(p.relative_to(PURE_ROOT)))
+def test_pure_module_reads_no_clock(path: Path) -> None:
+    assert CLOCK_CALLS.findall(path.read_text(encoding="utf-8")) == [], f"{path.name} reads a clock"
 
 
 @pytest.mark.parametrize("module", ["time", "dex.client", "dex_agents.shell.flow", "dex_agents.engine", "os.path"])
