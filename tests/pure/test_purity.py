@@ -9,7 +9,7 @@ import pytest
 
 PURE_ROOT = Path(__file__).resolve().parents[2] / "pure" / "dex_agents" / "pure"
 FORBIDDEN_ROOTS = frozenset({"dex", "grpc", "time", "random", "uuid", "os", "asyncio", "socket", "sqlite3", "threading", "subprocess"})
-CLOCK_CALLS = re.compile(r"\b(now|utcnow|today|fromtimestamp|perf_counter|monotonic)\s*\(")
+CLOCK_CALLS = re.compile(r"\.(now|utcnow|today|fromtimestamp|perf_counter|monotonic|time_ns)\s*\(")
 FORBIDDEN_PACKAGES = ("dex_agents.shell", "dex_agents.engine")
 
 
