@@ -1,0 +1,151 @@
+"""Fixtures of the engine conformance suite.
+
+The engine under test is a real Dex server when ``DEX_SERVER_ADDRESS`` is set (nothing is
+started then, and only the tests that must kill/restart the engine or configure its auth are
+skipped), and otherwise the local engine started with ``dex_agents.engine.start_engine()`` for the
+whole session. Tests get a :class:`DexFixture` that hands out unique Flow types and Flow IDs and
+opens worker harnesses that are torn down (gates opened first) when the test ends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import pytest
+from dex import Credential, Flow
+
+from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
+
+ADDRESS_ENV = "DEX_SERVER_ADDRESS"
+
+
+class RunningEngine(Protocol):
+    """What ``start_engine`` yields."""
+
+    @property
+    def address(self) -> str: ...
+
+
+class EngineProcess(Protocol):
+    """The engine as a child process in its own process group (see the engine launch API)."""
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def pid(self) -> int: ...
+
+    def kill(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class EngineProcessFactory(Protocol):
+    """The ``EngineProcess`` class of the launch API."""
+
+    def start(self, db_path: Path, *, port: int = 0, token_file: Path | None = None,
+              log_path: Path | None = None, ready_timeout: float = 30.0) -> EngineProcess: ...
+
+
+class LaunchApi(Protocol):
+    """The part of ``dex_agents.engine`` the suite uses."""
+
+    EngineProcess: EngineProcessFactory
+
+    def start_engine(self, db_path: Path | None = None, *, token_file: Path | None = None,
+                     in_process: bool = True, port: int = 0) -> AbstractContextManager[RunningEngine]: ...
+
+
+def launch_api() -> LaunchApi:
+    """Import the local engine's launch API (imported lazily: a real Dex needs none of it)."""
+    return cast(LaunchApi, importlib.import_module("dex_agents.engine"))
+
+
+@dataclass(frozen=True)
+class EngineEndpoint:
+    """The session's engine: its address and whether it is the local engine we control."""
+
+    address: str
+    local: bool
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[EngineEndpoint]:
+    """The engine every ordinary test talks to."""
+    external = os.environ.get(ADDRESS_ENV, "").strip()
+    if external:
+        yield EngineEndpoint(address=external, local=False)
+        return
+    with launch_api().start_engine() as running:
+        yield EngineEndpoint(address=running.address, local=True)
+
+
+def require_local_engine(engine: EngineEndpoint, why: str) -> None:
+    """Skip (only in real-Dex mode) a test that must control the engine process itself."""
+    if not engine.local:
+        pytest.skip(f"{ADDRESS_ENV} is set: {why} needs the local engine, which this run does not start")
+
+
+class DexFixture:
+    """Per-test factory of unique names and worker harnesses; closes everything at teardown."""
+
+    def __init__(self, engine: EngineEndpoint, tmp_path: Path, test_name: str) -> None:
+        self.engine = engine
+        self.tmp_path = tmp_path
+        self._test_name = test_name
+        self._harnesses: list[Harness] = []
+        self._flows: list[Flow[Any]] = []
+        self._caches = 0
+
+    def flow_type(self, label: str = "") -> str:
+        """A Flow type name unique on the server."""
+        return unique_name(f"{self._test_name[:24]}{'-' + label if label else ''}")
+
+    def flow_id(self, label: str = "flow") -> str:
+        """A Flow ID unique on the server."""
+        return unique_name(label)
+
+    def start(self, *flows: Flow[Any], async_worker: bool = False, address: str | None = None,
+              credential: Credential | None = None) -> Harness:
+        """Open a harness serving ``flows`` (Worker registered) against the engine or ``address``."""
+        self._caches += 1
+        cache_dir = self.tmp_path / f"blob-cache-{self._caches}"
+        cache_dir.mkdir()
+        self._flows.extend(flows)
+        harness = open_harness(flows, address=address or self.engine.address, cache_dir=cache_dir,
+                               async_worker=async_worker, credential=credential)
+        self._harnesses.append(harness)
+        return harness
+
+    def close(self) -> None:
+        """Open every gate (so gated handlers return), then close harnesses newest first."""
+        for flow in self._flows:
+            if isinstance(flow, NamedFlow):
+                flow.gate.open()
+        errors: list[BaseException] = []
+        for harness in reversed(self._harnesses):
+            try:
+                harness.close()
+            except BaseException as error:  # noqa: BLE001 - close all, report the first
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
+def dex(engine: EngineEndpoint, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DexFixture]:
+    """The per-test entry point of the suite."""
+    fixture = DexFixture(engine, tmp_path, request.node.name)
+    try:
+        yield fixture
+    finally:
+        fixture.close()
