@@ -125,4 +125,6 @@ def test_interrupt_id_is_a_channel_map_key(turn_id: str, tool_call_id: str) -> N
 
 
 def test_docstring_examples() -> None:
-    assert doctest.testmod(keys).failed == 0
+    results = doctest.testmod(keys)
+    assert results.attempted > 0
+    assert results.failed == 0
