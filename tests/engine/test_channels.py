@@ -1,0 +1,284 @@
+"""Channels and ChannelMaps: ``for_one``/``for_n``/``at_least``/``at_most``/``for_range`` consume
+exactly what Dex documents, FIFO; consumed values reach ``execute`` atomically with the wait (and
+again on its retry); Steps and RPCs publish; sizes by default; pending messages only when loaded;
+deletes (transactional ones abort on a missing message); ChannelMap instances are independent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from dex import (
+    Attribute,
+    Channel,
+    ChannelMap,
+    ChannelMessageNotFoundError,
+    ChannelMessagesNotLoadedError,
+    Context,
+    PersistenceSchema,
+    RetryPolicy,
+    RPCInvokeOptions,
+    RPCResult,
+    Step,
+    StepDecision,
+    StepList,
+    StepOptions,
+    Wait,
+    dead_end,
+    go_to,
+    rpc,
+)
+
+from tests.engine.conftest import DexFixture
+from tests.engine.harness import NamedFlow, eventually
+
+data = Channel("Data", int)
+go = Channel("Go", str)
+inbox = ChannelMap("Inbox", str)
+marker = Attribute("Marker", str)
+
+NOT_LOADED = ["<not loaded>"]
+
+
+def wait_for_mode(mode: str) -> Wait:
+    match mode:
+        case "one":
+            return Wait.until(data.for_one())
+        case "n3":
+            return Wait.until(data.for_n(3))
+        case "least2":
+            return Wait.until(data.at_least(2))
+        case "most2":
+            return Wait.until(data.at_most(2))
+        case "range1-2":
+            return Wait.until(data.for_range(at_least=1, at_most=2))
+        case "inbox-b":
+            return Wait.until(inbox.for_one("b"))
+        case "inbox-b-n2":
+            return Wait.until(inbox.for_n("b", 2))
+        case _:
+            raise ValueError(f"unknown mode {mode}")
+
+
+class Hold(Step[str]):
+    """Parks until ``Go`` so that the test can queue Data first."""
+
+    def __init__(self, flow: ChannelFlow) -> None:
+        self.flow = flow
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(go.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return go_to(Consume, input)
+
+
+class Consume(Step[str]):
+    def __init__(self, flow: ChannelFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(initial_interval=None, maximum_attempts=3))
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return wait_for_mode(input.removesuffix("-retry"))
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        got: list[object] = list(inbox.results(context, "b")) if input.startswith("inbox") else list(
+            data.results(context))
+        self.flow.probe.record("consumed", (context.attempt, got))
+        if input.endswith("-retry") and context.attempt == 1:
+            raise RuntimeError("fail once after the wait consumed")
+        return dead_end()
+
+
+class Produce(Step[str]):
+    """Publishes from a Step to a Channel that another Step waits on."""
+
+    def __init__(self, flow: ChannelFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        for value in (11, 12, 13):
+            data.publish(context, value)
+        self.flow.probe.record("size-after-own-publish", data.size(context))
+        return go_to(Consume, "n3")
+
+
+class ChannelFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Hold(self)).other_steps(Consume(self), Produce(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(data, go, inbox, marker)
+
+    @rpc
+    def publish(self, context: Context, input: list[int]) -> RPCResult[int]:
+        for value in input:
+            data.publish(context, value)
+        return RPCResult(data.size(context))
+
+    @rpc
+    def release(self, context: Context) -> None:
+        go.publish(context, "go")
+
+    @rpc
+    def size(self, context: Context) -> RPCResult[int]:
+        return RPCResult(data.size(context))
+
+    @rpc
+    def pending_unloaded(self, context: Context) -> RPCResult[list[str]]:
+        try:
+            return RPCResult([str(m.value) for m in data.pending_messages(context)])
+        except ChannelMessagesNotLoadedError:
+            return RPCResult(NOT_LOADED)
+
+    @rpc(load_channels=(data,))
+    def pending(self, context: Context) -> RPCResult[list[str]]:
+        return RPCResult([f"{m.message_id}={m.value}" for m in data.pending_messages(context)])
+
+    @rpc(load_channels=(data,))
+    def delete_first(self, context: Context) -> RPCResult[int]:
+        first = data.pending_messages(context)[0]
+        data.delete(context, first.message_id)
+        return RPCResult(first.value)
+
+    @rpc(is_transactional=True, load_channels=(data,))
+    def delete_strict(self, context: Context, input: str) -> None:
+        marker.set(context, "written by a transaction that must abort")
+        data.delete(context, input)
+
+    @rpc
+    def read_marker(self, context: Context) -> RPCResult[str]:
+        value: str | None = marker.get(context)
+        return RPCResult("<absent>" if value is None else value)
+
+    @rpc
+    def post(self, context: Context, input: list[str]) -> RPCResult[list[str]]:
+        key, value = input
+        inbox.publish(context, key, value)
+        return RPCResult(list(inbox.get_all_instance_keys(context)))
+
+    @rpc
+    def inbox_sizes(self, context: Context) -> RPCResult[dict[str, int]]:
+        return RPCResult({key: inbox.size(context, key) for key in ("a", "b", "c")})
+
+    @rpc
+    def inbox_pending(self, context: Context, input: str) -> RPCResult[list[str]]:
+        try:
+            return RPCResult([m.value for m in inbox.pending_messages(context, input)])
+        except ChannelMessagesNotLoadedError:
+            return RPCResult(NOT_LOADED)
+
+
+@dataclass(frozen=True)
+class Case:
+    mode: str
+    queued: list[int]
+    consumed: list[int]
+    left: int
+
+
+CASES = [
+    Case("one", [1, 2], [1], 1),
+    Case("n3", [1, 2, 3, 4], [1, 2, 3], 1),
+    Case("least2", [1, 2, 3], [1, 2, 3], 0),
+    Case("most2", [1, 2, 3], [1, 2], 1),
+    Case("most2", [], [], 0),
+    Case("range1-2", [5, 6, 7], [5, 6], 1),
+    Case("range1-2", [5], [5], 0),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.mode}-{len(c.queued)}queued")
+def test_channel_conditions_consume_exactly_what_they_promise(dex: DexFixture, case: Case) -> None:
+    flow = ChannelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, case.mode)
+    assert harness.client.invoke_rpc(flow.publish, flow_id, case.queued) == len(case.queued)
+    harness.client.invoke_rpc(flow.release, flow_id)
+    assert flow.probe.wait("consumed") == [(1, case.consumed)]
+    eventually(lambda: harness.client.invoke_rpc(flow.size, flow_id) == case.left,
+               what=f"{case.left} message(s) left queued")
+
+
+def test_wait_blocks_until_enough_messages_arrive_then_consumes_in_order(dex: DexFixture) -> None:
+    flow = ChannelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "n3")
+    harness.client.invoke_rpc(flow.release, flow_id)
+    for value in (7, 8):
+        harness.client.invoke_rpc(flow.publish, flow_id, [value])
+    assert harness.client.invoke_rpc(flow.size, flow_id) == 2, "two of three: nothing consumed yet"
+    assert flow.probe.values("consumed") == []
+    harness.client.invoke_rpc(flow.publish, flow_id, [9, 10])
+    assert flow.probe.wait("consumed") == [(1, [7, 8, 9])]
+    eventually(lambda: harness.client.invoke_rpc(flow.size, flow_id) == 1, what="one message left")
+
+
+def test_consumed_messages_are_delivered_again_to_a_retried_execute(dex: DexFixture) -> None:
+    flow = ChannelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "least2-retry")
+    harness.client.invoke_rpc(flow.publish, flow_id, [3, 4])
+    harness.client.invoke_rpc(flow.release, flow_id)
+    assert flow.probe.wait("consumed", 2) == [(1, [3, 4]), (2, [3, 4])]
+    assert harness.client.invoke_rpc(flow.size, flow_id) == 0
+
+
+def test_step_publish_feeds_another_step(dex: DexFixture) -> None:
+    flow = ProducerFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "p")
+    assert flow.probe.wait("size-after-own-publish") == [3], "own staged publishes count in size"
+    assert flow.probe.wait("consumed") == [(1, [11, 12, 13])]
+    eventually(lambda: harness.client.invoke_rpc(flow.size, flow_id) == 0, what="all three consumed")
+
+
+class ProducerFlow(ChannelFlow):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Produce(self)).other_steps(Consume(self), Hold(self))
+
+
+def test_pending_messages_need_a_load_and_rpcs_delete_them(dex: DexFixture) -> None:
+    flow = ChannelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "one")
+    harness.client.invoke_rpc(flow.publish, flow_id, [21, 22, 23])
+    assert harness.client.invoke_rpc(flow.pending_unloaded, flow_id) == NOT_LOADED
+    pending = harness.client.invoke_rpc(flow.pending, flow_id)
+    assert [entry.split("=")[1] for entry in pending] == ["21", "22", "23"]
+    assert len({entry.split("=")[0] for entry in pending}) == 3, "message ids are distinct"
+    assert harness.client.invoke_rpc(flow.delete_first, flow_id) == 21
+    assert [e.split("=")[1] for e in harness.client.invoke_rpc(flow.pending, flow_id)] == ["22", "23"]
+    with pytest.raises(ChannelMessageNotFoundError):
+        harness.client.invoke_rpc(flow.delete_strict, flow_id, pending[0].split("=")[0])
+    assert harness.client.invoke_rpc(flow.read_marker, flow_id) == "<absent>", "the aborted RPC wrote nothing"
+    assert harness.client.invoke_rpc(flow.size, flow_id) == 2
+    harness.client.invoke_rpc(flow.release, flow_id)
+    assert flow.probe.wait("consumed") == [(1, [22])]
+
+
+def test_channel_map_instances_are_independent(dex: DexFixture) -> None:
+    flow = ChannelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "inbox-b-n2")
+    assert harness.client.invoke_rpc(flow.post, flow_id, ["a", "a1"]) == ["a"]
+    assert harness.client.invoke_rpc(flow.post, flow_id, ["b", "b1"]) == ["a", "b"]
+    harness.client.invoke_rpc(flow.release, flow_id)
+    assert harness.client.invoke_rpc(flow.inbox_pending, flow_id, "a") == NOT_LOADED
+    assert harness.client.invoke_rpc(flow.inbox_pending, flow_id, "a", options=RPCInvokeOptions(
+        load_channel_map_instances=(inbox.load_messages("a"),))) == ["a1"]
+    harness.client.invoke_rpc(flow.post, flow_id, ["a", "a2"])
+    assert harness.client.invoke_rpc(flow.inbox_sizes, flow_id) == {"a": 2, "b": 1, "c": 0}, (
+        "instance b has one message of two: nothing consumed")
+    harness.client.invoke_rpc(flow.post, flow_id, ["b", "b2"])
+    assert flow.probe.wait("consumed") == [(1, ["b1", "b2"])]
+    eventually(lambda: harness.client.invoke_rpc(flow.inbox_sizes, flow_id) == {"a": 2, "b": 0, "c": 0},
+               what="instance a untouched, b consumed")
