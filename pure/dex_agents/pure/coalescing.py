@@ -146,7 +146,7 @@ def add_delta(buffer: DeltaBuffer, kind: DeltaKind, text: str, now_ms: int) -> C
                 return _settle(merged, now_ms, ())
             fresh = PendingDeltas(kind=kind, text=text, first_delta_ms=now_ms)
             return _settle(fresh, now_ms, (_written(buffer),))
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(buffer)
 
 
@@ -157,7 +157,7 @@ def flush_if_due(buffer: DeltaBuffer, now_ms: int) -> CoalescerStep:
             return CoalescerStep(buffer=buffer, flushed=pvector())
         case PendingDeltas():
             return _settle(buffer, now_ms, ())
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(buffer)
 
 
@@ -168,7 +168,7 @@ def flush(buffer: DeltaBuffer) -> CoalescerStep:
             return CoalescerStep(buffer=buffer, flushed=pvector())
         case PendingDeltas():
             return CoalescerStep(buffer=EMPTY_DELTA_BUFFER, flushed=pvector([_written(buffer)]))
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(buffer)
 
 
@@ -179,7 +179,7 @@ def flush_due_at(buffer: DeltaBuffer) -> int | None:
             return None
         case PendingDeltas(first_delta_ms=first_delta_ms):
             return first_delta_ms + FLUSH_AFTER_MS
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(buffer)
 
 

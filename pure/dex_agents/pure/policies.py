@@ -69,7 +69,7 @@ def approval_required_by_default(effect: ToolEffect) -> bool:
             return False
         case ToolEffect.NON_IDEMPOTENT_WRITE | ToolEffect.UNCLASSIFIED:
             return True
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(effect)
 
 
@@ -80,7 +80,7 @@ def tool_step_type(effect: ToolEffect) -> ToolStepType:
             return ToolStepType.CALL_TOOL
         case ToolEffect.NON_IDEMPOTENT_WRITE | ToolEffect.UNCLASSIFIED:
             return ToolStepType.CALL_SINGLE_ATTEMPT_TOOL
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(effect)
 
 
@@ -92,7 +92,7 @@ def tool_step_attempts(effect: ToolEffect) -> int:
             return RETRYING_TOOL_ATTEMPTS
         case ToolStepType.CALL_SINGLE_ATTEMPT_TOOL:
             return SINGLE_TOOL_ATTEMPT
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(step_type)
 
 
@@ -107,7 +107,7 @@ def crash_status(effect: ToolEffect) -> ToolCallStatus:
             return ToolCallStatus.FAILED
         case ToolEffect.IDEMPOTENT_WRITE | ToolEffect.NON_IDEMPOTENT_WRITE | ToolEffect.UNCLASSIFIED:
             return ToolCallStatus.OUTCOME_UNKNOWN
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(effect)
 
 

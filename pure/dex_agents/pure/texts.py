@@ -85,7 +85,7 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
             raise ValueError(
                 f"tool call {record.tool_call_id!r} is still {status.value}; only a final record has an outcome"
             )
-        case _:
+        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(status)
 
 
