@@ -65,7 +65,9 @@ def test_flush_by_time_at_exactly_100_ms_includes_the_new_delta() -> None:
 
 
 def test_the_window_restarts_after_a_flush() -> None:
-    buffer, written = feed([(TEXT, "a", 0), (TEXT, "b", 150), (TEXT, "c", 200), (TEXT, "d", 250), (TEXT, "e", 300), (TEXT, "f", 310)])
+    buffer, written = feed(
+        [(TEXT, "a", 0), (TEXT, "b", 150), (TEXT, "c", 200), (TEXT, "d", 250), (TEXT, "e", 300), (TEXT, "f", 310)]
+    )
     assert written == [(TEXT, "ab"), (TEXT, "cde")]
     assert buffer == PendingDeltas(kind=TEXT, text="f", first_delta_ms=310)
 
@@ -112,12 +114,15 @@ def test_close_flushes_what_is_buffered() -> None:
     assert flush(EMPTY_DELTA_BUFFER) == CoalescerStep(buffer=EMPTY_DELTA_BUFFER, flushed=pvector())
 
 
-@pytest.mark.parametrize(("now_ms", "flushed"), [(1_000, False), (1_099, False), (1_100, True), (5_000, True), (900, False)])
+@pytest.mark.parametrize(
+    ("now_ms", "flushed"), [(1_000, False), (1_099, False), (1_100, True), (5_000, True), (900, False)]
+)
 def test_timer_tick_flushes_only_when_due(now_ms: int, flushed: bool) -> None:
     buffer = PendingDeltas(kind=TEXT, text="abc", first_delta_ms=1_000)
     step = flush_if_due(buffer, now_ms)
     if flushed:
-        assert step == CoalescerStep(buffer=EMPTY_DELTA_BUFFER, flushed=pvector([CoalescedDelta(kind=TEXT, text="abc")]))
+        written = pvector([CoalescedDelta(kind=TEXT, text="abc")])
+        assert step == CoalescerStep(buffer=EMPTY_DELTA_BUFFER, flushed=written)
     else:
         assert step == CoalescerStep(buffer=buffer, flushed=pvector())
 
@@ -158,7 +163,9 @@ def test_coalesced_delta_is_agent_event_ready() -> None:
     assert delta.to_event(turn_id="turn-2", attempt=3, step_execution_id="exec-9") == AgentEvent(
         type="reasoning_delta", turn_id="turn-2", attempt=3, step_execution_id="exec-9", payload=pmap({"text": "why"})
     )
-    assert CoalescedDelta(kind=TEXT, text="hi").to_event(turn_id=None, attempt=1, step_execution_id="e").type == "text_delta"
+    outside_a_turn = CoalescedDelta(kind=TEXT, text="hi").to_event(turn_id=None, attempt=1, step_execution_id="e")
+    assert outside_a_turn.type == "text_delta"
+    assert outside_a_turn.turn_id is None
 
 
 def test_inputs_are_not_mutated() -> None:

@@ -151,7 +151,9 @@ def test_parse_instant_rejects_malformed_text(text: str) -> None:
         parse_instant(text)
 
 
-@pytest.mark.parametrize("text", ["2026-13-02T03:04:05.678Z", "2026-02-30T03:04:05Z", "2026-01-02T24:00:00Z", "2026-01-02T03:04:05+24:00"])
+@pytest.mark.parametrize(
+    "text", ["2026-13-02T03:04:05.678Z", "2026-02-30T03:04:05Z", "2026-01-02T24:00:00Z", "2026-01-02T03:04:05+24:00"]
+)
 def test_parse_instant_rejects_impossible_instants(text: str) -> None:
     with pytest.raises(ValueError, match="not a valid instant"):
         parse_instant(text)

@@ -38,7 +38,19 @@ def sequences(page: AgentMessagePage) -> list[int]:
 
 @pytest.mark.parametrize(
     ("limit", "effective"),
-    [(None, 50), (0, 1), (-1, 1), (-1000, 1), (1, 1), (2, 2), (50, 50), (199, 199), (200, 200), (201, 200), (10**9, 200)],
+    [
+        (None, 50),
+        (0, 1),
+        (-1, 1),
+        (-1000, 1),
+        (1, 1),
+        (2, 2),
+        (50, 50),
+        (199, 199),
+        (200, 200),
+        (201, 200),
+        (10**9, 200),
+    ],
 )
 def test_clamp_limit(limit: int | None, effective: int) -> None:
     assert clamp_limit(limit) == effective

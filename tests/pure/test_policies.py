@@ -36,7 +36,9 @@ optional_bools = st.none() | st.booleans()
 policies_strategy = st.builds(ToolPolicy, effect=effects, requires_approval=optional_bools)
 
 
-@pytest.mark.parametrize(("effect", "step_type", "attempts", "crashed", "approval"), EFFECTS_TABLE, ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("effect", "step_type", "attempts", "crashed", "approval"), EFFECTS_TABLE, ids=lambda v: str(v)
+)
 def test_effects_table_row(
     effect: ToolEffect, step_type: str, attempts: int, crashed: ToolCallStatus, approval: bool
 ) -> None:
@@ -47,7 +49,8 @@ def test_effects_table_row(
     assert crash_status(effect).is_final
     assert approval_required_by_default(effect) is approval
     # With no policy and no framework effect, the default effect decides everything.
-    assert resolve_tool_policy("tool", None, {}, effect) == ResolvedToolPolicy(effect=effect, requires_approval=approval)
+    expected = ResolvedToolPolicy(effect=effect, requires_approval=approval)
+    assert resolve_tool_policy("tool", None, {}, effect) == expected
 
 
 def test_effects_table_covers_every_effect() -> None:
@@ -162,7 +165,10 @@ def test_resolve_tool_policy_property(
         (McpToolAnnotations(destructive_hint=True), ToolEffect.NON_IDEMPOTENT_WRITE),
         (McpToolAnnotations(read_only_hint=False), ToolEffect.NON_IDEMPOTENT_WRITE),
         (McpToolAnnotations(idempotent_hint=False), ToolEffect.NON_IDEMPOTENT_WRITE),
-        (McpToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False), ToolEffect.NON_IDEMPOTENT_WRITE),
+        (
+            McpToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+            ToolEffect.NON_IDEMPOTENT_WRITE,
+        ),
     ],
 )
 def test_mcp_annotation_mapping(annotations: McpToolAnnotations | None, expected: ToolEffect | None) -> None:

@@ -105,7 +105,11 @@ def test_spec_failure_note_byte_for_byte() -> None:
             (None, "worker lost during the call", None),
             "The tool call's outcome is unknown: worker lost during the call",
         ),
-        (ToolCallStatus.OUTCOME_UNKNOWN, (None, None, None), "The tool call's outcome is unknown: no error text was recorded"),
+        (
+            ToolCallStatus.OUTCOME_UNKNOWN,
+            (None, None, None),
+            "The tool call's outcome is unknown: no error text was recorded",
+        ),
     ],
 )
 def test_describe_tool_call_outcome(
@@ -156,7 +160,9 @@ def test_note_lists_only_final_records_in_deferral_order() -> None:
     records = [
         record("c", tool_name="third", arguments="{}", deferral_order=2, status=ToolCallStatus.REJECTED),
         record("open", tool_name="open_one", deferral_order=1, status=ToolCallStatus.PENDING),
-        record("a", tool_name="first", arguments='{"x":1}', deferral_order=0, status=ToolCallStatus.FAILED, error="boom"),
+        record(
+            "a", tool_name="first", arguments='{"x":1}', deferral_order=0, status=ToolCallStatus.FAILED, error="boom"
+        ),
         record("d", tool_name="fourth", arguments="[]", deferral_order=3, status=ToolCallStatus.SUCCEEDED, output="ok"),
     ]
     assert build_turn_failure_note(records) == "\n".join(
@@ -181,7 +187,14 @@ final_statuses = st.sampled_from([status for status in ToolCallStatus if status.
 @given(st.lists(st.tuples(final_statuses, st.text(alphabet="abc xyz", max_size=8)), min_size=1, max_size=8))
 def test_note_has_one_line_per_final_record(statuses: list[tuple[ToolCallStatus, str]]) -> None:
     records = [
-        record(f"call_{index}", tool_name=f"tool_{index}", deferral_order=index, status=status, output=detail, error=detail)
+        record(
+            f"call_{index}",
+            tool_name=f"tool_{index}",
+            deferral_order=index,
+            status=status,
+            output=detail,
+            error=detail,
+        )
         for index, (status, detail) in enumerate(statuses)
     ]
     note = build_turn_failure_note(reversed(records))
