@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 import pytest
-from dex import Credential, Flow
+from dex import BlobCacheConfig, Client, ClientOptions, Credential, Flow, Registry, WorkerTarget, open_blob_cache
 
 from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
+from tests.engine.processes import WorkerProcess
 
 ADDRESS_ENV = "DEX_SERVER_ADDRESS"
 
@@ -105,6 +106,7 @@ class DexFixture:
         self._harnesses: list[Harness] = []
         self._flows: list[Flow[Any]] = []
         self._caches = 0
+        self._closers: list[Callable[[], None]] = []
 
     def flow_type(self, label: str = "") -> str:
         """A Flow type name unique on the server."""
@@ -114,14 +116,35 @@ class DexFixture:
         """A Flow ID unique on the server."""
         return unique_name(label)
 
-    def start(self, *flows: Flow[Any], async_worker: bool = False, address: str | None = None,
-              credential: Credential | None = None) -> Harness:
-        """Open a harness serving ``flows`` (Worker registered) against the engine or ``address``."""
+    def _cache_dir(self) -> Path:
         self._caches += 1
         cache_dir = self.tmp_path / f"blob-cache-{self._caches}"
         cache_dir.mkdir()
+        return cache_dir
+
+    def client(self, *flows: Flow[Any], address: str | None = None, credential: Credential | None = None) -> Client:
+        """A Client for ``flows`` with no Worker in this process (workers run elsewhere)."""
+        cache = open_blob_cache(BlobCacheConfig(str(self._cache_dir()), 16 * 1024 * 1024))
+        self._closers.append(cache.close)
+        client = Client(Registry(list(flows)), cache, ClientOptions(
+            server_address=address or self.engine.address, worker_target=WorkerTarget(pull=True),
+            credential=credential))
+        self._closers.append(client.close)
+        return client
+
+    def worker_process(self, *, flow_type: str, gate_dir: Path, address: str | None = None,
+                       token_file: Path | None = None) -> WorkerProcess:
+        """Start a worker child (own process group) serving ``KillFlow`` ``flow_type``."""
+        process = WorkerProcess.start(address=address or self.engine.address, flow_type=flow_type,
+                                      gate_dir=gate_dir, token_file=token_file)
+        self._closers.append(process.stop)
+        return process
+
+    def start(self, *flows: Flow[Any], async_worker: bool = False, address: str | None = None,
+              credential: Credential | None = None) -> Harness:
+        """Open a harness serving ``flows`` (Worker registered) against the engine or ``address``."""
         self._flows.extend(flows)
-        harness = open_harness(flows, address=address or self.engine.address, cache_dir=cache_dir,
+        harness = open_harness(flows, address=address or self.engine.address, cache_dir=self._cache_dir(),
                                async_worker=async_worker, credential=credential)
         self._harnesses.append(harness)
         return harness
@@ -132,9 +155,9 @@ class DexFixture:
             if isinstance(flow, NamedFlow):
                 flow.gate.open()
         errors: list[BaseException] = []
-        for harness in reversed(self._harnesses):
+        for closer in [*reversed(self._closers), *(h.close for h in reversed(self._harnesses))]:
             try:
-                harness.close()
+                closer()
             except BaseException as error:  # noqa: BLE001 - close all, report the first
                 errors.append(error)
         if errors:

@@ -1,0 +1,35 @@
+"""Worker loss: a pull Worker process is SIGKILLed while its handler runs. A task that sent no
+output frame is re-delivered to the next Worker with the same attempt number; a task that had
+sent an output frame (a heartbeat) counts as a failed attempt and is retried by policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dex import FlowStatus
+
+from tests.engine.conftest import DexFixture
+from tests.engine.harness import FLOW_WAIT, eventually
+from tests.engine.kill_flow import RELEASE, KillFlow, logged_attempts, reached_marker
+
+
+@pytest.mark.parametrize(("mode", "second_attempt"), [("silent", 1), ("frame", 2)],
+                         ids=["no-output-frame-redelivers-same-attempt", "output-frame-retries-next-attempt"])
+def test_worker_sigkill_during_a_task(dex: DexFixture, tmp_path: Path, mode: str, second_attempt: int) -> None:
+    gate_dir = tmp_path / "gate"
+    gate_dir.mkdir()
+    flow_type = dex.flow_type(mode)
+    flow = KillFlow(flow_type, gate_dir)
+    client = dex.client(flow)
+    first = dex.worker_process(flow_type=flow_type, gate_dir=gate_dir)
+    flow_id = dex.flow_id(mode)
+    client.start_flow(flow, flow_id, mode)
+    eventually(lambda: reached_marker(gate_dir, first.pid).exists(), what="the first worker's handler at the gate")
+    first.kill()
+    (gate_dir / RELEASE).touch()
+    second = dex.worker_process(flow_type=flow_type, gate_dir=gate_dir)
+    result = client.wait_for_flow(flow_id, timeout=FLOW_WAIT)
+    assert result.status is FlowStatus.COMPLETED
+    assert result.single_output(int) == second_attempt
+    assert logged_attempts(gate_dir) == [(1, first.pid), (second_attempt, second.pid)]
