@@ -1,0 +1,156 @@
+"""``AwaitToolApproval``: what to wait for, and the reducer of the wait's end.
+
+Reads: the call's own ``tool_calls`` instance and ``pending_interrupts`` (which the Step locks in
+Execute, so ``resolve_interrupt`` cannot change it underneath).
+
+* A resolution (consumed from the call's ``InterruptResolutions`` instance): approved -> record
+  ``pending``, ``interrupt_resolved``, -> the call's tool Step; rejected -> record ``rejected`` with the
+  rejection message, ``interrupt_resolved``, ``tool_call_finished``, one ``ToolCallCompleted``, dead end.
+* The deadline Timer: when the interrupt is still pending and its deadline has come, reject with
+  ``"approval deadline passed"`` as above. When ``resolve_interrupt`` already removed the interrupt
+  (its resolution is queued), or the Timer fired before the deadline, wait again: move to
+  ``AwaitToolApproval`` for the same call, whose wait consumes the resolution or re-arms the Timer.
+* A call that no longer awaits approval (missing or already decided) ends without effects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TypeAlias, assert_never, final
+
+from dex_agents.pure import events
+from dex_agents.pure.deadlines import is_late, timer_seconds
+from dex_agents.pure.effects import Effect, SetMapInstance, WriteEvent
+from dex_agents.pure.persistence import MapName, StepType
+from dex_agents.pure.policies import tool_step_type
+from dex_agents.pure.reducers.common import (
+    dead_end,
+    finalize_record,
+    go_to,
+    interrupt_deadline,
+    set_pending_interrupts,
+)
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_inputs import ApprovalWaitEnded, DeadlineTimerFired, ResolutionReceived, WaitSkipped
+from dex_agents.pure.texts import approval_deadline_passed_message
+from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.values import AgentToolCall, ToolCallStatus
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitForResolution:
+    """Wait for one message on ``InterruptResolutions[interrupt_id]``, or a Timer of ``timer_seconds``
+    (whole seconds, rounded up) when one is set; the Timer comes first in Dex's canonical order."""
+
+    interrupt_id: str
+    timer_seconds: int | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkipWait:
+    """Nothing to wait for (``Wait.skip_immediately``); execute then receives ``WaitSkipped``."""
+
+
+ApprovalWait: TypeAlias = WaitForResolution | SkipWait
+
+
+def _awaiting_record(state: SessionState, tool_call_id: str) -> AgentToolCall | None:
+    record = state.tool_calls.get(tool_call_id)
+    if record is None or record.status is not ToolCallStatus.AWAITING_APPROVAL or record.interrupt_id is None:
+        return None
+    return record
+
+
+def approval_wait(state: SessionState, tool_call_id: str, now_ms: int) -> ApprovalWait:
+    """The wait of ``AwaitToolApproval(tool_call_id)`` at ``now_ms`` (its ``wait_for``).
+
+    No Timer when the interrupt has no deadline or was already resolved (its resolution is queued);
+    a deadline that cannot be read arms a zero Timer, so execute reports it at once.
+    """
+    record = _awaiting_record(state, tool_call_id)
+    if record is None or record.interrupt_id is None:
+        return SkipWait()
+    interrupt = state.pending_interrupt(record.interrupt_id)
+    if interrupt is None:
+        return WaitForResolution(interrupt_id=record.interrupt_id, timer_seconds=None)
+    try:
+        deadline = interrupt_deadline(interrupt)
+    except ValueError:
+        return WaitForResolution(interrupt_id=record.interrupt_id, timer_seconds=0)
+    seconds = None if deadline is None else timer_seconds(now_ms, deadline)
+    return WaitForResolution(interrupt_id=record.interrupt_id, timer_seconds=seconds)
+
+
+def _wait_again(state: SessionState, tool_call_id: str) -> Transition:
+    return transition(state, [go_to(StepType.AWAIT_TOOL_APPROVAL, tool_call_id)])
+
+
+def _decide(
+    state: SessionState,
+    waited: ApprovalWaitEnded,
+    record: AgentToolCall,
+    interrupt_id: str,
+    approved: bool,
+    rejection_message: str | None,
+) -> Transition:
+    """Apply one decision: remove the interrupt if still pending, then approve or reject the record."""
+    invocation = waited.invocation
+    before: list[Effect] = []
+    if state.pending_interrupt(interrupt_id) is not None:
+        state = replace(state, pending_interrupts=state.without_interrupt(interrupt_id))
+        before.append(set_pending_interrupts(state))
+    shown_message = None if approved else rejection_message
+    before.append(
+        WriteEvent(event=events.interrupt_resolved(record.turn_id, invocation, interrupt_id, approved, shown_message))
+    )
+    if not approved:
+        rejected = replace(record, status=ToolCallStatus.REJECTED, rejection_message=rejection_message)
+        return finalize_record(state, invocation, rejected, before)
+    approved_record = replace(record, status=ToolCallStatus.PENDING)
+    return transition(
+        replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, approved_record)),
+        [
+            SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=record.tool_call_id, value=approved_record),
+            *before,
+            go_to(StepType(tool_step_type(record.effect).value), record.tool_call_id),
+        ],
+    )
+
+
+def reduce_approval_wait_ended(state: SessionState, waited: ApprovalWaitEnded) -> Transition:
+    """``AwaitToolApproval(tool_call_id)`` finished waiting (see the module docstring).
+
+    Rejects a resolution for another interrupt, and a stored deadline that cannot be read.
+    """
+    record = _awaiting_record(state, waited.tool_call_id)
+    if record is None or record.interrupt_id is None:
+        return dead_end(state)
+    interrupt_id = record.interrupt_id
+    outcome = waited.outcome
+    match outcome:
+        case ResolutionReceived(resolution=resolution):
+            if resolution.interrupt_id != interrupt_id:
+                return reject(
+                    state, f"resolution for {resolution.interrupt_id!r} reached the wait of {interrupt_id!r}"
+                )
+            return _decide(state, waited, record, interrupt_id, resolution.approved, resolution.rejection_message)
+        case DeadlineTimerFired():
+            interrupt = state.pending_interrupt(interrupt_id)
+            if interrupt is None:
+                return _wait_again(state, waited.tool_call_id)
+            try:
+                deadline = interrupt_deadline(interrupt)
+            except ValueError as error:
+                return reject(state, f"interrupt {interrupt_id!r} has an unreadable deadline: {error}")
+            if not is_late(waited.invocation.now_ms, deadline):
+                return _wait_again(state, waited.tool_call_id)
+            return _decide(state, waited, record, interrupt_id, False, approval_deadline_passed_message)
+        case WaitSkipped():
+            return _wait_again(state, waited.tool_call_id)
+        case _:
+            assert_never(outcome)
+
+
+__all__ = ["ApprovalWait", "SkipWait", "WaitForResolution", "approval_wait", "reduce_approval_wait_ended"]

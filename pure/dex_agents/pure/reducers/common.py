@@ -1,0 +1,209 @@
+"""Building blocks shared by the Step reducers: appending messages, starting and clearing a turn,
+finalizing a tool call record, and reading an interrupt's deadline.
+
+Invariants kept here for every reducer:
+    * A new message gets sequence ``message_count + 1`` and ``message_count`` moves with it, so
+      sequences start at 1 with no gaps even when the Step did not load ``AgentMessages``.
+    * A turn starts as ``turn-<turn_count + 1>`` and its user message is stored before its first
+      ``RunModel``.
+    * Finalizing a record writes it, writes ``tool_call_finished``, publishes exactly one
+      ``ToolCallCompleted`` and dead-ends the branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pyrsistent import pmap, pvector
+
+from dex_agents.pure import events
+from dex_agents.pure.deadlines import parse_instant
+from dex_agents.pure.effects import (
+    DeadEnd,
+    DeleteAttribute,
+    DeleteMapInstance,
+    Effect,
+    GoToSteps,
+    PublishToChannel,
+    SetAttribute,
+    SetMapInstance,
+    WriteEvent,
+)
+from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE, message_sequence_key, turn_id_for
+from dex_agents.pure.persistence import AttributeName, ChannelName, MapName, StepType
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_inputs import Invocation
+from dex_agents.pure.step_options import MovementInput, move_to
+from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.validation import describe_defects, validate_user_message
+from dex_agents.pure.values import (
+    AgentInterrupt,
+    AgentMessage,
+    AgentState,
+    AgentStatus,
+    AgentToolCall,
+    FrameworkMessage,
+    ToolCallCompleted,
+)
+
+NOT_STARTED = "the session has not started"
+NO_RUNNING_TURN = "no turn is running"
+
+
+def go_to(step_type: StepType, step_input: MovementInput = None) -> GoToSteps:
+    """One movement to ``step_type`` with its complete options."""
+    return GoToSteps(movements=pvector([move_to(step_type, step_input)]))
+
+
+def set_agent_state(agent_state: AgentState) -> SetAttribute:
+    """Write the ``AgentState`` Attribute."""
+    return SetAttribute(name=AttributeName.AGENT_STATE, value=agent_state)
+
+
+def set_pending_interrupts(state: SessionState) -> SetAttribute:
+    """Write the state's ``PendingInterrupts``."""
+    return SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=state.pending_interrupts)
+
+
+def room_for_messages(agent_state: AgentState, count: int) -> str | None:
+    """``None`` when ``count`` more messages fit in 12-digit sequence keys, else the error text."""
+    if agent_state.message_count + count > MAX_MESSAGE_SEQUENCE:
+        return f"message sequence would pass {MAX_MESSAGE_SEQUENCE}"
+    return None
+
+
+def append_messages(
+    state: SessionState, agent_state: AgentState, turn_id: str, new_messages: Sequence[FrameworkMessage]
+) -> tuple[SessionState, AgentState, list[Effect]]:
+    """Append ``new_messages`` to the turn, in order, after ``agent_state.message_count``.
+
+    Returns the state with the messages, the ``AgentState`` with the new ``message_count`` (not yet
+    written), and one ``SetMapInstance`` per message. The caller checked ``room_for_messages``.
+    """
+    stored: list[AgentMessage] = []
+    for offset, message in enumerate(new_messages, start=1):
+        stored.append(
+            AgentMessage(
+                sequence=agent_state.message_count + offset,
+                turn_id=turn_id,
+                role=message.role,
+                text=message.text,
+                tool_call_id=message.tool_call_id,
+                tool_name=message.tool_name,
+                tool_arguments=message.tool_arguments,
+                tool_output=message.tool_output,
+                framework_item=message.framework_item,
+            )
+        )
+    effects: list[Effect] = [
+        SetMapInstance(name=MapName.AGENT_MESSAGES, key=message_sequence_key(message.sequence), value=message)
+        for message in stored
+    ]
+    new_agent_state = replace(agent_state, message_count=agent_state.message_count + len(stored))
+    return replace(state, messages=state.messages.extend(stored)), new_agent_state, effects
+
+
+def start_turn(
+    state: SessionState, agent_state: AgentState, invocation: Invocation, user_message: FrameworkMessage
+) -> Transition:
+    """Start ``turn-<turn_count + 1>`` with ``user_message`` and move to ``RunModel``.
+
+    Effects: the message, ``AgentState`` (``running_model``), ``turn_started``, ``GoToSteps(RunModel)``.
+    Rejects a non-user message (a runner defect) and a full sequence space; the state is unchanged then.
+    """
+    defects = validate_user_message(user_message)
+    if defects:
+        return reject(state, describe_defects(defects))
+    no_room = room_for_messages(agent_state, 1)
+    if no_room is not None:
+        return reject(state, no_room)
+    turn_number = agent_state.turn_count + 1
+    turn_id = turn_id_for(turn_number)
+    state, agent_state, message_effects = append_messages(state, agent_state, turn_id, [user_message])
+    agent_state = replace(
+        agent_state,
+        status=AgentStatus.RUNNING_MODEL,
+        turn_count=turn_number,
+        current_turn_id=turn_id,
+        current_turn_sequence=agent_state.message_count,
+    )
+    return transition(
+        replace(state, agent_state=agent_state),
+        [
+            *message_effects,
+            set_agent_state(agent_state),
+            WriteEvent(event=events.turn_started(turn_id, invocation, agent_state.message_count)),
+            go_to(StepType.RUN_MODEL),
+        ],
+    )
+
+
+def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Effect]]:
+    """Drop the turn's run state, its tool call records and any interrupt of the turn left pending.
+
+    Returns the state without them and the ``DeleteAttribute`` / ``DeleteMapInstance`` /
+    ``SetAttribute`` effects (only for what was there). ``AgentState`` is the caller's to write.
+    """
+    effects: list[Effect] = []
+    if state.framework_run_state is not None:
+        effects.append(DeleteAttribute(name=AttributeName.FRAMEWORK_RUN_STATE))
+    effects.extend(
+        DeleteMapInstance(name=MapName.AGENT_TOOL_CALLS, key=record.tool_call_id)
+        for record in state.records_in_deferral_order()
+    )
+    remaining = pvector(i for i in state.pending_interrupts if i.turn_id != turn_id)
+    cleared = replace(state, framework_run_state=None, tool_calls=pmap(), pending_interrupts=remaining)
+    if len(remaining) != len(state.pending_interrupts):
+        effects.append(set_pending_interrupts(cleared))
+    return cleared, effects
+
+
+def finalize_record(
+    state: SessionState, invocation: Invocation, final_record: AgentToolCall, before: Sequence[Effect] = ()
+) -> Transition:
+    """Store a record that became final, write ``tool_call_finished``, publish its one
+    ``ToolCallCompleted`` and dead-end. ``before`` are effects to perform first."""
+    new_state = replace(state, tool_calls=state.tool_calls.set(final_record.tool_call_id, final_record))
+    return transition(
+        new_state,
+        [
+            *before,
+            SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=final_record.tool_call_id, value=final_record),
+            WriteEvent(event=events.tool_call_finished(invocation, final_record)),
+            PublishToChannel(
+                name=ChannelName.TOOL_CALL_RESULTS, value=ToolCallCompleted(tool_call_id=final_record.tool_call_id)
+            ),
+            DeadEnd(),
+        ],
+    )
+
+
+def dead_end(state: SessionState) -> Transition:
+    """End the branch with no other effect (state unchanged)."""
+    return transition(state, [DeadEnd()])
+
+
+def interrupt_deadline(interrupt: AgentInterrupt) -> int | None:
+    """The interrupt's deadline in epoch milliseconds, ``None`` without one.
+
+    Raises:
+        ValueError: the stored deadline is not an ISO-8601 instant.
+    """
+    return None if interrupt.deadline is None else parse_instant(interrupt.deadline)
+
+
+__all__ = [
+    "NOT_STARTED",
+    "NO_RUNNING_TURN",
+    "append_messages",
+    "clear_turn",
+    "dead_end",
+    "finalize_record",
+    "go_to",
+    "interrupt_deadline",
+    "room_for_messages",
+    "set_agent_state",
+    "set_pending_interrupts",
+    "start_turn",
+]

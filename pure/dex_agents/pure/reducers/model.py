@@ -1,0 +1,196 @@
+"""Reducer of ``RunModel``: the model call's outcome ends the turn or defers its tool calls.
+
+Reads: ``agent_state``, ``usage``, ``framework_run_state``, every ``tool_calls`` record of the turn
+and ``pending_interrupts`` (``RunModel`` loads the whole ``AgentMessages`` and ``AgentToolCalls`` maps).
+
+* ``TurnCompleted``: append the messages, add the usage, clear the turn (run state, records),
+  ``usage_recorded`` then ``turn_completed`` -> ``AwaitUserMessage``.
+* ``ToolCallsRequested``: store the run state, one record per call (``awaiting_approval`` when the
+  call requires approval, else ``pending``), one interrupt per approval, add the usage; status
+  ``running_tools``; ``usage_recorded``, then per call ``tool_call_deferred`` (and
+  ``interrupt_raised``) -> one Step per call plus ``ResumeTurn(len(calls))``, all at once.
+* A runner defect (see ``validation``) rejects the attempt and stores nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyrsistent import pvector
+
+from dex_agents.pure import events
+from dex_agents.pure.deadlines import deadline_ms, format_instant
+from dex_agents.pure.effects import Effect, GoToSteps, SetAttribute, SetMapInstance, WriteEvent
+from dex_agents.pure.keys import idempotency_key, interrupt_id_for
+from dex_agents.pure.persistence import AttributeName, MapName, StepType
+from dex_agents.pure.policies import tool_step_type
+from dex_agents.pure.reducers.common import (
+    NO_RUNNING_TURN,
+    NOT_STARTED,
+    append_messages,
+    clear_turn,
+    go_to,
+    room_for_messages,
+    set_agent_state,
+    set_pending_interrupts,
+)
+from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.state import SessionConfig, SessionState
+from dex_agents.pure.step_inputs import Invocation, ModelCallFinished
+from dex_agents.pure.step_options import StepMovement, move_to
+from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.usage import add_agent_usage
+from dex_agents.pure.validation import describe_defects, validate_turn_outcome
+from dex_agents.pure.values import AgentInterrupt, AgentState, AgentStatus, AgentToolCall, ToolCallStatus
+
+
+def reduce_model_call_finished(state: SessionState, config: SessionConfig, finished: ModelCallFinished) -> Transition:
+    """``RunModel`` returned an outcome (see the module docstring).
+
+    Rejects when no turn runs, the status is not ``running_model``, or the outcome has runner defects.
+    """
+    agent_state = state.agent_state
+    if agent_state is None:
+        return reject(state, NOT_STARTED)
+    turn_id = agent_state.current_turn_id
+    if turn_id is None:
+        return reject(state, NO_RUNNING_TURN)
+    if agent_state.status is not AgentStatus.RUNNING_MODEL:
+        return reject(state, f"the model does not run now (status {agent_state.status.value})")
+    defects = validate_turn_outcome(finished.outcome, state.tool_calls.keys())
+    if defects:
+        return reject(state, describe_defects(defects))
+    outcome = finished.outcome
+    match outcome:
+        case TurnCompleted():
+            return _turn_completed(state, agent_state, turn_id, finished.invocation, outcome)
+        case ToolCallsRequested():
+            return _tool_calls_requested(state, config, agent_state, turn_id, finished.invocation, outcome)
+
+
+def _turn_completed(
+    state: SessionState, agent_state: AgentState, turn_id: str, invocation: Invocation, outcome: TurnCompleted
+) -> Transition:
+    no_room = room_for_messages(agent_state, len(outcome.new_messages))
+    if no_room is not None:
+        return reject(state, no_room)
+    usage = add_agent_usage(state.usage, outcome.usage)
+    appended, agent_state, message_effects = append_messages(state, agent_state, turn_id, outcome.new_messages)
+    cleared, clear_effects = clear_turn(appended, turn_id)
+    agent_state = replace(
+        agent_state,
+        status=AgentStatus.WAITING_FOR_USER_MESSAGE,
+        current_turn_id=None,
+        current_turn_sequence=None,
+        completed_turn_count=agent_state.completed_turn_count + 1,
+        last_turn_error=None,
+    )
+    return transition(
+        replace(cleared, agent_state=agent_state, usage=usage),
+        [
+            *message_effects,
+            *clear_effects,
+            SetAttribute(name=AttributeName.AGENT_USAGE, value=usage),
+            set_agent_state(agent_state),
+            WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
+            WriteEvent(event=events.turn_completed(turn_id, invocation, len(outcome.new_messages))),
+            go_to(StepType.AWAIT_USER_MESSAGE),
+        ],
+    )
+
+
+def _record_for(call: DeferredToolCall, turn_id: str, invocation: Invocation, deferral_order: int) -> AgentToolCall:
+    requires_approval = call.policy.requires_approval
+    return AgentToolCall(
+        tool_call_id=call.tool_call_id,
+        turn_id=turn_id,
+        tool_name=call.tool_name,
+        arguments=call.arguments,
+        effect=call.policy.effect,
+        requires_approval=requires_approval,
+        deferral_order=deferral_order,
+        idempotency_key=idempotency_key(invocation.flow_id, turn_id, call.tool_call_id),
+        status=ToolCallStatus.AWAITING_APPROVAL if requires_approval else ToolCallStatus.PENDING,
+        interrupt_id=interrupt_id_for(turn_id, call.tool_call_id) if requires_approval else None,
+        output=None,
+        error=None,
+        rejection_message=None,
+    )
+
+
+def _movement_for(record: AgentToolCall) -> StepMovement:
+    if record.requires_approval:
+        return move_to(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)
+    return move_to(StepType(tool_step_type(record.effect).value), record.tool_call_id)
+
+
+def _tool_calls_requested(
+    state: SessionState,
+    config: SessionConfig,
+    agent_state: AgentState,
+    turn_id: str,
+    invocation: Invocation,
+    outcome: ToolCallsRequested,
+) -> Transition:
+    deadline: str | None = None
+    try:
+        deadline_at = deadline_ms(invocation.now_ms, config.interrupt_deadline_ms)
+        deadline = None if deadline_at is None else format_instant(deadline_at)
+    except ValueError as error:
+        return reject(state, f"cannot compute the approval deadline: {error}")
+    first_order = len(state.tool_calls)
+    records = [
+        _record_for(call, turn_id, invocation, first_order + position) for position, call in enumerate(outcome.tool_calls)
+    ]
+    interrupts = [
+        AgentInterrupt(
+            interrupt_id=record.interrupt_id,
+            turn_id=turn_id,
+            tool_call_id=record.tool_call_id,
+            tool_name=record.tool_name,
+            arguments=record.arguments,
+            effect=record.effect,
+            deadline=deadline,
+        )
+        for record in records
+        if record.interrupt_id is not None
+    ]
+    usage = add_agent_usage(state.usage, outcome.usage)
+    agent_state = replace(agent_state, status=AgentStatus.RUNNING_TOOLS)
+    tool_calls = state.tool_calls
+    for record in records:
+        tool_calls = tool_calls.set(record.tool_call_id, record)
+    new_state = replace(
+        state,
+        agent_state=agent_state,
+        framework_run_state=outcome.framework_run_state,
+        tool_calls=tool_calls,
+        pending_interrupts=state.pending_interrupts.extend(interrupts),
+        usage=usage,
+    )
+    effects: list[Effect] = [
+        SetAttribute(name=AttributeName.FRAMEWORK_RUN_STATE, value=outcome.framework_run_state),
+        *(SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=r.tool_call_id, value=r) for r in records),
+    ]
+    if interrupts:
+        effects.append(set_pending_interrupts(new_state))
+    effects.extend(
+        [
+            SetAttribute(name=AttributeName.AGENT_USAGE, value=usage),
+            set_agent_state(agent_state),
+            WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
+        ]
+    )
+    interrupt_by_call = {interrupt.tool_call_id: interrupt for interrupt in interrupts}
+    for record in records:
+        effects.append(WriteEvent(event=events.tool_call_deferred(invocation, record)))
+        raised = interrupt_by_call.get(record.tool_call_id)
+        if raised is not None:
+            effects.append(WriteEvent(event=events.interrupt_raised(invocation, raised)))
+    movements = [_movement_for(record) for record in records]
+    movements.append(move_to(StepType.RESUME_TURN, len(records)))
+    effects.append(GoToSteps(movements=pvector(movements)))
+    return transition(new_state, effects)
+
+
+__all__ = ["reduce_model_call_finished"]

@@ -1,0 +1,110 @@
+"""Reducers of the session's RPCs. Each answers with exactly one ``AnswerRpc`` as its last effect and
+never writes the event Stream (Dex RPCs cannot write Streams).
+
+* ``send_user_message``: ``false`` for blank text; otherwise queue the message (``true``). A message
+  sent during a turn waits in ``QueuedUserMessages`` and starts the next turn.
+* ``resolve_interrupt``: ``false`` when the interrupt is not pending (unknown, already resolved) or
+  its deadline has come (``now_ms >= deadline``); otherwise remove it from ``PendingInterrupts``,
+  publish the resolution to its ``InterruptResolutions`` instance and answer ``true``. The RPC locks
+  ``PendingInterrupts``. An approval's ``rejection_message`` is dropped (it only explains rejections).
+* ``get_agent_snapshot``: the state, messages, pending interrupts, records in deferral order, usage
+  and queued message count (reads everything; the RPC loads the whole maps).
+* ``list_agent_messages``: one page of messages (see ``paging``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyrsistent import pvector
+
+from dex_agents.pure.effects import PublishToChannel, PublishToChannelInstance
+from dex_agents.pure.paging import page_messages
+from dex_agents.pure.deadlines import is_late
+from dex_agents.pure.persistence import ChannelMapName, ChannelName
+from dex_agents.pure.reducers.common import interrupt_deadline, set_pending_interrupts
+from dex_agents.pure.reducers.session import is_blank
+from dex_agents.pure.rpc_values import AgentSnapshot
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_inputs import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    ResolveInterruptCalled,
+    SendUserMessageCalled,
+)
+from dex_agents.pure.transition import Transition, answer, reject
+from dex_agents.pure.values import AgentInterruptResolution, AgentUserMessage
+
+
+def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> Transition:
+    """``send_user_message``: ``false`` for blank text, else queue it and answer ``true``."""
+    text = called.input.text
+    if is_blank(text):
+        return answer(state, False)
+    queued = replace(state, queued_message_count=state.queued_message_count + 1)
+    publish = PublishToChannel(name=ChannelName.QUEUED_USER_MESSAGES, value=AgentUserMessage(text=text))
+    return answer(queued, True, [publish])
+
+
+def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> Transition:
+    """``resolve_interrupt``: ``false`` unless pending and before its deadline; else resolve (``true``).
+
+    Rejects (the RPC raises) only when the stored deadline cannot be read.
+    """
+    request = called.input
+    interrupt = state.pending_interrupt(request.interrupt_id)
+    if interrupt is None:
+        return answer(state, False)
+    try:
+        deadline = interrupt_deadline(interrupt)
+    except ValueError as error:
+        return reject(state, f"interrupt {request.interrupt_id!r} has an unreadable deadline: {error}")
+    if is_late(called.now_ms, deadline):
+        return answer(state, False)
+    resolution = AgentInterruptResolution(
+        interrupt_id=request.interrupt_id,
+        approved=request.approved,
+        rejection_message=None if request.approved else request.rejection_message,
+    )
+    resolved = replace(state, pending_interrupts=state.without_interrupt(request.interrupt_id))
+    return answer(
+        resolved,
+        True,
+        [
+            set_pending_interrupts(resolved),
+            PublishToChannelInstance(
+                name=ChannelMapName.INTERRUPT_RESOLUTIONS, key=request.interrupt_id, value=resolution
+            ),
+        ],
+    )
+
+
+def snapshot_of(state: SessionState) -> AgentSnapshot:
+    """The ``get_agent_snapshot`` answer for ``state`` (``state`` is ``None`` before the session starts)."""
+    return AgentSnapshot(
+        state=state.agent_state,
+        messages=pvector(sorted(state.messages, key=lambda message: message.sequence)),
+        pending_interrupts=state.pending_interrupts,
+        tool_calls=pvector(state.records_in_deferral_order()),
+        usage=state.usage,
+        queued_message_count=state.queued_message_count,
+    )
+
+
+def reduce_agent_snapshot_requested(state: SessionState, _requested: AgentSnapshotRequested) -> Transition:
+    """``get_agent_snapshot``: answer ``snapshot_of(state)``."""
+    return answer(state, snapshot_of(state))
+
+
+def reduce_agent_messages_listed(state: SessionState, listed: AgentMessagesListed) -> Transition:
+    """``list_agent_messages``: answer one page, oldest first (``limit`` clamped to 1..200, default 50)."""
+    return answer(state, page_messages(state.messages, listed.input.before_sequence, listed.input.limit))
+
+
+__all__ = [
+    "reduce_agent_messages_listed",
+    "reduce_agent_snapshot_requested",
+    "reduce_resolve_interrupt",
+    "reduce_send_user_message",
+    "snapshot_of",
+]

@@ -1,0 +1,120 @@
+"""Reducers of the tool Steps (``CallTool``, ``CallSingleAttemptTool``) and their failure routes
+(``RecordToolFailure``, ``RecordToolOutcomeUnknown``).
+
+Reads: the call's own ``tool_calls`` instance only (each of these Steps loads just that instance).
+
+* ``ToolStepStarted``: a record that is missing or already final ends without running (dead end,
+  nothing published: its one ``ToolCallCompleted`` already went out). Otherwise write
+  ``tool_call_started``, heartbeat, then run the tool (``ExecuteDeferredToolCall``).
+* ``ToolCallSucceeded`` -> ``succeeded`` with the output; ``ToolExecutionFailed`` (a
+  ``ToolExecutionError``) -> ``failed`` with its message, not retried.
+* ``ToolAttemptsExhausted`` (``RecordToolFailure``): ``failed`` for a ``read``, ``outcome_unknown`` for
+  a write, with the recovery error text. ``SingleAttemptToolFailed`` (``RecordToolOutcomeUnknown``):
+  ``outcome_unknown`` with the recovery error text.
+* Each final record: ``tool_call_finished``, one ``ToolCallCompleted``, dead end. A record that is
+  already final is left alone (dead end), so a call is never recorded or published twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dex_agents.pure import events
+from dex_agents.pure.effects import ExecuteDeferredToolCall, Heartbeat, WriteEvent
+from dex_agents.pure.persistence import StepType
+from dex_agents.pure.policies import crash_status, tool_step_type
+from dex_agents.pure.reducers.common import dead_end, finalize_record
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_inputs import (
+    Invocation,
+    SingleAttemptToolFailed,
+    ToolAttemptsExhausted,
+    ToolCallSucceeded,
+    ToolExecutionFailed,
+    ToolStepStarted,
+)
+from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.values import AgentToolCall, ToolCallStatus
+
+
+def _open_record(state: SessionState, tool_call_id: str) -> AgentToolCall | Transition:
+    """The call's pending record; a dead end when it is missing or final; a rejection while it still
+    awaits approval (running it would bypass the approval)."""
+    record = state.tool_calls.get(tool_call_id)
+    if record is None or record.status.is_final:
+        return dead_end(state)
+    if record.status is ToolCallStatus.AWAITING_APPROVAL:
+        return reject(state, f"tool call {tool_call_id!r} still awaits approval; it must not run")
+    return record
+
+
+def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> Transition:
+    """A tool Step began: end without running, or announce the call, heartbeat, and run it.
+
+    Rejects a Step type other than the one the call's effect selects (which would break the
+    single-attempt guarantee of a write).
+    """
+    found = _open_record(state, started.tool_call_id)
+    if isinstance(found, Transition):
+        return found
+    expected = StepType(tool_step_type(found.effect).value)
+    if started.step_type is not expected:
+        return reject(
+            state,
+            f"tool call {found.tool_call_id!r} ({found.effect.value}) runs in {expected.value}, not {started.step_type}",
+        )
+    return transition(
+        state,
+        [
+            WriteEvent(event=events.tool_call_started(started.invocation, found)),
+            Heartbeat(),
+            ExecuteDeferredToolCall(tool_call=found, idempotency_key=found.idempotency_key),
+        ],
+    )
+
+
+def _finish(
+    state: SessionState,
+    invocation: Invocation,
+    tool_call_id: str,
+    status: ToolCallStatus | None,
+    output: str | None = None,
+    error: str | None = None,
+) -> Transition:
+    """Finalize an open record with ``status`` (``None``: the effect's crash status)."""
+    found = _open_record(state, tool_call_id)
+    if isinstance(found, Transition):
+        return found
+    final_status = crash_status(found.effect) if status is None else status
+    return finalize_record(state, invocation, replace(found, status=final_status, output=output, error=error))
+
+
+def reduce_tool_call_succeeded(state: SessionState, succeeded: ToolCallSucceeded) -> Transition:
+    """The tool returned: record ``succeeded`` with its output."""
+    return _finish(state, succeeded.invocation, succeeded.tool_call_id, ToolCallStatus.SUCCEEDED, output=succeeded.output)
+
+
+def reduce_tool_execution_failed(state: SessionState, failed: ToolExecutionFailed) -> Transition:
+    """The tool raised ``ToolExecutionError``: record ``failed`` with its message (not retried)."""
+    return _finish(state, failed.invocation, failed.tool_call_id, ToolCallStatus.FAILED, error=failed.error)
+
+
+def reduce_tool_attempts_exhausted(state: SessionState, exhausted: ToolAttemptsExhausted) -> Transition:
+    """``RecordToolFailure``: ``failed`` for a read, ``outcome_unknown`` for a write, with the recovery error."""
+    return _finish(state, exhausted.invocation, exhausted.tool_call_id, None, error=exhausted.recovery_error)
+
+
+def reduce_single_attempt_tool_failed(state: SessionState, failed: SingleAttemptToolFailed) -> Transition:
+    """``RecordToolOutcomeUnknown``: ``outcome_unknown`` with the recovery error."""
+    return _finish(
+        state, failed.invocation, failed.tool_call_id, ToolCallStatus.OUTCOME_UNKNOWN, error=failed.recovery_error
+    )
+
+
+__all__ = [
+    "reduce_single_attempt_tool_failed",
+    "reduce_tool_attempts_exhausted",
+    "reduce_tool_call_succeeded",
+    "reduce_tool_execution_failed",
+    "reduce_tool_step_started",
+]
