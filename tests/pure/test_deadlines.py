@@ -32,6 +32,13 @@ def test_deadline_is_now_plus_the_option(after_ms: int) -> None:
     assert deadline_ms(NOW, after_ms) == NOW + after_ms
 
 
+@pytest.mark.parametrize("after_ms", [MAX_INSTANT_MS - NOW, MAX_INSTANT_MS, 10**30])
+def test_deadline_beyond_year_9999_is_clamped_and_still_formats(after_ms: int) -> None:
+    deadline = deadline_ms(NOW, after_ms)
+    assert deadline == MAX_INSTANT_MS
+    assert format_instant(deadline) == "9999-12-31T23:59:59.999Z"
+
+
 def test_negative_deadline_option_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="interrupt_deadline_ms must be >= 0, got -1"):
         deadline_ms(NOW, -1)

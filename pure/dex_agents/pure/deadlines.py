@@ -3,7 +3,8 @@ shell); nothing here reads a clock.
 
 Invariants:
     * A deadline is ``now_ms + interrupt_deadline_ms`` when the interrupt is raised, or ``None``
-      when the Flow has no ``interrupt_deadline_ms``.
+      when the Flow has no ``interrupt_deadline_ms``. A deadline past ``MAX_INSTANT_MS`` (year 9999)
+      is clamped to it: it never comes either way, and every deadline stays writable as an instant.
     * Dex Timers take whole seconds, so ``timer_seconds`` rounds the remaining time *up* (1 ms -> 1 s,
       2000 ms -> 2 s, 2001 ms -> 3 s) and never goes below 0 (a passed deadline fires at once). The
       Timer may therefore fire up to a second after the deadline, never before it.
@@ -41,6 +42,8 @@ _INSTANT_PATTERN: Final = re.compile(
 def deadline_ms(now_ms: int, interrupt_deadline_ms: int | None) -> int | None:
     """The deadline of an interrupt raised at ``now_ms``, or ``None`` when approvals never expire.
 
+    Clamped to ``MAX_INSTANT_MS`` so that ``format_instant`` accepts it.
+
     Raises:
         ValueError: ``interrupt_deadline_ms`` is negative (a misconfigured Flow).
     """
@@ -48,7 +51,7 @@ def deadline_ms(now_ms: int, interrupt_deadline_ms: int | None) -> int | None:
         return None
     if interrupt_deadline_ms < 0:
         raise ValueError(f"interrupt_deadline_ms must be >= 0, got {interrupt_deadline_ms}")
-    return now_ms + interrupt_deadline_ms
+    return min(now_ms + interrupt_deadline_ms, MAX_INSTANT_MS)
 
 
 def format_instant(epoch_ms: int) -> str:
