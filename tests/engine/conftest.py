@@ -68,7 +68,7 @@ class LaunchApi(Protocol):
 
 def launch_api() -> LaunchApi:
     """Import the local engine's launch API (imported lazily: a real Dex needs none of it)."""
-    return cast(LaunchApi, importlib.import_module("dex_agents.engine"))
+    return cast(LaunchApi, importlib.import_module("dex_agents.engine.launch"))
 
 
 @dataclass(frozen=True)

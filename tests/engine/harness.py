@@ -358,7 +358,11 @@ def open_harness(flows: Sequence[Flow[Any]], *, address: str, cache_dir: Path,
         if async_worker:
             loop = LoopThread()
             closers.append(loop.close)
-            runner = _AsyncRunner(AsyncWorker(registry, cache, worker_options), loop)
+
+            async def build() -> AsyncWorker:
+                return AsyncWorker(registry, cache, worker_options)  # its aio channel binds to this loop
+
+            runner = _AsyncRunner(loop.call(build()), loop)
         else:
             runner = _SyncRunner(Worker(registry, cache, worker_options))
         runner.start()
