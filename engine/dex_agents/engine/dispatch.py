@@ -1,0 +1,194 @@
+"""Task dispatch to pull Workers: worker streams, per-queue pending tasks, hand-off.
+
+A pull Worker opens one ``PollWorkerTask`` stream per queue (its app worker id and each Flow type)
+and runs at most one task per stream. The engine keeps, per queue, the idle registered streams
+(oldest first) and the tasks waiting for one; a task is handed to an idle stream the moment either
+appears, with no polling. A stream that rejects a task for capacity is skipped for Step tasks for a
+short back-off (or until its Worker finishes a task), so a busy Worker never spins the dispatcher.
+
+All methods run under the engine lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dex.dexpb import dex_pb2 as pb
+
+TaskKind = Literal["wait_for", "execute", "rpc"]
+DECLINE_BACKOFF_SECONDS = 0.02
+_ids = itertools.count(1)
+
+
+def new_task_id() -> str:
+    """A task id unique within this engine process."""
+    return f"t{next(_ids)}-{time.monotonic_ns() % 1_000_000_007}"
+
+
+@dataclass(eq=False, kw_only=True)
+class Task:
+    """One invocation of a Step method or an RPC handler on a Worker.
+
+    Invariant: ``stream`` is set exactly while the task is delivered and not yet finished.
+    """
+
+    task_id: str
+    kind: TaskKind
+    flow_type: str
+    message: pb.PollWorkerTask
+    uid: int
+    seid: str
+    attempt: int
+    stream: WorkerStream | None = None
+    delivered_at: float = 0.0
+    output_seen: bool = False
+    finished: bool = False
+    canceled: bool = False
+    generation: int = 0
+    rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
+
+
+class WorkerStream:
+    """One registered ``PollWorkerTask`` stream; its responses go out through ``outbox``."""
+
+    def __init__(self, queue_name: str, app_worker_id: str) -> None:
+        self.queue_name = queue_name
+        self.app_worker_id = app_worker_id
+        self.outbox: queue.SimpleQueue[pb.PollWorkerTaskResponse | None] = queue.SimpleQueue()
+        self.task: Task | None = None
+        self.closed = False
+        self.declined_until = 0.0
+
+    def send(self, response: pb.PollWorkerTaskResponse) -> None:
+        """Queue one response frame for the stream's writer."""
+        if not self.closed:
+            self.outbox.put(response)
+
+    def close(self) -> None:
+        """End the response side of the stream."""
+        self.closed = True
+        self.outbox.put(None)
+
+
+class Dispatcher:
+    """Matches tasks with idle streams per queue (the queue is the Flow type)."""
+
+    def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None]) -> None:
+        self._idle: dict[str, list[WorkerStream]] = {}
+        self._pending: dict[str, deque[Task]] = {}
+        self._schedule = schedule_retry
+        self.streams: set[WorkerStream] = set()
+
+    def register(self, stream: WorkerStream) -> None:
+        """A new stream registered: it is idle and may take a waiting task."""
+        self.streams.add(stream)
+        self._idle.setdefault(stream.queue_name, []).append(stream)
+        self._offer(stream.queue_name)
+
+    def has_streams(self, queue_name: str) -> bool:
+        """Whether any live stream serves ``queue_name``."""
+        return any(s.queue_name == queue_name and not s.closed for s in self.streams)
+
+    def submit(self, task: Task, *, front: bool = False) -> None:
+        """Queue a task; it is delivered at once when an idle stream of its queue exists."""
+        pending = self._pending.setdefault(task.flow_type, deque())
+        if front:
+            pending.appendleft(task)
+        else:
+            pending.append(task)
+        self._offer(task.flow_type)
+
+    def withdraw(self, task: Task) -> bool:
+        """Remove a not yet delivered task; False when it is not pending."""
+        pending = self._pending.get(task.flow_type)
+        if pending is not None and task in pending:
+            pending.remove(task)
+            return True
+        return False
+
+    def finish(self, task: Task) -> None:
+        """The task's final frame arrived (or it was abandoned): free its stream for the next task."""
+        stream = task.stream
+        task.stream = None
+        if stream is None or stream.task is not task:
+            return
+        stream.task = None
+        for other in self.streams:
+            if other.app_worker_id == stream.app_worker_id:
+                other.declined_until = 0.0
+        if not stream.closed:
+            self._idle.setdefault(stream.queue_name, []).append(stream)
+        for queue_name in {s.queue_name for s in self.streams if s.app_worker_id == stream.app_worker_id}:
+            self._offer(queue_name)
+
+    def reject(self, stream: WorkerStream, task_id: str) -> None:
+        """The Worker declined the task on ``stream``: requeue it, back off that stream."""
+        task = stream.task
+        if task is None or task.task_id != task_id:
+            return
+        stream.task = None
+        task.stream = None
+        if not stream.closed:
+            stream.declined_until = time.monotonic() + DECLINE_BACKOFF_SECONDS
+            self._idle.setdefault(stream.queue_name, []).append(stream)
+            self._schedule(DECLINE_BACKOFF_SECONDS, lambda: self._offer(stream.queue_name))
+        if not task.finished and not task.canceled:
+            self.submit(task, front=True)
+
+    def stream_closed(self, stream: WorkerStream) -> Task | None:
+        """The stream ended; returns the task it was running, if any."""
+        stream.closed = True
+        self.streams.discard(stream)
+        idle = self._idle.get(stream.queue_name)
+        if idle is not None and stream in idle:
+            idle.remove(stream)
+        task = stream.task
+        stream.task = None
+        if task is not None:
+            task.stream = None
+        return task
+
+    def cancel(self, task: Task) -> None:
+        """Stop a task: withdraw it if pending, else tell its Worker to cancel it."""
+        task.canceled = True
+        if self.withdraw(task):
+            return
+        stream = task.stream
+        if stream is not None and not task.finished:
+            stream.send(
+                pb.PollWorkerTaskResponse(
+                    cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
+                )
+            )
+
+    def _offer(self, queue_name: str) -> None:
+        pending = self._pending.get(queue_name)
+        idle = self._idle.get(queue_name)
+        if not pending or not idle:
+            return
+        now = time.monotonic()
+        for task in list(pending):
+            chosen = next(
+                (
+                    s
+                    for s in idle
+                    if not s.closed and (task.kind == "rpc" or s.declined_until <= now)
+                ),
+                None,
+            )
+            if chosen is None:
+                continue
+            idle.remove(chosen)
+            pending.remove(task)
+            chosen.task = task
+            task.stream = chosen
+            task.delivered_at = now
+            chosen.send(pb.PollWorkerTaskResponse(task=task.message))
+            if not idle:
+                return

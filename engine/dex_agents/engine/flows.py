@@ -1,0 +1,222 @@
+"""Flow runs: start (id reuse, already-started, config override), decisions, close, stop.
+
+Close semantics: ``force_complete`` and ``force_fail`` close at once and cancel the other active
+Steps; ``graceful_complete`` marks the run closing and completes it when no Step is active;
+``dead_end`` ends only the current branch (a run with no active Step stays open). A completing
+decision with an output adds a ``StepCompletionOutput`` to the run's result.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import grpc
+
+from dex.dexpb import dex_pb2 as pb
+
+from . import state
+from .errors import ServiceError, flow_not_found, invalid
+from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+_STOP_STATUS = {
+    pb.STOP_TYPE_UNSPECIFIED: pb.FLOW_STATUS_CANCELED,
+    pb.STOP_TYPE_CANCEL: pb.FLOW_STATUS_CANCELED,
+    pb.STOP_TYPE_TERMINATE: pb.FLOW_STATUS_TERMINATED,
+    pb.STOP_TYPE_FAIL: pb.FLOW_STATUS_FAILED,
+}
+
+
+def already_started(flow_id: str) -> ServiceError:
+    """ALREADY_EXISTS + FLOW_ALREADY_STARTED (``FlowAlreadyStartedError`` in the SDK)."""
+    return ServiceError(grpc.StatusCode.ALREADY_EXISTS, f"flow already started: {flow_id}",
+                        pb.ERROR_SUB_STATUS_FLOW_ALREADY_STARTED)
+
+
+class FlowOps:
+    """Flow-run operations (engine lock held)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def start(self, request: pb.StartFlowRequest) -> str:
+        """Start a run; returns its run id (or the existing one when reuse allows)."""
+        if not request.flow_id or not request.flow_type:
+            raise invalid("flow_id and flow_type are required")
+        if request.start_step_type and not request.HasField("step_input"):
+            raise invalid("a start Step requires step_input")
+        options = request.flow_start_options
+        state.validate_writes(options.attributes)
+        existing = self.engine.current_flow(request.flow_id)
+        effects = Effects()
+        with self.engine.store.transaction() as db:
+            if existing is not None:
+                if request.request_id and existing.request_id == request.request_id:
+                    return existing.run_id
+                reuse = options.id_reuse_policy
+                if existing.running:
+                    if reuse == pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
+                        self.close(db, existing, pb.FLOW_STATUS_TERMINATED, pb.FLOW_ERROR_TYPE_UNSPECIFIED,
+                                   "terminated by a new run with the same flow id", effects)
+                    elif options.flow_already_started_options.ignore_already_started_error:
+                        return existing.run_id
+                    else:
+                        raise already_started(request.flow_id)
+                elif reuse in (pb.ID_REUSE_POLICY_UNSPECIFIED, pb.ID_REUSE_POLICY_DISALLOW_REUSE) or (
+                    reuse == pb.ID_REUSE_POLICY_ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY
+                    and existing.status == pb.FLOW_STATUS_COMPLETED
+                ):
+                    if options.flow_already_started_options.ignore_already_started_error:
+                        return existing.run_id
+                    raise already_started(request.flow_id)
+            run_id = str(uuid.uuid4())
+            now = int(time.time() * 1000)
+            timeout_ms = now + request.flow_timeout_seconds * 1000 if request.flow_timeout_seconds > 0 else 0
+            cursor = db.execute(
+                "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, "
+                "start_request, timeout_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (request.flow_id, run_id, request.flow_type, pb.FLOW_STATUS_RUNNING, now, request.request_id,
+                 options.flow_config_override.SerializeToString(), request.SerializeToString(), timeout_ms),
+            )
+            uid = int(cursor.lastrowid or 0)
+            state.upsert_attributes(db, uid, options.attributes)
+            flow = self.engine.flow(uid)
+            assert flow is not None
+            state.record(db, uid, pb.FlowHistoryEvent(flow_started_or_continued=pb.FlowStartedOrContinuedHistoryEvent(
+                flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=run_id),
+                flow_type=flow.flow_type, flow_config=options.flow_config_override,
+                flow_timeout_policy=request.flow_timeout_policy,
+                initial_start=pb.FlowInitialStart(
+                    start_step_type=request.start_step_type, step_input=request.step_input,
+                    step_options=request.step_options,
+                    initial_attributes=[pb.KV(key=w.key, value=w.value) for w in options.attributes]),
+            )))
+            if request.start_step_type:
+                movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,
+                                           step_options=request.step_options)
+                self.engine.steps.create(db, flow, movement, "", effects,
+                                         delay_ms=max(options.flow_start_delay_seconds, 0) * 1000)
+        if timeout_ms:
+            self.arm_timeout(uid, timeout_ms, request.flow_timeout_policy)
+        self.engine.apply(effects)
+        return run_id
+
+    def arm_timeout(self, uid: int, timeout_ms: int, timeout_policy: int) -> None:
+        """Close the run when its Flow timeout passes (CANCEL cancels, anything else fails)."""
+        def expire() -> None:
+            flow = self.engine.flow(uid)
+            if flow is None or not flow.running:
+                return
+            effects = Effects()
+            with self.engine.store.transaction() as db:
+                if timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
+                    self.close(db, flow, pb.FLOW_STATUS_CANCELED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "flow timed out", effects)
+                else:
+                    self.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out", effects)
+            self.engine.apply(effects)
+
+        self.engine.scheduler.call_at(timeout_ms / 1000, expire)
+
+    def stop(self, request: pb.StopFlowRequest) -> None:
+        """Cancel, terminate or fail the active run."""
+        if not request.flow_id:
+            raise invalid("flow_id is required")
+        flow = self.engine.current_flow(request.flow_id, request.run_id)
+        if flow is None or not flow.running:
+            raise flow_not_found(request.flow_id, f"no active run of flow {request.flow_id}")
+        status = _STOP_STATUS.get(request.stop_type)
+        if status is None:
+            raise invalid(f"unknown stop type {request.stop_type}")
+        error_type = pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW if status == pb.FLOW_STATUS_FAILED else pb.FLOW_ERROR_TYPE_UNSPECIFIED
+        effects = Effects()
+        with self.engine.store.transaction() as db:
+            self.close(db, flow, status, error_type, request.reason or "stopped by client", effects)
+        self.engine.apply(effects)
+
+    def apply_decision(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, decision: pb.StepDecision,
+                       effects: Effects) -> None:
+        """Apply one execute decision (the Step row is already ``done``)."""
+        for step_type in decision.cancel_step_types:
+            self.cancel_steps(db, flow.uid, step_type, None, effects)
+        for step_type in decision.cancel_sibling_step_types:
+            self.cancel_steps(db, flow.uid, step_type, step.from_seid, effects)
+        kind = decision.close_decision.close_decision_type if decision.HasField("close_decision") else pb.CLOSE_DECISION_TYPE_UNSPECIFIED
+        close = decision.close_decision
+        if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
+            sizes = state.channel_sizes(db, flow.uid, close.conditional_channel_names)
+            if not any(sizes.values()):
+                self._add_output(db, flow, step, close)
+                self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
+                return
+        elif kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE:
+            self._add_output(db, flow, step, close)
+            self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
+            return
+        elif kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
+            reason = close.close_input.string_value if close.close_input.HasField("string_value") else str(close.close_input)
+            self.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW, reason, effects)
+            return
+        elif kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
+            self._add_output(db, flow, step, close)
+            db.execute("UPDATE flows SET closing=1 WHERE uid=?", (flow.uid,))
+        for movement in decision.next_steps:
+            self.engine.steps.create(db, flow, movement, step.seid, effects)
+        self.after_step_finished(db, flow.uid, effects)
+
+    def _add_output(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, close: pb.CloseDecision) -> None:
+        if not close.HasField("close_input"):
+            return
+        result = self.result(flow.uid)
+        result.results.add(completed_step_type=step.step_type, completed_step_execution_id=step.seid,
+                           completed_step_output=close.close_input)
+        db.execute("UPDATE flows SET results=? WHERE uid=?", (result.SerializeToString(), flow.uid))
+
+    def after_step_finished(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
+        """Complete a gracefully closing run once no Step is active."""
+        flow = self.engine.flow(uid)
+        if flow is None or not flow.running or not flow.closing:
+            return
+        active = db.execute("SELECT COUNT(*) FROM steps WHERE uid=? AND phase IN (?, ?, ?)", (uid, *ACTIVE_PHASES)).fetchone()[0]
+        if not active:
+            self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
+
+    def cancel_steps(self, db: sqlite3.Connection, uid: int, step_type: str, from_seid: str | None, effects: Effects) -> None:
+        """Cancel active executions of a Step type (siblings only when ``from_seid`` is given)."""
+        for step in self.engine.active_steps(uid):
+            if step.step_type == step_type and (from_seid is None or step.from_seid == from_seid):
+                db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND seid=?", (uid, step.seid))
+                db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, step.seid))
+                effects.cancels.append((uid, step.seid))
+
+    def close(self, db: sqlite3.Connection, flow: FlowRow, status: int, error_type: int, message: str,
+              effects: Effects) -> None:
+        """Close the run: status, cancel active Steps and Timers, record ``flow_closed``."""
+        for step in self.engine.active_steps(flow.uid):
+            effects.cancels.append((flow.uid, step.seid))
+        db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND phase IN (?, ?, ?)", (flow.uid, *ACTIVE_PHASES))
+        db.execute("DELETE FROM timers WHERE uid=?", (flow.uid,))
+        db.execute("UPDATE flows SET status=?, close_ms=?, error_type=?, error_message=? WHERE uid=?",
+                   (status, int(time.time() * 1000), error_type, message, flow.uid))
+        result = self.result(flow.uid)
+        state.record(db, flow.uid, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
+            flow_status=status, results=result.results, error_type=error_type, error_message=message)))  # type: ignore[arg-type]
+        effects.closed.add(flow.uid)
+
+    def result(self, uid: int) -> pb.FlowResult:
+        """The run's FlowResult (status, outputs, error)."""
+        row = self.engine.store.db.execute(
+            "SELECT status, error_type, error_message, results FROM flows WHERE uid=?", (uid,)).fetchone()
+        result = pb.FlowResult()
+        if row is None:
+            return result
+        if row[3]:
+            result.ParseFromString(row[3])
+        result.flow_status = row[0]
+        result.error_type = row[1]
+        result.error_message = row[2]
+        return result

@@ -1,0 +1,122 @@
+"""History events: what the engine records for each Step method and RPC, and the read API.
+
+Per Step method the order is: ``step_<method>_pending`` (phase STARTED, when the method is
+scheduled), then ``step_<method>_failed`` per failed attempt, then ``step_<method>_completed``.
+RPCs that change state record ``rpc_execution_completed``. A run starts with
+``flow_started_or_continued`` and ends with ``flow_closed``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Literal
+
+from dex.dexpb import dex_pb2 as pb
+
+from .rows import StepRow
+from .state import record
+
+Method = Literal["wait_for", "execute"]
+
+
+def _context(step: StepRow, attempt: int) -> pb.StepMethodEventContext:
+    return pb.StepMethodEventContext(
+        step_execution_id=step.seid,
+        from_step_execution_id=step.from_seid,
+        step_type=step.step_type,
+        durability=pb.STEP_DURABILITY_SYNC,
+        final_attempt=attempt,
+    )
+
+
+def method_pending(db: sqlite3.Connection, step: StepRow, method: Method) -> None:
+    """A Step method was scheduled."""
+    pending = pb.StepMethodPendingEvent(
+        input=pb.StepMethodEventInput(step_input=step.input),
+        context=_context(step, step.attempt),
+        phase=pb.PENDING_STEP_METHOD_PHASE_STARTED,
+    )
+    if method == "wait_for":
+        record(db, step.uid, pb.FlowHistoryEvent(step_wait_for_pending=pending))
+    else:
+        record(db, step.uid, pb.FlowHistoryEvent(step_execute_pending=pending))
+
+
+def method_failed(db: sqlite3.Connection, step: StepRow, method: Method, detail: str, error_type: str) -> None:
+    """One attempt of a Step method failed."""
+    failure = pb.StepMethodFailedOutput(
+        failure=pb.StepMethodFailure(
+            backend_error=detail,
+            attempt=step.attempt,
+            details=pb.ServiceErrorResponse(
+                detail=detail,
+                sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+                original_worker_error_detail=detail,
+                original_worker_error_type=error_type,
+            ),
+        )
+    )
+    event_input = pb.StepMethodEventInput(step_input=step.input)
+    if method == "wait_for":
+        record(db, step.uid, pb.FlowHistoryEvent(step_wait_for_failed=pb.StepWaitForFailedEvent(
+            input=event_input, output=failure, context=_context(step, step.attempt))))
+    else:
+        record(db, step.uid, pb.FlowHistoryEvent(step_execute_failed=pb.StepExecuteFailedEvent(
+            input=event_input, output=failure, context=_context(step, step.attempt))))
+
+
+def wait_for_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeWaitForMethodResponse) -> None:
+    """``wait_for`` returned its Wait."""
+    record(db, step.uid, pb.FlowHistoryEvent(step_wait_for_completed=pb.StepWaitForCompletedEvent(
+        input=pb.StepMethodEventInput(step_input=step.input),
+        output=pb.StepWaitForCompletedOutput(
+            wait_for_condition=response.waiting_condition,
+            upsert_attributes=response.upsert_attributes,
+            publish_to_channel=response.publish_to_channel,
+            record_events=response.record_events,
+            upsert_step_execution_locals=response.upsert_step_exe_locals,
+            delete_from_channel=response.delete_from_channel,
+        ),
+        context=_context(step, step.attempt),
+    )))
+
+
+def execute_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeExecuteMethodResponse) -> None:
+    """``execute`` returned its decision."""
+    record(db, step.uid, pb.FlowHistoryEvent(step_execute_completed=pb.StepExecuteCompletedEvent(
+        input=pb.StepMethodEventInput(
+            step_input=step.input, condition_results=step.results or pb.ConditionResults()
+        ),
+        output=pb.StepExecuteCompletedOutput(
+            step_decision=response.step_decision,
+            upsert_attributes=response.upsert_attributes,
+            publish_to_channel=response.publish_to_channel,
+            record_events=response.record_events,
+            upsert_step_execution_locals=response.upsert_step_exe_locals,
+            delete_from_channel=response.delete_from_channel,
+        ),
+        context=_context(step, step.attempt),
+    )))
+
+
+def rpc_completed(db: sqlite3.Connection, uid: int, name: str, request_input: pb.Value,
+                  response: pb.InvokeWorkerRPCResponse, worker_id: str) -> None:
+    """An RPC committed its effects."""
+    record(db, uid, pb.FlowHistoryEvent(rpc_execution_completed=pb.RpcExecutionCompletedEvent(
+        rpc_name=name, input=request_input, output=response.output,
+        step_decision=response.step_decision, upsert_attributes=response.upsert_attributes,
+        record_events=response.record_events, publish_to_channel=response.publish_to_channel,
+        delete_from_channel=response.delete_from_channel, served_by_app_worker_id=worker_id,
+    )))
+
+
+def events(db: sqlite3.Connection, uid: int, after: int, limit: int) -> list[pb.FlowHistoryEvent]:
+    """Events with id > ``after``, oldest first, at most ``limit``."""
+    out: list[pb.FlowHistoryEvent] = []
+    for (blob,) in db.execute(
+        "SELECT event FROM history WHERE uid=? AND event_id>? ORDER BY event_id LIMIT ?", (uid, after, limit)
+    ):
+        event = pb.FlowHistoryEvent()
+        event.ParseFromString(blob)
+        out.append(event)
+    return out

@@ -1,0 +1,230 @@
+"""Outcomes of Step methods: results, failures and retries, and Wait satisfaction.
+
+Each outcome commits in one transaction: the handler's writes (Attributes, Step-execution locals,
+Channel publishes and deletes), the Step's new phase, the decision's new Steps or the Flow's close,
+and the history events. Channel messages a satisfied Wait consumes are removed in the same
+transaction that moves the Step to ``execute`` and stores them as its ConditionResults.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import grpc
+
+from dex.dexpb import dex_pb2 as pb
+
+from . import history, policy, state, waits
+from .dispatch import Task
+from .errors import ServiceError
+from .rows import Effects, FlowRow, StepRow, kv_blob
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+_RESET_METHOD = (
+    "phase='execute', attempt=1, first_attempt_ms=?, results=?, recovery=COALESCE(?, recovery), "
+    "heartbeat=NULL, output_seen=0, not_before_ms=0"
+)
+
+
+class Outcomes:
+    """Result, failure and Wait handling for Step executions (engine lock held)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _current(self, task: Task) -> tuple[FlowRow, StepRow] | None:
+        flow = self.engine.flow(task.uid)
+        step = self.engine.step(task.uid, task.seid)
+        if flow is None or step is None or not flow.running:
+            return None
+        if step.phase != task.kind or step.attempt != task.attempt:
+            return None
+        return flow, step
+
+    def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
+        """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
+        self.engine.steps.finish_task(task)
+        effects = Effects()
+        try:
+            with self.engine.store.transaction() as db:
+                current = self._current(task)
+                if current is None:
+                    return
+                flow, step = current
+                has_wait = response.HasField("waiting_condition")
+                reason = waits.validate(response.waiting_condition) if has_wait else None
+                if reason is not None:
+                    raise ValueError(reason)
+                self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
+                                   response.publish_to_channel, response.delete_from_channel, effects)
+                history.wait_for_completed(db, step, response)
+                now = int(time.time() * 1000)
+                if not has_wait:
+                    db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
+                               (now, None, None, step.uid, step.seid))
+                    self._pending_execute(db, step, effects)
+                    return
+                waiting = response.waiting_condition
+                db.execute("UPDATE steps SET phase='waiting', waiting=? WHERE uid=? AND seid=?",
+                           (waiting.SerializeToString(), step.uid, step.seid))
+                for idx, timer in enumerate(waiting.timer_conditions):
+                    fire_ms = now + timer.duration_seconds * 1000
+                    db.execute("INSERT OR REPLACE INTO timers (uid, seid, idx, condition_id, fire_ms, status) "
+                               "VALUES (?, ?, ?, ?, ?, ?)",
+                               (step.uid, step.seid, idx, timer.condition_id, fire_ms, pb.INTERNAL_TIMER_STATUS_PENDING))
+                    effects.timers.append((fire_ms / 1000, step.uid, step.seid, idx))
+                self.try_complete_wait(db, step.uid, step.seid, effects)
+        except (ValueError, ServiceError) as bad:
+            self.engine.apply(Effects())
+            self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
+            return
+        self.engine.apply(effects)
+
+    def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
+        """``execute`` returned its decision: apply writes and decision atomically."""
+        self.engine.steps.finish_task(task)
+        effects = Effects()
+        try:
+            with self.engine.store.transaction() as db:
+                current = self._current(task)
+                if current is None:
+                    return
+                flow, step = current
+                self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
+                                   response.publish_to_channel, response.delete_from_channel, effects)
+                history.execute_completed(db, step, response)
+                db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                self.engine.flows.apply_decision(db, flow, step, response.step_decision, effects)
+        except (ValueError, ServiceError) as bad:
+            self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
+            return
+        self.engine.apply(effects)
+
+    def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
+        """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
+        self.engine.steps.finish_task(task)
+        effects = Effects()
+        with self.engine.store.transaction() as db:
+            current = self._current(task)
+            if current is None:
+                return
+            flow, step = current
+            method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
+            history.method_failed(db, step, method, detail, error_type)
+            now = time.time()
+            delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
+                                            step.first_attempt_ms / 1000, now, retry_after)
+            recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
+            if delay is not None:
+                db.execute("UPDATE steps SET attempt=attempt+1, not_before_ms=?, output_seen=0 WHERE uid=? AND seid=?",
+                           (int((now + delay) * 1000), step.uid, step.seid))
+                effects.launches.append((step.uid, step.seid))
+            elif method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
+                results = pb.ConditionResults(wait_for_failed=True)
+                db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
+                           (int(now * 1000), results.SerializeToString(), recovery.SerializeToString(), step.uid, step.seid))
+                self._pending_execute(db, step, effects)
+            elif (method == "execute" and step.options.execute_failure_policy
+                  == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
+                  and step.options.execute_failure_proceed_step_type):
+                db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
+                                           step_input=step.input,
+                                           step_options=step.options.execute_failure_proceed_step_options)
+                self.engine.steps.create(db, flow, movement, step.seid, effects, recovery=recovery)
+            else:
+                db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+                                        f"{step.seid} {method} failed: {detail}", effects)
+        self.engine.apply(effects)
+
+    def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
+        moved = self.engine.step(step.uid, step.seid)
+        assert moved is not None
+        history.method_pending(db, moved, "execute")
+        effects.launches.append((step.uid, step.seid))
+
+    def _apply_writes(self, db: sqlite3.Connection, step: StepRow, attributes: Sequence[pb.AttributeWrite],
+                      locals_: Sequence[pb.KV], publishes: Sequence[pb.ChannelMessage],
+                      deletions: Sequence[pb.ChannelMessageDeletion], effects: Effects) -> None:
+        state.upsert_attributes(db, step.uid, attributes)
+        if locals_:
+            merged = {kv.key: kv for kv in step.locals}
+            for kv in locals_:
+                merged[kv.key] = kv
+            db.execute("UPDATE steps SET locals=? WHERE uid=? AND seid=?",
+                       (kv_blob(list(merged.values())), step.uid, step.seid))
+        if publishes:
+            state.publish(db, step.uid, publishes)
+            effects.wait_checks.add(step.uid)
+        if deletions:
+            state.delete_messages(db, step.uid, deletions)
+
+    # ---- Waits
+    def try_complete_wait(self, db: sqlite3.Connection, uid: int, seid: str, effects: Effects) -> bool:
+        """Complete the Step's Wait if it is satisfied now (consuming its messages)."""
+        step = self.engine.step(uid, seid)
+        if step is None or step.phase != "waiting" or step.waiting is None:
+            return False
+        waiting = step.waiting
+        statuses = [int(s) for (s,) in db.execute("SELECT status FROM timers WHERE uid=? AND seid=? ORDER BY idx", (uid, seid))]
+        if len(statuses) != len(waiting.timer_conditions):
+            statuses = [pb.INTERNAL_TIMER_STATUS_PENDING] * len(waiting.timer_conditions)
+        sizes = state.channel_sizes(db, uid, [c.channel_name for c in waiting.channel_conditions])
+        selection = waits.evaluate(waiting, statuses, sizes)
+        if selection is None:
+            return False
+        consumed = {idx: state.consume(db, uid, waiting.channel_conditions[idx].channel_name, count)
+                    for idx, count in selection.consume.items()}
+        results = waits.results(waiting, statuses, selection, consumed)
+        db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, seid))
+        db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
+                   (int(time.time() * 1000), results.SerializeToString(), None, uid, seid))
+        self._pending_execute(db, step, effects)
+        return True
+
+    def check_waits(self, uid: int) -> None:
+        """Re-evaluate the run's waiting Steps (after a publish or a Timer), oldest first."""
+        seids = [s for (s,) in self.engine.store.db.execute(
+            "SELECT seid FROM steps WHERE uid=? AND phase='waiting' ORDER BY seq", (uid,))]
+        if not seids:
+            return
+        effects = Effects()
+        with self.engine.store.transaction() as db:
+            for seid in seids:
+                self.try_complete_wait(db, uid, seid, effects)
+        if effects.launches:
+            self.engine.apply(effects)
+
+    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
+        """A Timer's time came (scheduler callback)."""
+        self._finish_timer(uid, seid, idx, pb.INTERNAL_TIMER_STATUS_FIRED)
+
+    def _finish_timer(self, uid: int, seid: str, idx: int, status: int) -> bool:
+        effects = Effects()
+        with self.engine.store.transaction() as db:
+            cursor = db.execute("UPDATE timers SET status=? WHERE uid=? AND seid=? AND idx=? AND status=?",
+                                (status, uid, seid, idx, pb.INTERNAL_TIMER_STATUS_PENDING))
+            if cursor.rowcount == 0:
+                return False
+            self.try_complete_wait(db, uid, seid, effects)
+        self.engine.apply(effects)
+        return True
+
+    def skip_timer(self, flow: FlowRow, seid: str, condition_id: str, index: int | None) -> None:
+        """Make one waiting Timer ready now (by condition id or zero-based index)."""
+        step = self.engine.step(flow.uid, seid)
+        if step is None:
+            raise ServiceError(grpc.StatusCode.NOT_FOUND, f"step execution not found: {seid}")
+        rows = self.engine.store.db.execute(
+            "SELECT idx, condition_id, status FROM timers WHERE uid=? AND seid=? ORDER BY idx", (flow.uid, seid)).fetchall()
+        match = [int(i) for i, cid, _ in rows if (index is not None and int(i) == index) or (condition_id and cid == condition_id)]
+        if step.phase != "waiting" or not match:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"no waiting timer {condition_id or index} on step execution {seid}")
+        self._finish_timer(flow.uid, seid, match[0], pb.INTERNAL_TIMER_STATUS_SKIPPED)

@@ -1,0 +1,70 @@
+"""Retry and timeout policy with Dex's defaults.
+
+Defaults (a zero field means "server default"): first retry after 1 s, backoff coefficient 2.0,
+retry interval capped at 100 s, unlimited attempts, total duration 4 h measured from the first
+attempt; method timeout 2 h; heartbeat timeout 1 min (explicit values below 10 s are raised to
+10 s). Attempts include the first call; retries stop at the first limit reached. A worker's
+``retry_after_seconds`` replaces the computed delay.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from dex.dexpb import dex_pb2 as pb
+
+Method = Literal["wait_for", "execute"]
+DEFAULT_INITIAL_INTERVAL = 1.0
+DEFAULT_COEFFICIENT = 2.0
+DEFAULT_MAX_INTERVAL = 100.0
+DEFAULT_TOTAL_DURATION = 4 * 3600.0
+DEFAULT_METHOD_TIMEOUT = 2 * 3600.0
+DEFAULT_HEARTBEAT_TIMEOUT = 60.0
+MINIMUM_HEARTBEAT_TIMEOUT = 10.0
+DEFAULT_RPC_TIMEOUT = 60.0
+DISPATCH_WAIT = 10.0
+
+
+def retry_policy(options: pb.StepOptions, method: Method) -> pb.RetryPolicy:
+    """The configured retry policy of a Step method (may be all zeros)."""
+    return options.wait_for_retry_policy if method == "wait_for" else options.execute_retry_policy
+
+
+def next_retry_delay(
+    policy: pb.RetryPolicy,
+    failed_attempt: int,
+    first_attempt_at: float,
+    now: float,
+    retry_after: int,
+) -> float | None:
+    """Seconds until the next attempt, or None when the retry budget is spent."""
+    if policy.maximum_attempts > 0 and failed_attempt >= policy.maximum_attempts:
+        return None
+    initial = float(policy.initial_interval_seconds) or DEFAULT_INITIAL_INTERVAL
+    coefficient = float(policy.backoff_coefficient) or DEFAULT_COEFFICIENT
+    maximum = float(policy.maximum_interval_seconds) or max(DEFAULT_MAX_INTERVAL, initial)
+    delay = min(initial * coefficient ** max(failed_attempt - 1, 0), maximum)
+    if retry_after > 0:
+        delay = float(retry_after)
+    total = float(policy.total_duration_seconds) or DEFAULT_TOTAL_DURATION
+    if now + delay - first_attempt_at > total:
+        return None
+    return delay
+
+
+def method_timeout(options: pb.StepOptions, method: Method) -> float:
+    """Seconds one attempt of the method may run."""
+    seconds = options.wait_for_timeout_seconds if method == "wait_for" else options.execute_timeout_seconds
+    return float(seconds) if seconds > 0 else DEFAULT_METHOD_TIMEOUT
+
+
+def heartbeat_timeout(options: pb.StepOptions, has_heartbeat: bool) -> float | None:
+    """Seconds an attempt may go without a heartbeat, or None when not enforced.
+
+    Enforced when the Step sets a heartbeat timeout, or (with the 1 min default) once the attempt
+    has sent its first heartbeat; an attempt that never heartbeats and sets no timeout is bounded
+    by its method timeout only.
+    """
+    if options.heartbeat_timeout_seconds <= 0:
+        return DEFAULT_HEARTBEAT_TIMEOUT if has_heartbeat else None
+    return max(float(options.heartbeat_timeout_seconds), MINIMUM_HEARTBEAT_TIMEOUT)

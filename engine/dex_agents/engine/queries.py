@@ -1,0 +1,239 @@
+"""Read-side and long-poll requests: describe, wait for a run, search, history, waits on Step
+completion and Attribute values, Attribute reads. Long polls wait on ``Engine.changed``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from dex.dexpb import dex_pb2 as pb
+
+from . import history, state
+from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
+from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+DEFAULT_FLOW_WAIT = 60.0
+DEFAULT_UPDATE_WAIT = 60.0
+_STATUS_NAMES = {
+    "running": pb.FLOW_STATUS_RUNNING, "completed": pb.FLOW_STATUS_COMPLETED, "failed": pb.FLOW_STATUS_FAILED,
+    "terminated": pb.FLOW_STATUS_TERMINATED, "canceled": pb.FLOW_STATUS_CANCELED, "cancelled": pb.FLOW_STATUS_CANCELED,
+    "timeout": pb.FLOW_STATUS_SERVER_SIDE_TIMEOUT_INTERNAL_ONLY,
+}
+_CLAUSE = re.compile(r"^\s*([A-Za-z_][\w./-]*)\s*(=|!=)\s*(?:'([^']*)'|\"([^\"]*)\"|([\w.-]+))\s*$")
+
+
+def _stamp(ms: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp
+
+
+class Queries:
+    """Read and wait requests; ``wait_*`` methods are called with the engine lock held."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _flow(self, flow_id: str, run_id: str = "") -> FlowRow:
+        if not flow_id:
+            raise invalid("flow_id is required")
+        flow = self.engine.current_flow(flow_id, run_id)
+        if flow is None:
+            raise flow_not_found(flow_id)
+        return flow
+
+    def summary(self, request: pb.GetFlowSummaryRequest) -> pb.GetFlowSummaryResponse:
+        flow = self._flow(request.flow_id, request.run_id)
+        response = pb.GetFlowSummaryResponse(
+            flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=flow.run_id),
+            first_run_id=flow.run_id, request_id=flow.request_id, flow_type=flow.flow_type,
+            flow_status=flow.status, start_time=_stamp(flow.start_ms), run_attempt=1)  # type: ignore[arg-type]
+        if flow.close_ms:
+            response.close_time.CopyFrom(_stamp(flow.close_ms))
+        return response
+
+    def wait_for_flow(self, request: pb.WaitForFlowRequest) -> pb.FlowResult:
+        if request.wait_time_seconds < 0:
+            raise invalid("wait_time_seconds must not be negative")
+        deadline = time.monotonic() + (request.wait_time_seconds or DEFAULT_FLOW_WAIT)
+        while True:
+            flow = self._flow(request.flow_id, request.run_id)
+            if not flow.running:
+                return self.engine.flows.result(flow.uid)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.engine.stopped:
+                raise long_poll_timeout(f"flow {request.flow_id} is still running")
+            self.engine.changed.wait(remaining)
+
+    def search(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
+        if request.page_size < 0:
+            raise invalid("page_size must not be negative")
+        clauses = [c for c in re.split(r"\s+AND\s+", request.query.strip(), flags=re.IGNORECASE) if c]
+        parsed: list[tuple[str, bool, str]] = []
+        for clause in clauses:
+            match = _CLAUSE.match(clause)
+            if match is None:
+                raise invalid(f"unsupported search clause: {clause!r}")
+            value = next(v for v in match.group(3, 4, 5) if v is not None)
+            parsed.append((match.group(1), match.group(2) == "=", value))
+        offset = int(request.next_page_token) if request.next_page_token.isdigit() else 0
+        if request.next_page_token and not request.next_page_token.isdigit():
+            raise invalid("invalid next_page_token")
+        size = request.page_size or 100
+        db = self.engine.store.db
+        matched: list[pb.SearchFlowsResponseEntry] = []
+        for row in db.execute(f"SELECT {FLOW_COLUMNS} FROM flows ORDER BY uid DESC"):
+            flow = flow_from_row(row)
+            indexed = state.indexed_attributes(db, flow.uid)
+            if all(self._matches(flow, indexed, *clause) for clause in parsed):
+                entry = pb.SearchFlowsResponseEntry(flow_id=flow.flow_id, run_id=flow.run_id, flow_type=flow.flow_type,
+                                                    flow_status=flow.status, start_time=_stamp(flow.start_ms),  # type: ignore[arg-type]
+                                                    indexed_attributes=indexed)
+                if flow.close_ms:
+                    entry.close_time.CopyFrom(_stamp(flow.close_ms))
+                matched.append(entry)
+        page = matched[offset: offset + size]
+        response = pb.SearchFlowsResponse(flow_runs=page)
+        if offset + size < len(matched):
+            response.next_page_token = str(offset + size)
+        return response
+
+    @staticmethod
+    def _matches(flow: FlowRow, indexed: list[pb.KV], field: str, equal: bool, value: str) -> bool:
+        key = field.lower()
+        if key in ("flowtype", "dexflowtype", "workflowtype", "flow_type"):
+            actual = flow.flow_type
+        elif key in ("flowid", "workflowid", "flow_id"):
+            actual = flow.flow_id
+        elif key in ("flowstatus", "executionstatus", "status", "flow_status"):
+            wanted = _STATUS_NAMES.get(value.lower())
+            return (flow.status == wanted) == equal
+        else:
+            found = next((kv.value for kv in indexed if kv.key == field), None)
+            if found is None:
+                return not equal
+            kind = found.WhichOneof("kind")
+            actual = str(getattr(found, kind)).lower() if kind in ("bool_value",) else str(getattr(found, kind)) if kind else ""
+        return (actual == value) == equal
+
+    def history(self, request: pb.GetHistoryEventsRequest) -> pb.GetHistoryEventsResponse:
+        flow = self._flow(request.flow_id, request.run_id)
+        if request.estimate_page_size < 0:
+            raise invalid("estimate_page_size must not be negative")
+        after = max(request.start_internal_event_id - 1, 0) if request.start_internal_event_id else 0
+        if request.next_page_token:
+            token = request.next_page_token.decode("ascii", "replace")
+            if not token.isdigit():
+                raise invalid("invalid next_page_token")
+            after = int(token)
+        limit = request.estimate_page_size or 1000
+        events = history.events(self.engine.store.db, flow.uid, after, limit + 1)
+        response = pb.GetHistoryEventsResponse(events=events[:limit])
+        if len(events) > limit:
+            last = events[limit - 1].event_id
+            response.next_page_token = str(last).encode()
+            response.next_internal_event_id = last + 1
+        return response
+
+    def _update_deadline(self, request_timeout_seconds: int, handler_timeout_seconds: int) -> tuple[float, bool]:
+        if request_timeout_seconds < 0 or handler_timeout_seconds < 0:
+            raise invalid("timeouts must not be negative")
+        if request_timeout_seconds:
+            return time.monotonic() + request_timeout_seconds, True
+        return time.monotonic() + (handler_timeout_seconds or DEFAULT_UPDATE_WAIT), False
+
+    def wait_for_step(self, request: pb.WaitForStepCompletionRequest) -> None:
+        if not request.step_type or not request.step_execution_number.isdigit():
+            raise invalid("step_type and a positive step_execution_number are required")
+        seid = f"{request.step_type}-{int(request.step_execution_number)}"
+        deadline, is_request = self._update_deadline(request.request_timeout_seconds,
+                                                     request.internal_handler_timeout_seconds)
+        while True:
+            flow = self._flow(request.flow_id)
+            step = self.engine.step(flow.uid, seid)
+            if step is not None and step.phase == "done":
+                return
+            if not flow.running:
+                raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before {seid} completed")
+            self._wait_until(deadline, is_request, f"{seid} has not completed")
+
+    def _wait_until(self, deadline: float, is_request: bool, what: str) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or self.engine.stopped:
+            raise request_timeout(what) if is_request else long_poll_timeout(what)
+        self.engine.changed.wait(remaining)
+
+    def wait_for_attribute(self, request: pb.WaitForAttributeRequest) -> pb.WaitForAttributeResponse:
+        match = request.match
+        if not match.key or match.operator == pb.ATTRIBUTE_MATCH_OPERATOR_UNSPECIFIED or not match.HasField("operand"):
+            raise invalid("match requires key, operator and operand")
+        deadline, is_request = self._update_deadline(request.request_timeout_seconds,
+                                                      request.internal_handler_timeout_seconds)
+        while True:
+            flow = self._flow(request.flow_id)
+            value = state.attribute(self.engine.store.db, flow.uid, match.key)
+            if _compare(value, match.operator, match.operand):
+                return pb.WaitForAttributeResponse(matched_value=value)
+            if not flow.running:
+                raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before the attribute matched")
+            self._wait_until(deadline, is_request, f"attribute {match.key} has not matched")
+
+    def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
+        flow = self._flow(request.flow_id, request.run_id)
+        db = self.engine.store.db
+        if request.all_keys:
+            kvs = [pb.KV(key=k, value=_parse(v)) for k, v in db.execute(
+                "SELECT key, value FROM attributes WHERE uid=? ORDER BY key", (flow.uid,))]
+        else:
+            kvs = [pb.KV(key=k, value=v) for k in request.keys if (v := state.attribute(db, flow.uid, k)) is not None]
+        return pb.GetAttributesResponse(attributes=kvs)
+
+
+def _parse(blob: bytes) -> pb.Value:
+    value = pb.Value()
+    value.ParseFromString(blob)
+    return value
+
+
+def _scalar(value: pb.Value) -> object:
+    kind = value.WhichOneof("kind")
+    if kind in ("string_value", "int_value", "double_value", "bool_value"):
+        return getattr(value, kind)
+    if kind == "null_value" or kind is None:
+        return None
+    raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, "only scalar attributes can be awaited")
+
+
+def _compare(value: pb.Value | None, operator: int, operand: pb.Value) -> bool:
+    right = _scalar(operand)
+    left = _scalar(value) if value is not None else None
+    if left is None:
+        if isinstance(right, bool):
+            left = False
+        elif isinstance(right, (int, float)):
+            left = 0
+        elif isinstance(right, str):
+            left = ""
+    if operator == pb.ATTRIBUTE_MATCH_OPERATOR_EQUAL:
+        return bool(left == right)
+    if operator == pb.ATTRIBUTE_MATCH_OPERATOR_NOT_EQUAL:
+        return bool(left != right)
+    if not isinstance(left, (int, float)) or not isinstance(right, (int, float)) or isinstance(left, bool):
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "ordering matches need numeric attributes")
+    if operator == pb.ATTRIBUTE_MATCH_OPERATOR_GREATER_THAN:
+        return left > right
+    if operator == pb.ATTRIBUTE_MATCH_OPERATOR_GREATER_THAN_OR_EQUAL:
+        return left >= right
+    if operator == pb.ATTRIBUTE_MATCH_OPERATOR_LESS_THAN:
+        return left < right
+    if operator == pb.ATTRIBUTE_MATCH_OPERATOR_LESS_THAN_OR_EQUAL:
+        return left <= right
+    raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, f"unknown match operator {operator}")

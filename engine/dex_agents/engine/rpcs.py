@@ -1,0 +1,161 @@
+"""RPCs: InvokeRPC runs the named handler on a pull Worker and commits its effects.
+
+- Every RPC gets the run's singleton Attributes and all Channel sizes; the request's map-instance
+  and Channel loads add map instances and pending messages.
+- Lock keys are taken before dispatch. A key held by a Step or another RPC fails the call at once
+  with ABORTED + WORKER_API_ERROR (``RpcLockConflictError``); keys are released after the commit.
+- An RPC with locks or ``is_transactional`` needs an active run. Any other RPC may run against a
+  closed run as a query; if it then returns durable effects the call fails (FLOW_NOT_EXISTS).
+- Transactional RPCs abort (CHANNEL_MESSAGE_NOT_FOUND) when a message they delete is not pending.
+- A handler error is FAILED_PRECONDITION + WORKER_API_ERROR with the worker's detail and type.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import grpc
+
+from dex.dexpb import dex_pb2 as pb
+
+from . import history, policy, state
+from .dispatch import Task, WorkerStream, new_task_id
+from .errors import ServiceError, flow_not_found, invalid, lock_conflict, worker_failure
+from .rows import Effects
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class _Pending:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.frame: pb.PollWorkerTaskFrame | None = None
+        self.worker_id = ""
+
+
+class RpcOps:
+    """InvokeRPC handling; :meth:`invoke` is called without the engine lock."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._pending: dict[str, _Pending] = {}
+
+    def invoke(self, request: pb.InvokeRPCRequest) -> pb.InvokeRPCResponse:
+        """Run one RPC end to end."""
+        engine = self.engine
+        if not request.flow_id or not request.rpc_name:
+            raise invalid("flow_id and rpc_name are required")
+        if request.timeout_seconds < 0:
+            raise invalid("timeout_seconds must not be negative")
+        keys = sorted(set(request.lock_attribute_keys))
+        if any(not key for key in keys):
+            raise invalid("empty lock attribute key")
+        pending = _Pending()
+        with engine.lock:
+            flow = engine.current_flow(request.flow_id, request.run_id)
+            if flow is None:
+                raise flow_not_found(request.flow_id)
+            if (keys or request.is_transactional) and not flow.running:
+                raise flow_not_found(request.flow_id, f"flow {request.flow_id} is not active")
+            task_id = new_task_id()
+            holder = f"rpc:{task_id}"
+            if keys:
+                held = engine.held(flow.uid, keys, holder)
+                if held:
+                    raise lock_conflict(held)
+                engine.acquire(flow.uid, keys, holder)
+            message = pb.PollWorkerTask(task_id=task_id)
+            rpc = message.rpc
+            rpc.context.CopyFrom(pb.Context(flow_id=flow.flow_id, run_id=flow.run_id,
+                                            flow_started_timestamp=flow.start_ms // 1000, run_attempt=1))
+            rpc.flow_type = flow.flow_type
+            rpc.rpc_name = request.rpc_name
+            rpc.input.CopyFrom(request.input)
+            db = engine.store.db
+            rpc.attributes.extend(state.load_attributes(db, flow.uid, request.load_attribute_map_instances))
+            for name, info in state.channel_infos(db, flow.uid).items():
+                rpc.channel_infos[name].CopyFrom(info)
+            for name, values in state.loaded_messages(db, flow.uid, request.load_channel_names,
+                                                      request.load_channel_map_instances).items():
+                rpc.loaded_channel_messages[name].CopyFrom(values)
+            rpc.loaded_attribute_map_instances.extend(request.load_attribute_map_instances)
+            rpc.loaded_channel_names.extend(request.load_channel_names)
+            rpc.loaded_channel_map_instances.extend(request.load_channel_map_instances)
+            task = Task(task_id=task_id, kind="rpc", flow_type=flow.flow_type, message=message,
+                        uid=flow.uid, seid="", attempt=1)
+            self._pending[task_id] = pending
+            engine.track(task)
+            engine.dispatcher.submit(task)
+        try:
+            frame = self._await(task, pending, request.timeout_seconds or policy.DEFAULT_RPC_TIMEOUT)
+            with engine.lock:
+                return self._commit(flow.uid, request, frame, pending.worker_id)
+        finally:
+            with engine.lock:
+                self._pending.pop(task_id, None)
+                engine.untrack(task)
+                engine.release(flow.uid, holder)
+
+    def _await(self, task: Task, pending: _Pending, timeout: float) -> pb.PollWorkerTaskFrame:
+        started = time.monotonic()
+        if not pending.done.wait(policy.DISPATCH_WAIT):
+            with self.engine.lock:
+                if task.stream is None and not pending.done.is_set() and self.engine.dispatcher.withdraw(task):
+                    raise worker_failure(f"no worker available for flow type {task.flow_type}", None)
+            if not pending.done.wait(max(timeout - (time.monotonic() - started), 0)):
+                with self.engine.lock:
+                    self.engine.dispatcher.cancel(task)
+                raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED, f"rpc timed out after {timeout:.0f}s")
+        frame = pending.frame
+        assert frame is not None
+        return frame
+
+    def on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame, stream: WorkerStream | None) -> None:
+        """The Worker's final frame for an RPC task (or a synthesized failure)."""
+        pending = self._pending.get(task.task_id)
+        task.finished = True
+        if pending is None:
+            return
+        pending.frame = frame
+        pending.worker_id = stream.app_worker_id if stream is not None else ""
+        pending.done.set()
+
+    def _commit(self, uid: int, request: pb.InvokeRPCRequest, frame: pb.PollWorkerTaskFrame,
+                worker_id: str) -> pb.InvokeRPCResponse:
+        engine = self.engine
+        if frame.HasField("worker_error"):
+            error = frame.worker_error
+            raise worker_failure(f"rpc {request.rpc_name} failed: {error.detail}", error)
+        if not frame.HasField("rpc"):
+            raise worker_failure(f"rpc {request.rpc_name}: worker sent no rpc response", None)
+        response = frame.rpc
+        decision = response.step_decision
+        has_effects = bool(response.upsert_attributes or response.publish_to_channel or response.delete_from_channel
+                           or decision.next_steps or decision.cancel_step_types)
+        if not has_effects and not request.is_transactional:
+            return pb.InvokeRPCResponse(output=response.output)
+        flow = engine.flow(uid)
+        if flow is None or not flow.running:
+            raise flow_not_found(request.flow_id, f"flow {request.flow_id} is not active")
+        effects = Effects()
+        with engine.store.transaction() as db:
+            state.upsert_attributes(db, uid, response.upsert_attributes)
+            if response.publish_to_channel:
+                state.publish(db, uid, response.publish_to_channel)
+                effects.wait_checks.add(uid)
+            missing = state.delete_messages(db, uid, response.delete_from_channel)
+            if missing and request.is_transactional:
+                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                                   f"channel message not found: {', '.join(missing)}",
+                                   pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
+            for step_type in decision.cancel_step_types:
+                engine.flows.cancel_steps(db, uid, step_type, None, effects)
+            for movement in decision.next_steps:
+                engine.steps.create(db, flow, movement, "", effects)
+            history.rpc_completed(db, uid, request.rpc_name, request.input, response, worker_id)
+            engine.flows.after_step_finished(db, uid, effects)
+        engine.apply(effects)
+        return pb.InvokeRPCResponse(output=response.output)

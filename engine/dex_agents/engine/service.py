@@ -1,0 +1,179 @@
+"""``FlowService``: the SDK Client's calls, adapted onto the engine.
+
+Every handler validates its request, runs under the engine lock (InvokeRPC releases it while the
+Worker runs the handler), and turns :class:`ServiceError` into a gRPC status carrying Dex's
+``ServiceErrorResponse``. An unexpected exception becomes INTERNAL with its message; it never
+leaves partial state (the transaction rolls back). Methods the engine does not serve answer
+UNIMPLEMENTED naming the method.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+import grpc
+from google.protobuf import empty_pb2
+
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from .errors import ServiceError, invalid
+from .queries import Queries
+from .rows import Effects
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+_LOGGER = logging.getLogger(__name__)
+SERVER_VERSION = "dex-agents-local-engine/0.1.0"
+R = TypeVar("R")
+SERVED = frozenset({
+    "GetServerInfo", "HealthCheck", "SyncAttributeIndexes", "StartFlow", "StopFlow", "InvokeRPC", "WriteStream",
+    "ReadStream", "ListStreamMessages", "GetFlowSummary", "WaitForFlow", "SearchFlows", "SkipTimer",
+    "WaitForStepCompletion", "WaitForAttribute", "GetHistoryEvents", "LoadBlobs", "GetAttributes", "PublishToChannel",
+})
+
+
+def _abort(context: grpc.ServicerContext, error: ServiceError) -> NoReturn:
+    context.abort_with_status(error.to_status())
+    raise AssertionError("abort_with_status returned")
+
+
+class FlowService(dex_pb2_grpc.FlowServiceServicer):
+    """The FlowService servicer."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.queries = Queries(engine)
+
+    def _run(self, context: grpc.ServicerContext, body: Callable[[], R], *, locked: bool = True) -> R:
+        try:
+            if not locked:
+                return body()
+            with self.engine.lock:
+                return body()
+        except ServiceError as error:
+            _abort(context, error)
+        except ValueError as error:
+            _abort(context, invalid(str(error)))
+        except Exception as error:
+            _LOGGER.exception("engine request failed")
+            _abort(context, ServiceError(grpc.StatusCode.INTERNAL, f"engine error: {error}"))
+
+    def GetServerInfo(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> pb.ServerInfo:  # noqa: N802
+        return pb.ServerInfo(server_version=SERVER_VERSION, minimum_supported_protocol_version=1,
+                             current_protocol_version=3, server_engine=pb.SERVER_ENGINE_ZD)
+
+    def HealthCheck(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> pb.HealthInfo:  # noqa: N802
+        return pb.HealthInfo(condition="OK", hostname=socket.gethostname())
+
+    def SyncAttributeIndexes(self, request: pb.SyncAttributeIndexRequest,  # noqa: N802
+                             context: grpc.ServicerContext) -> pb.SyncAttributeIndexResponse:
+        return pb.SyncAttributeIndexResponse()
+
+    def StartFlow(self, request: pb.StartFlowRequest, context: grpc.ServicerContext) -> pb.StartFlowResponse:  # noqa: N802
+        return self._run(context, lambda: pb.StartFlowResponse(run_id=self.engine.flows.start(request)))
+
+    def StopFlow(self, request: pb.StopFlowRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
+        self._run(context, lambda: self.engine.flows.stop(request))
+        return empty_pb2.Empty()
+
+    def InvokeRPC(self, request: pb.InvokeRPCRequest, context: grpc.ServicerContext) -> pb.InvokeRPCResponse:  # noqa: N802
+        return self._run(context, lambda: self.engine.rpcs.invoke(request), locked=False)
+
+    def WriteStream(self, request: pb.WriteStreamRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
+        def write() -> None:
+            if not request.source:
+                raise invalid("source is required")
+            self.engine.streams.write(request.flow_type, request.stream_name, request.flow_id,
+                                      request.stream_capacity_bytes, request.value, request.source)
+        self._run(context, write)
+        return empty_pb2.Empty()
+
+    def ReadStream(self, request: pb.ReadStreamRequest, context: grpc.ServicerContext) -> pb.ReadStreamResponse:  # noqa: N802
+        return self._run(context, lambda: self.engine.streams.read(request))
+
+    def ListStreamMessages(self, request: pb.ListStreamMessagesRequest,  # noqa: N802
+                           context: grpc.ServicerContext) -> pb.ListStreamMessagesResponse:
+        return self._run(context, lambda: self.engine.streams.list(request))
+
+    def GetFlowSummary(self, request: pb.GetFlowSummaryRequest,  # noqa: N802
+                       context: grpc.ServicerContext) -> pb.GetFlowSummaryResponse:
+        return self._run(context, lambda: self.queries.summary(request))
+
+    def WaitForFlow(self, request: pb.WaitForFlowRequest, context: grpc.ServicerContext) -> pb.FlowResult:  # noqa: N802
+        return self._run(context, lambda: self.queries.wait_for_flow(request))
+
+    def SearchFlows(self, request: pb.SearchFlowsRequest, context: grpc.ServicerContext) -> pb.SearchFlowsResponse:  # noqa: N802
+        return self._run(context, lambda: self.queries.search(request))
+
+    def SkipTimer(self, request: pb.SkipTimerRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
+        def skip() -> None:
+            flow = self.queries._flow(request.flow_id, request.run_id)
+            if not flow.running:
+                raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
+                                   pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
+            has_index = request.HasField("timer_condition_index")
+            if not request.step_execution_id or (not request.timer_condition_id and not has_index):
+                raise invalid("step_execution_id and a timer condition id or index are required")
+            self.engine.steps.skip_timer(flow, request.step_execution_id, request.timer_condition_id,
+                                         request.timer_condition_index if has_index else None)
+        self._run(context, skip)
+        return empty_pb2.Empty()
+
+    def WaitForStepCompletion(self, request: pb.WaitForStepCompletionRequest,  # noqa: N802
+                              context: grpc.ServicerContext) -> pb.WaitForStepCompletionResponse:
+        self._run(context, lambda: self.queries.wait_for_step(request))
+        return pb.WaitForStepCompletionResponse()
+
+    def WaitForAttribute(self, request: pb.WaitForAttributeRequest,  # noqa: N802
+                         context: grpc.ServicerContext) -> pb.WaitForAttributeResponse:
+        return self._run(context, lambda: self.queries.wait_for_attribute(request))
+
+    def GetHistoryEvents(self, request: pb.GetHistoryEventsRequest,  # noqa: N802
+                         context: grpc.ServicerContext) -> pb.GetHistoryEventsResponse:
+        return self._run(context, lambda: self.queries.history(request))
+
+    def GetAttributes(self, request: pb.GetAttributesRequest,  # noqa: N802
+                      context: grpc.ServicerContext) -> pb.GetAttributesResponse:
+        return self._run(context, lambda: self.queries.get_attributes(request))
+
+    def PublishToChannel(self, request: pb.PublishToChannelRequest,  # noqa: N802
+                         context: grpc.ServicerContext) -> empty_pb2.Empty:
+        def publish() -> None:
+            from . import state
+            flow = self.queries._flow(request.flow_id, request.run_id)
+            if not flow.running:
+                raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
+                                   pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
+            with self.engine.store.transaction() as db:
+                state.publish(db, flow.uid, request.messages)
+            self.engine.apply(Effects(wait_checks={flow.uid}))
+        self._run(context, publish)
+        return empty_pb2.Empty()
+
+    def LoadBlobs(self, request: pb.LoadBlobsRequest, context: grpc.ServicerContext) -> pb.LoadBlobsResponse:  # noqa: N802
+        def load() -> pb.LoadBlobsResponse:
+            for entry in request.entries:
+                kind = entry.blob_value.WhichOneof("kind")
+                blob_id = getattr(entry.blob_value, kind) if kind else ""
+                raise ServiceError(grpc.StatusCode.NOT_FOUND,
+                                   f"blob not found: {blob_id} (the local engine stores values inline)")
+            return pb.LoadBlobsResponse()
+        return self._run(context, load)
+
+
+def _unimplemented(name: str) -> Callable[..., object]:
+    def handler(self: FlowService, request: object, context: grpc.ServicerContext) -> object:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, f"FlowService.{name} is not implemented by the local Dex engine")
+        raise AssertionError("abort returned")
+    handler.__name__ = name
+    return handler
+
+
+for _name in dir(dex_pb2_grpc.FlowServiceServicer):
+    if _name[0].isupper() and _name not in SERVED:
+        setattr(FlowService, _name, _unimplemented(_name))

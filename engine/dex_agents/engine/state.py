@@ -1,0 +1,174 @@
+"""Flow state inside a transaction: Attributes, Channel messages and history events.
+
+Physical names follow the SDK: a singleton Attribute or Channel is its name; a map instance is
+``Name/<quoted key>``. A load of ``Name/`` means the whole map. Every function takes the open
+connection and a run ``uid`` and must be called inside ``Store.transaction`` (or for reads, under
+the engine lock).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from dex.dexpb import dex_pb2 as pb
+
+from .errors import invalid
+
+
+def _value(blob: bytes) -> pb.Value:
+    value = pb.Value()
+    value.ParseFromString(blob)
+    return value
+
+
+def load_attributes(db: sqlite3.Connection, uid: int, map_loads: Iterable[str]) -> list[pb.KV]:
+    """Singleton Attributes plus the loaded map instances (``Name/`` loads a whole map)."""
+    loads = list(map_loads)
+    prefixes = tuple(load for load in loads if load.endswith("/"))
+    exact = {load for load in loads if not load.endswith("/")}
+    out: list[pb.KV] = []
+    for key, blob in db.execute("SELECT key, value FROM attributes WHERE uid=?", (uid,)):
+        if "/" not in key or key in exact or (prefixes and key.startswith(prefixes)):
+            out.append(pb.KV(key=key, value=_value(blob)))
+    return out
+
+
+def attribute(db: sqlite3.Connection, uid: int, key: str) -> pb.Value | None:
+    """One Attribute's stored value, or None when absent."""
+    row = db.execute("SELECT value FROM attributes WHERE uid=? AND key=?", (uid, key)).fetchone()
+    return _value(row[0]) if row else None
+
+
+def indexed_attributes(db: sqlite3.Connection, uid: int) -> list[pb.KV]:
+    """Attributes written with an enabled index (for search results)."""
+    return [
+        pb.KV(key=key, value=_value(blob))
+        for key, blob in db.execute(
+            "SELECT key, value FROM attributes WHERE uid=? AND indexed=1 ORDER BY key", (uid,)
+        )
+    ]
+
+
+def validate_writes(writes: Sequence[pb.AttributeWrite]) -> None:
+    """Reject malformed Attribute writes before anything is applied."""
+    for write in writes:
+        if not write.key or write.key.startswith("/") or write.key.endswith("/"):
+            raise invalid(f"invalid attribute key: {write.key!r}")
+        if not write.HasField("value"):
+            raise invalid(f"attribute write without a value: {write.key}")
+
+
+def upsert_attributes(db: sqlite3.Connection, uid: int, writes: Sequence[pb.AttributeWrite]) -> None:
+    """Apply writes in order; a null value deletes the Attribute (reads then give the default)."""
+    validate_writes(writes)
+    for write in writes:
+        if write.value.WhichOneof("kind") == "null_value":
+            db.execute("DELETE FROM attributes WHERE uid=? AND key=?", (uid, write.key))
+            continue
+        db.execute(
+            "INSERT INTO attributes (uid, key, value, indexed) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (uid, key) DO UPDATE SET value=excluded.value, "
+            "indexed=MAX(indexed, excluded.indexed)",
+            (uid, write.key, write.value.SerializeToString(), int(write.index_config.enable)),
+        )
+
+
+def channel_infos(db: sqlite3.Connection, uid: int) -> dict[str, pb.ChannelInfo]:
+    """Queued message counts of every non-empty Channel (instance) of the run."""
+    return {
+        name: pb.ChannelInfo(size=count)
+        for name, count in db.execute(
+            "SELECT name, COUNT(*) FROM channels WHERE uid=? GROUP BY name", (uid,)
+        )
+    }
+
+
+def channel_sizes(db: sqlite3.Connection, uid: int, names: Iterable[str]) -> dict[str, int]:
+    """Queued message counts of the named Channels."""
+    return {
+        name: int(db.execute("SELECT COUNT(*) FROM channels WHERE uid=? AND name=?", (uid, name)).fetchone()[0])
+        for name in set(names)
+    }
+
+
+def loaded_messages(
+    db: sqlite3.Connection, uid: int, names: Iterable[str], map_instances: Iterable[str]
+) -> dict[str, pb.ChannelValues]:
+    """Pending messages of loaded Channels and ChannelMap instances (``Name/`` loads a map)."""
+    exact = set(names) | {m for m in map_instances if not m.endswith("/")}
+    prefixes = tuple(m for m in map_instances if m.endswith("/"))
+    if not exact and not prefixes:
+        return {}
+    out: dict[str, pb.ChannelValues] = {}
+    for name, message_id, blob in db.execute(
+        "SELECT name, message_id, value FROM channels WHERE uid=? ORDER BY seq", (uid,)
+    ):
+        if name in exact or (prefixes and name.startswith(prefixes)):
+            out.setdefault(name, pb.ChannelValues()).messages.add(
+                channel_name=name, message_id=message_id, value=_value(blob)
+            )
+    return out
+
+
+def publish(db: sqlite3.Connection, uid: int, messages: Sequence[pb.ChannelMessage]) -> set[str]:
+    """Append messages to their Channels; returns the Channel names touched."""
+    for message in messages:
+        if not message.channel_name:
+            raise invalid("channel message without a channel name")
+    for message in messages:
+        db.execute(
+            "INSERT INTO channels (uid, name, message_id, value) VALUES (?, ?, ?, ?)",
+            (uid, message.channel_name, message.message_id or uuid.uuid4().hex, message.value.SerializeToString()),
+        )
+    return {message.channel_name for message in messages}
+
+
+def delete_messages(
+    db: sqlite3.Connection, uid: int, deletions: Sequence[pb.ChannelMessageDeletion]
+) -> list[str]:
+    """Delete pending messages by id; returns the ids that were not pending."""
+    missing: list[str] = []
+    for deletion in deletions:
+        cursor = db.execute(
+            "DELETE FROM channels WHERE uid=? AND name=? AND message_id=?",
+            (uid, deletion.channel_name, deletion.message_id),
+        )
+        if cursor.rowcount == 0:
+            missing.append(deletion.message_id)
+    return missing
+
+
+def consume(db: sqlite3.Connection, uid: int, name: str, count: int) -> list[pb.Value]:
+    """Remove and return the ``count`` oldest messages of a Channel."""
+    if count <= 0:
+        return []
+    rows = db.execute(
+        "SELECT seq, value FROM channels WHERE uid=? AND name=? ORDER BY seq LIMIT ?", (uid, name, count)
+    ).fetchall()
+    db.executemany("DELETE FROM channels WHERE seq=?", [(seq,) for seq, _ in rows])
+    return [_value(blob) for _, blob in rows]
+
+
+def now_timestamp() -> Timestamp:
+    """The current time as a protobuf Timestamp."""
+    stamp = Timestamp()
+    stamp.FromNanoseconds(time.time_ns())
+    return stamp
+
+
+def record(db: sqlite3.Connection, uid: int, event: pb.FlowHistoryEvent) -> None:
+    """Append a history event (ids count from 1 per run, in commit order)."""
+    row = db.execute("SELECT COALESCE(MAX(event_id), 0) FROM history WHERE uid=?", (uid,)).fetchone()
+    event.event_id = int(row[0]) + 1
+    event.run_attempt = 1
+    if not event.HasField("event_time"):
+        event.event_time.CopyFrom(now_timestamp())
+    db.execute(
+        "INSERT INTO history (uid, event_id, event) VALUES (?, ?, ?)",
+        (uid, event.event_id, event.SerializeToString()),
+    )

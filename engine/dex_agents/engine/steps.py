@@ -1,0 +1,214 @@
+"""Step executions: creation, method launch (locks, request, dispatch), progress and timeouts.
+
+A Step execution row moves ``wait_for`` -> ``waiting`` -> ``execute`` -> ``done`` (or ``failed``
+/ ``canceled``); ``skip_wait_for`` starts it at ``execute``. A method in ``wait_for``/``execute``
+has at most one in-flight task (``Engine.running``); the attempt number lives in the row, so a
+re-delivered task carries the same attempt and a retry the next one. Results, failures and Waits
+are handled in :mod:`outcomes`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import TYPE_CHECKING
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from dex.dexpb import dex_pb2 as pb
+
+from . import history, policy, state
+from .dispatch import Task, new_task_id
+from .outcomes import Outcomes
+from .rows import Effects, FlowRow, StepRow
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class StepOps(Outcomes):
+    """Step lifecycle operations; every method runs under the engine lock."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+
+    def create(
+        self,
+        db: sqlite3.Connection,
+        flow: FlowRow,
+        movement: pb.StepMovement,
+        from_seid: str,
+        effects: Effects,
+        recovery: pb.RecoveryErrorInfo | None = None,
+        delay_ms: int = 0,
+    ) -> str:
+        """Insert a new Step execution for ``movement`` and schedule its first method."""
+        if not movement.step_type or "/" in movement.step_type:
+            raise ValueError(f"invalid step type: {movement.step_type!r}")
+        n = int(db.execute(
+            "SELECT COALESCE(MAX(n), 0) FROM steps WHERE uid=? AND step_type=?", (flow.uid, movement.step_type)
+        ).fetchone()[0]) + 1
+        seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
+        seid = f"{movement.step_type}-{n}"
+        phase = "execute" if movement.step_options.skip_wait_for else "wait_for"
+        now = int(time.time() * 1000)
+        db.execute(
+            "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
+            "attempt, first_attempt_ms, not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+            (flow.uid, seid, movement.step_type, n, seq, movement.step_input.SerializeToString(),
+             movement.step_options.SerializeToString(), from_seid,
+             recovery.SerializeToString() if recovery is not None else None, phase, now + delay_ms,
+             now + delay_ms if delay_ms else 0),
+        )
+        step = self.engine.step(flow.uid, seid)
+        assert step is not None
+        history.method_pending(db, step, "execute" if phase == "execute" else "wait_for")
+        effects.launches.append((flow.uid, seid))
+        return seid
+
+    def launch(self, uid: int, seid: str) -> None:
+        """Dispatch the Step's current method unless it is running, delayed, or lock-blocked."""
+        engine = self.engine
+        if engine.stopped or (uid, seid) in engine.running:
+            return
+        step = engine.step(uid, seid)
+        flow = engine.flow(uid)
+        if step is None or flow is None or not flow.running or step.phase not in ("wait_for", "execute"):
+            return
+        now = time.time()
+        if step.not_before_ms > now * 1000:
+            engine.scheduler.call_at(step.not_before_ms / 1000, lambda: self.launch(uid, seid))
+            return
+        keys = list(step.options.wait_for_lock_attribute_keys if step.phase == "wait_for"
+                    else step.options.execute_lock_attribute_keys)
+        holder = f"step:{seid}"
+        if keys:
+            if engine.held(uid, keys, holder):
+                if (uid, seid) not in engine.lock_waiters:
+                    engine.lock_waiters.append((uid, seid))
+                return
+            engine.acquire(uid, keys, holder)
+        method: policy.Method = "wait_for" if step.phase == "wait_for" else "execute"
+        timeout = policy.method_timeout(step.options, method)
+        message = pb.PollWorkerTask(task_id=new_task_id())
+        deadline = Timestamp()
+        deadline.FromNanoseconds(int((now + timeout) * 1e9))
+        message.deadline.CopyFrom(deadline)
+        self._fill_request(message, flow, step)
+        task = Task(task_id=message.task_id, kind=method, flow_type=flow.flow_type, message=message,
+                    uid=uid, seid=seid, attempt=step.attempt)
+        engine.track(task)
+        engine.dispatcher.submit(task)
+        engine.scheduler.call_later(timeout, lambda: self._timed_out(task, f"{method} method timed out after {timeout:.0f}s", "dex.MethodTimeout"))
+        hb = policy.heartbeat_timeout(step.options, False)
+        if hb is not None:
+            self._arm_heartbeat(task, hb)
+
+    def _fill_request(self, message: pb.PollWorkerTask, flow: FlowRow, step: StepRow) -> None:
+        db = self.engine.store.db
+        options = step.options
+        context = pb.Context(
+            flow_id=flow.flow_id, run_id=flow.run_id, flow_started_timestamp=flow.start_ms // 1000,
+            step_execution_id=step.seid, first_attempt_timestamp=step.first_attempt_ms // 1000,
+            attempt=step.attempt, from_step_execution_id=step.from_seid, run_attempt=1,
+        )
+        if step.recovery is not None:
+            context.recovery_error.CopyFrom(step.recovery)
+        if step.heartbeat is not None:
+            context.last_heartbeat_value.CopyFrom(step.heartbeat)
+        if step.phase == "wait_for":
+            maps, names, channel_maps = (options.wait_for_load_attribute_map_instances,
+                                         options.wait_for_load_channel_names, options.wait_for_load_channel_map_instances)
+            request = message.wait_for
+        else:
+            maps, names, channel_maps = (options.execute_load_attribute_map_instances,
+                                         options.execute_load_channel_names, options.execute_load_channel_map_instances)
+            execute = message.execute
+            execute.step_exe_locals.extend(step.locals)
+            if step.results is not None:
+                execute.condition_results.CopyFrom(step.results)
+            request = execute  # type: ignore[assignment]
+        request.context.CopyFrom(context)
+        request.flow_type = flow.flow_type
+        request.step_type = step.step_type
+        request.step_input.CopyFrom(step.input)
+        request.attributes.extend(state.load_attributes(db, flow.uid, maps))
+        for name, info in state.channel_infos(db, flow.uid).items():
+            request.channel_infos[name].CopyFrom(info)
+        for name, values in state.loaded_messages(db, flow.uid, names, channel_maps).items():
+            request.loaded_channel_messages[name].CopyFrom(values)
+        request.loaded_attribute_map_instances.extend(maps)
+        request.loaded_channel_names.extend(names)
+        request.loaded_channel_map_instances.extend(channel_maps)
+
+    # ---- progress frames
+    def on_progress(self, task: Task, heartbeat: pb.StepMethodHeartbeat | None, write: pb.StepStreamWrite | None) -> None:
+        """A heartbeat or Stream write of a running Step method."""
+        engine = self.engine
+        first = not task.output_seen
+        task.output_seen = True
+        flow = engine.flow(task.uid)
+        if flow is None:
+            return
+        if heartbeat is not None:
+            task.generation += 1
+            step = engine.step(task.uid, task.seid)
+            if step is not None:
+                hb = policy.heartbeat_timeout(step.options, True)
+                if hb is not None:
+                    self._arm_heartbeat(task, hb)
+            if first or heartbeat.HasField("value"):
+                with engine.store.transaction() as db:
+                    db.execute("UPDATE steps SET output_seen=1, heartbeat=? WHERE uid=? AND seid=?",
+                               (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
+                                task.uid, task.seid))
+        if write is not None:
+            if first:
+                with engine.store.transaction() as db:
+                    db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
+            engine.streams.write(flow.flow_type, write.stream_name, flow.flow_id, write.stream_capacity_bytes,
+                                 write.value, f"#{task.seid}")
+
+    def _arm_heartbeat(self, task: Task, seconds: float) -> None:
+        generation = task.generation
+
+        def check() -> None:
+            if task.generation == generation:
+                self._timed_out(task, f"heartbeat timed out after {seconds:.0f}s", "dex.HeartbeatTimeout")
+
+        self.engine.scheduler.call_later(seconds, check)
+
+    def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
+        if task.finished or task.canceled or self.engine.tasks.get(task.task_id) is not task:
+            return
+        self.engine.dispatcher.cancel(task)
+        self.finish_task(task)
+        self.on_failure(task, detail, error_type, 0)
+
+    def finish_task(self, task: Task) -> None:
+        """The task's outcome is decided (result, failure, loss or timeout): free its locks and slot.
+
+        The worker stream stays busy until the worker sends its final frame for the task.
+        """
+        task.finished = True
+        self.engine.untrack(task)
+        self.engine.release(task.uid, f"step:{task.seid}")
+
+    def worker_lost(self, task: Task) -> None:
+        """The task's stream broke: re-deliver the same attempt or fail it (see policy.DISPATCH_WAIT)."""
+        if task.finished or task.canceled:
+            return
+        if not task.output_seen and time.monotonic() - task.delivered_at <= policy.DISPATCH_WAIT:
+            self.engine.dispatcher.submit(task, front=True)
+            return
+        self.finish_task(task)
+        self.on_failure(task, "worker stream broke while the task was running", "dex.WorkerLost", 0)
+
+    def drop_task(self, uid: int, seid: str) -> None:
+        """Cancel the running task of a Step execution that was canceled or closed."""
+        task = self.engine.running.get((uid, seid))
+        self.engine.lock_waiters = [w for w in self.engine.lock_waiters if w != (uid, seid)]
+        if task is None:
+            return
+        self.engine.dispatcher.cancel(task)
+        self.finish_task(task)

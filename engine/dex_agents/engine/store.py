@@ -1,0 +1,148 @@
+"""SQLite persistence: the schema and the one writer connection.
+
+Design: the database is the source of truth for every Flow run, Step execution, Attribute,
+Channel message, Timer, Stream message and history event. One connection (WAL journal,
+``synchronous=FULL``) is used under the engine lock, so a commit is on disk before the engine
+dispatches the next task or answers the caller. In-flight worker tasks, locks and worker streams
+live in memory and are rebuilt from these tables on start (see ``recovery``).
+
+Protobuf values are stored as serialized bytes; times are Unix milliseconds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS flows (
+    uid INTEGER PRIMARY KEY,
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    flow_type TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    start_ms INTEGER NOT NULL,
+    close_ms INTEGER NOT NULL DEFAULT 0,
+    request_id TEXT NOT NULL,
+    config BLOB NOT NULL,
+    start_request BLOB NOT NULL,
+    error_type INTEGER NOT NULL DEFAULT 0,
+    error_message TEXT NOT NULL DEFAULT '',
+    results BLOB NOT NULL DEFAULT x'',
+    closing INTEGER NOT NULL DEFAULT 0,
+    timeout_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS flows_by_id ON flows (flow_id, uid);
+CREATE INDEX IF NOT EXISTS flows_by_status ON flows (status);
+CREATE TABLE IF NOT EXISTS steps (
+    uid INTEGER NOT NULL,
+    seid TEXT NOT NULL,
+    step_type TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    input BLOB NOT NULL,
+    options BLOB NOT NULL,
+    from_seid TEXT NOT NULL,
+    recovery BLOB,
+    phase TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    first_attempt_ms INTEGER NOT NULL,
+    waiting BLOB,
+    results BLOB,
+    locals BLOB NOT NULL DEFAULT x'',
+    heartbeat BLOB,
+    output_seen INTEGER NOT NULL DEFAULT 0,
+    not_before_ms INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (uid, seid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS steps_by_type ON steps (uid, step_type, n);
+CREATE INDEX IF NOT EXISTS steps_by_phase ON steps (phase);
+CREATE TABLE IF NOT EXISTS attributes (
+    uid INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    indexed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (uid, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS channels (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    uid INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS channels_by_name ON channels (uid, name, seq);
+CREATE TABLE IF NOT EXISTS timers (
+    uid INTEGER NOT NULL,
+    seid TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    condition_id TEXT NOT NULL,
+    fire_ms INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    PRIMARY KEY (uid, seid, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history (
+    uid INTEGER NOT NULL,
+    event_id INTEGER NOT NULL,
+    event BLOB NOT NULL,
+    PRIMARY KEY (uid, event_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS streams (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    flow_type TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    flow_id TEXT NOT NULL,
+    value BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS streams_by_instance ON streams (flow_type, stream, flow_id, seq);
+CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
+"""
+
+
+class Store:
+    """The engine's SQLite database: one connection, used only under the engine lock.
+
+    Invariant: every state change happens inside :meth:`transaction`; a failure inside rolls the
+    whole change back, so bad input never leaves partial state.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, cached_statements=256
+        )
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=OFF")
+        self.db.executescript(_SCHEMA)
+        self._depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Run a block atomically; nested blocks join the outer transaction."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self.db
+            finally:
+                self._depth -= 1
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield self.db
+        except BaseException:
+            self._depth = 0
+            self.db.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed by SQLite)."""
+        self.db.close()

@@ -1,0 +1,112 @@
+"""Streams: best-effort append-only message logs keyed by (Flow type, Stream name, Flow id).
+
+The byte capacity is a budget shared by every Flow of the type: after an append, the oldest
+messages of that (Flow type, Stream) are evicted until the retained bytes fit. A message's size is
+its serialized Value. Resume tokens are the message's sequence number; ``ReadStream`` returns the
+first retained message after the token (the retained head for ``""``), long-polling when there is
+none; ``ListStreamMessages`` pages newest-first. Stream writes are independent of Flow lifecycle.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from dex.dexpb import dex_pb2 as pb
+
+from .errors import invalid, long_poll_timeout
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+DEFAULT_READ_WAIT = 30.0
+
+
+def _token(token: str) -> int:
+    if not token:
+        return 0
+    if not token.isdigit():
+        raise invalid(f"invalid stream token: {token!r}")
+    return int(token)
+
+
+class StreamOps:
+    """Stream operations (engine lock held unless stated)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._usage: dict[tuple[str, str], int] = {}
+
+    def write(self, flow_type: str, stream: str, flow_id: str, capacity: int, value: pb.Value, source: str) -> None:
+        """Append one message and evict the oldest of the Flow type beyond ``capacity`` bytes."""
+        if not flow_type or not stream or not flow_id:
+            raise invalid("flow_type, stream_name and flow_id are required")
+        if capacity <= 0:
+            raise invalid("stream_capacity_bytes must be positive")
+        blob = value.SerializeToString()
+        key = (flow_type, stream)
+        with self.engine.store.transaction() as db:
+            used = self._usage.get(key)
+            if used is None:
+                used = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM streams WHERE flow_type=? AND stream=?",
+                                      key).fetchone()[0])
+            db.execute("INSERT INTO streams (flow_type, stream, flow_id, value, size, source, created_ms) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (flow_type, stream, flow_id, blob, len(blob), source, int(time.time() * 1000)))
+            used += len(blob)
+            while used > capacity:
+                row = db.execute("SELECT seq, size FROM streams WHERE flow_type=? AND stream=? ORDER BY seq LIMIT 1",
+                                 key).fetchone()
+                if row is None:
+                    break
+                db.execute("DELETE FROM streams WHERE seq=?", (row[0],))
+                used -= int(row[1])
+            self._usage[key] = used
+        self.engine.changed.notify_all()
+
+    def _message(self, row: tuple[int, bytes, str, int]) -> pb.StreamMessage:
+        seq, blob, source, created_ms = row
+        value = pb.Value()
+        value.ParseFromString(blob)
+        created = Timestamp()
+        created.FromMilliseconds(created_ms)
+        return pb.StreamMessage(value=value, resume_token=str(seq), created_time=created, source=source)
+
+    def read(self, request: pb.ReadStreamRequest) -> pb.ReadStreamResponse:
+        """The first message after the token, waiting up to the request's wait time."""
+        if not request.flow_type or not request.stream_name or not request.flow_id:
+            raise invalid("flow_type, stream_name and flow_id are required")
+        if request.wait_time_seconds < 0:
+            raise invalid("wait_time_seconds must not be negative")
+        after = _token(request.resume_token)
+        deadline = time.monotonic() + (request.wait_time_seconds or DEFAULT_READ_WAIT)
+        while True:
+            row = self.engine.store.db.execute(
+                "SELECT seq, value, source, created_ms FROM streams WHERE flow_type=? AND stream=? AND flow_id=? "
+                "AND seq>? ORDER BY seq LIMIT 1",
+                (request.flow_type, request.stream_name, request.flow_id, after)).fetchone()
+            if row is not None:
+                return pb.ReadStreamResponse(message=self._message(row))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.engine.stopped:
+                raise long_poll_timeout("no stream message before the wait expired")
+            self.engine.changed.wait(remaining)
+
+    def list(self, request: pb.ListStreamMessagesRequest) -> pb.ListStreamMessagesResponse:
+        """One newest-first page before the page token."""
+        if not request.flow_type or not request.stream_name or not request.flow_id:
+            raise invalid("flow_type, stream_name and flow_id are required")
+        if request.page_size <= 0:
+            raise invalid("page_size must be positive")
+        before = _token(request.before_page_token) or 2**62
+        rows = self.engine.store.db.execute(
+            "SELECT seq, value, source, created_ms FROM streams WHERE flow_type=? AND stream=? AND flow_id=? "
+            "AND seq<? ORDER BY seq DESC LIMIT ?",
+            (request.flow_type, request.stream_name, request.flow_id, before, request.page_size + 1)).fetchall()
+        page = rows[: request.page_size]
+        response = pb.ListStreamMessagesResponse(messages=[self._message(row) for row in page])
+        if len(rows) > request.page_size:
+            response.next_page_token = str(page[-1][0])
+        return response

@@ -1,0 +1,140 @@
+"""``WorkerTaskService.PollWorkerTask``: the pull Worker's stream, adapted onto the engine.
+
+Each stream: the first request must ``register`` a queue; the engine answers ``registered`` and
+then writes tasks and ``cancel_task`` frames from the stream's outbox. A reader thread feeds the
+Worker's frames (progress, results, rejects, pongs) to the engine under its lock. When the stream
+ends for any reason the engine learns it at once (a running task is re-delivered or failed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import grpc
+
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from . import policy
+from .dispatch import WorkerStream
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+_LOGGER = logging.getLogger(__name__)
+UNKNOWN_NAME_BACKOFF_SECONDS = 1.0
+
+
+class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
+    """Serves pull Worker streams."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def PollWorkerTask(  # noqa: N802 - gRPC method name
+        self, request_iterator: Iterator[pb.PollWorkerTaskRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.PollWorkerTaskResponse]:
+        try:
+            first = next(request_iterator)
+        except (StopIteration, grpc.RpcError):
+            return
+        if not first.HasField("register") or not first.register.queue:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PollWorkerTask must start with register naming a queue")
+        register = first.register
+        stream = WorkerStream(register.queue, register.app_worker_id or f"anonymous-{id(context)}")
+        context.add_callback(stream.close)
+        yield pb.PollWorkerTaskResponse(
+            registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
+        )
+        with self.engine.lock:
+            if self.engine.stopped:
+                return
+            self.engine.dispatcher.register(stream)
+        reader = threading.Thread(target=self._read, args=(request_iterator, stream), daemon=True,
+                                  name=f"dex-engine-stream-{register.queue}")
+        reader.start()
+        while True:
+            response = stream.outbox.get()
+            if response is None:
+                return
+            yield response
+
+    def _read(self, requests: Iterator[pb.PollWorkerTaskRequest], stream: WorkerStream) -> None:
+        try:
+            for request in requests:
+                with self.engine.lock:
+                    self._on_request(stream, request)
+        except grpc.RpcError:
+            pass
+        except Exception:
+            _LOGGER.exception("worker stream reader failed")
+        finally:
+            with self.engine.lock:
+                self._on_closed(stream)
+            stream.close()
+
+    def _on_request(self, stream: WorkerStream, request: pb.PollWorkerTaskRequest) -> None:
+        kind = request.WhichOneof("frame")
+        if kind == "task_frame":
+            self._on_frame(stream, request.task_frame)
+        elif kind == "reject":
+            reject = request.reject
+            task = stream.task
+            if task is not None and task.task_id == reject.task_id and task.kind == "rpc" and (
+                reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC
+            ):
+                self.engine.dispatcher.finish(task)
+                self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
+                    detail=f"worker does not know this rpc of flow type {task.flow_type}",
+                    error_type="dex.UnknownRpc", grpc_status=grpc.StatusCode.NOT_FOUND.value[0])), stream)
+                return
+            self.engine.dispatcher.reject(stream, reject.task_id)
+            if reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP:
+                stream.declined_until = time.monotonic() + UNKNOWN_NAME_BACKOFF_SECONDS
+
+    def _on_frame(self, stream: WorkerStream, frame: pb.PollWorkerTaskFrame) -> None:
+        task = stream.task
+        if task is None or task.task_id != frame.task_id:
+            return
+        steps = self.engine.steps
+        kind = frame.WhichOneof("output")
+        if kind in ("wait_for", "execute"):
+            output = frame.wait_for if kind == "wait_for" else frame.execute
+            which = output.WhichOneof("output")
+            if which == "heartbeat" or which == "stream_write":
+                if not task.finished and not task.canceled and task.kind != "rpc":
+                    steps.on_progress(task, output.heartbeat if which == "heartbeat" else None,
+                                      output.stream_write if which == "stream_write" else None)
+                return
+        self.engine.dispatcher.finish(task)
+        if task.finished or task.canceled:
+            return
+        if task.kind == "rpc":
+            self.engine.rpcs.on_frame(task, frame, stream)
+        elif kind == "worker_error":
+            error = frame.worker_error
+            steps.on_failure(task, error.detail, error.error_type, error.retry_after_seconds)
+        elif kind == "wait_for" and task.kind == "wait_for" and frame.wait_for.HasField("result"):
+            steps.on_wait_for_result(task, frame.wait_for.result)
+        elif kind == "execute" and task.kind == "execute" and frame.execute.HasField("result"):
+            steps.on_execute_result(task, frame.execute.result)
+        else:
+            steps.on_failure(task, f"worker sent an unexpected {kind} frame for a {task.kind} task",
+                             "dex.InvalidWorkerFrame", 0)
+
+    def _on_closed(self, stream: WorkerStream) -> None:
+        task = self.engine.dispatcher.stream_closed(stream)
+        if task is None or task.finished or task.canceled:
+            return
+        if task.kind != "rpc":
+            self.engine.steps.worker_lost(task)
+        elif not task.output_seen and time.monotonic() - task.delivered_at <= policy.DISPATCH_WAIT:
+            self.engine.dispatcher.submit(task, front=True)
+        else:
+            self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
+                detail="worker stream broke while the rpc was running", error_type="dex.WorkerLost",
+                grpc_status=grpc.StatusCode.UNAVAILABLE.value[0])), None)
