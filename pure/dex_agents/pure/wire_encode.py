@@ -111,7 +111,12 @@ def _encode_node(value: object, node: WireNode) -> JsonData:
                 return _encode_entries(value, JsonValueNode())
         case _:
             assert_never(node)
-    raise WireFault(_python_expectation(node), describe_found(value))
+    raise WireFault(_python_expectation(node), _describe_value(value))
+
+
+def _describe_value(value: object) -> str:
+    """Like ``describe_found``, but a plain ``list``/``dict`` is a Python value here, not JSON."""
+    return f"Python {type(value).__name__}" if isinstance(value, (list, dict)) else describe_found(value)
 
 
 def _encode_record(value: object, record: type[object]) -> JsonData:
@@ -159,7 +164,7 @@ def _encode_json_value(value: object) -> JsonData:
         return _encode_items(value, JsonValueNode())
     if isinstance(value, pyrsistent.PMap):
         return _encode_entries(value, JsonValueNode())
-    raise WireFault("a JsonValue (None, bool, int, float, str, PVector or PMap)", describe_found(value))
+    raise WireFault("a JsonValue (None, bool, int, float, str, PVector or PMap)", _describe_value(value))
 
 
 def _int64(value: int) -> int:

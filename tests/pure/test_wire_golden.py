@@ -1,0 +1,112 @@
+"""Golden files: the wire format pinned byte for byte (``docs/wire.md`` describes it).
+
+For every file under ``tests/pure/golden/``: encoding the constructed value gives the file's bytes,
+decoding the file gives the constructed value, and re-encoding the decoded value gives the bytes again.
+The Dex SDK's ``JsonCodec`` built from ``to_json_data``/``from_json_data`` stores the same bytes, so the
+shell's codecs and this module cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from types import ModuleType
+
+import pytest
+from dex import Value, WireKind
+from returns.pipeline import is_successful
+from returns.result import Success
+
+from dex_agents.pure import rpc_values, runner_values, values
+from dex_agents.pure.json_value import JsonValue
+from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.wire import canonical_json, decode
+from tests.pure.golden_values import EVENTS, GOLDEN_CASES, GOLDEN_DIRECTORY, GoldenCase
+
+CASE_IDS = [case.stem for case in GOLDEN_CASES]
+
+SPEC_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
+    "turn_started": frozenset({"sequence"}),
+    "turn_completed": frozenset({"message_count"}),
+    "turn_failed": frozenset({"error"}),
+    "text_delta": frozenset({"text"}),
+    "reasoning_delta": frozenset({"text"}),
+    "tool_call_deferred": frozenset({"tool_call_id", "tool_name", "effect", "requires_approval"}),
+    "tool_call_started": frozenset({"tool_call_id", "tool_name"}),
+    "tool_call_finished": frozenset({"tool_call_id", "tool_name", "status"}),
+    "interrupt_raised": frozenset({"interrupt_id", "tool_call_id", "tool_name", "deadline"}),
+    "interrupt_resolved": frozenset({"interrupt_id", "approved", "rejection_message"}),
+    "usage_recorded": frozenset({"recorded", "session"}),
+}
+"""The spec's events table: event type to payload keys."""
+
+
+def _golden_text(case: GoldenCase) -> str:
+    return case.path.read_bytes().decode("ascii")
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=CASE_IDS)
+def test_encoding_the_value_gives_the_golden_bytes(case: GoldenCase) -> None:
+    assert case.path.read_bytes() == case.encode().encode("ascii")
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=CASE_IDS)
+def test_decoding_the_golden_file_gives_the_value_and_reencodes_byte_for_byte(case: GoldenCase) -> None:
+    decoded = case.decode(_golden_text(case))
+    assert decoded == Success(case.value)
+    assert decoded.map(lambda _: case.encode()) == Success(_golden_text(case))
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=CASE_IDS)
+def test_golden_text_is_canonical_json(case: GoldenCase) -> None:
+    text = _golden_text(case)
+    assert text == json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+    assert text.isascii() and not text.endswith("\n")
+
+
+def test_every_golden_file_has_a_case() -> None:
+    on_disk = sorted(path.name for path in GOLDEN_DIRECTORY.glob("*.json"))
+    assert on_disk == sorted(case.path.name for case in GOLDEN_CASES)
+
+
+def _records_of(module: ModuleType) -> set[type[object]]:
+    return {
+        member
+        for member in vars(module).values()
+        if isinstance(member, type) and dataclasses.is_dataclass(member) and member.__module__ == module.__name__
+    }
+
+
+def test_every_wire_record_has_a_golden_file() -> None:
+    records = _records_of(values) | _records_of(rpc_values) | _records_of(runner_values)
+    covered = {type(case.value) for case in GOLDEN_CASES}
+    assert records - covered == set()
+
+
+def test_every_spec_event_type_has_a_golden_event_with_exactly_the_spec_payload_keys() -> None:
+    for event_type, keys in SPEC_EVENT_PAYLOAD_KEYS.items():
+        event = EVENTS[event_type]
+        assert event.type == event_type
+        assert set(event.payload.keys()) == keys
+
+
+def test_event_payload_objects_decode_as_json_values() -> None:
+    usage_event = decode((GOLDEN_DIRECTORY / "agent_event.usage_recorded.json").read_text("ascii"), AgentEvent).unwrap()
+    recorded: JsonValue = usage_event.payload["recorded"]
+    assert recorded == EVENTS["usage_recorded"].payload["recorded"]
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=CASE_IDS)
+def test_a_dex_json_codec_built_from_the_wire_module_stores_the_golden_bytes(case: GoldenCase) -> None:
+    stored, decoded = case.through_dex_codec()
+    assert stored == Value(WireKind.JSON, _golden_text(case))
+    assert decoded == case.value
+
+
+def test_canonical_json_escapes_non_ascii_like_the_dex_sdk() -> None:
+    assert canonical_json({"b": "é😀", "a": [1, None, True]}) == '{"a":[1,null,true],"b":"\\u00e9\\ud83d\\ude00"}'
+
+
+def test_decoding_golden_text_as_another_record_fails() -> None:
+    text = (GOLDEN_DIRECTORY / "agent_state.json").read_text("ascii")
+    assert not is_successful(decode(text, AgentEvent))
