@@ -1,0 +1,166 @@
+"""Named scenarios for each row of the spec's events table: the type, the exact payload keys and
+values, and ``turn_id`` / ``attempt`` / ``step_execution_id`` on every event."""
+
+from __future__ import annotations
+
+from pyrsistent import pmap
+
+from dex_agents.pure.state import SessionConfig
+from dex_agents.pure.values import AgentEvent, AgentUsage, ToolEffect
+
+from tests.pure.scenario_support import (
+    T0_MS,
+    completed,
+    events_of,
+    requested,
+    started_session,
+    tool_call,
+)
+
+
+def only(events: list[AgentEvent], event_type: str) -> AgentEvent:
+    matching = [event for event in events if event.type == event_type]
+    assert len(matching) == 1, f"expected one {event_type} in {[e.type for e in events]}"
+    return matching[0]
+
+
+def usage_object(usage: AgentUsage) -> object:
+    return pmap(
+        {
+            "requests": usage.requests,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+        }
+    )
+
+
+def test_turn_started_carries_the_sequence_of_the_user_message() -> None:
+    session = started_session()
+    t = session.last
+    assert t is not None
+    event = only(events_of(t), "turn_started")
+    assert event.payload == pmap({"sequence": 1})
+    assert (event.turn_id, event.attempt, event.step_execution_id) == ("turn-1", 1, "step-1")
+
+
+def test_turn_completed_carries_the_count_of_messages_the_final_model_call_appended() -> None:
+    session = started_session()
+    t = session.model(completed("one", "two"), attempt=2)
+    event = only(events_of(t), "turn_completed")
+    assert event.payload == pmap({"message_count": 2})
+    assert (event.turn_id, event.attempt, event.step_execution_id) == ("turn-1", 2, "step-2")
+    assert [e.type for e in events_of(t)] == ["usage_recorded", "turn_completed"]
+
+
+def test_turn_failed_carries_the_error() -> None:
+    session = started_session()
+    t = session.turn_fails("boom")
+    assert only(events_of(t), "turn_failed").payload == pmap({"error": "boom"})
+
+
+def test_tool_call_deferred_carries_id_name_effect_and_approval() -> None:
+    session = started_session()
+    t = session.model(requested(tool_call("a", ToolEffect.IDEMPOTENT_WRITE, tool_name="refund")))
+    event = only(events_of(t), "tool_call_deferred")
+    assert event.payload == pmap(
+        {"tool_call_id": "a", "tool_name": "refund", "effect": "idempotent_write", "requires_approval": False}
+    )
+    assert event.turn_id == "turn-1"
+
+
+def test_tool_call_started_carries_id_and_name() -> None:
+    session = started_session()
+    session.model(requested(tool_call("a", tool_name="search")))
+    t = session.tool_started("a")
+    event = only(events_of(t), "tool_call_started")
+    assert event.payload == pmap({"tool_call_id": "a", "tool_name": "search"})
+    assert (event.turn_id, event.step_execution_id) == ("turn-1", "step-3")
+
+
+def test_tool_call_finished_carries_the_final_status_including_a_rejection() -> None:
+    session = started_session()
+    session.model(requested(tool_call("a", tool_name="search"), tool_call("w", ToolEffect.UNCLASSIFIED, tool_name="pay")))
+    succeeded = session.run_tool("a")
+    assert only(events_of(succeeded), "tool_call_finished").payload == pmap(
+        {"tool_call_id": "a", "tool_name": "search", "status": "succeeded"}
+    )
+    session.resolve("turn-1:w", False, "no")
+    rejected = session.resolution_arrives("w", False, "no")
+    assert only(events_of(rejected), "tool_call_finished").payload == pmap(
+        {"tool_call_id": "w", "tool_name": "pay", "status": "rejected"}
+    )
+
+
+def test_interrupt_raised_carries_interrupt_call_name_and_deadline() -> None:
+    session = started_session(config=SessionConfig(interrupt_deadline_ms=86_400_000))
+    t = session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED, tool_name="pay")))
+    event = only(events_of(t), "interrupt_raised")
+    assert event.payload == pmap(
+        {"interrupt_id": "turn-1:w", "tool_call_id": "w", "tool_name": "pay", "deadline": "2026-01-03T03:04:05.000Z"}
+    )
+    assert [e.type for e in events_of(t)] == ["usage_recorded", "tool_call_deferred", "interrupt_raised"]
+
+
+def test_interrupt_raised_without_a_deadline_has_a_null_deadline() -> None:
+    session = started_session()
+    t = session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED)))
+    assert only(events_of(t), "interrupt_raised").payload["deadline"] is None
+
+
+def test_interrupt_resolved_is_written_by_await_tool_approval_with_the_decision() -> None:
+    session = started_session()
+    session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED), tool_call("v", ToolEffect.UNCLASSIFIED)))
+    session.resolve("turn-1:w", True, "ignored for an approval")
+    approved = session.resolution_arrives("w", True)
+    assert only(events_of(approved), "interrupt_resolved").payload == pmap(
+        {"interrupt_id": "turn-1:w", "approved": True, "rejection_message": None}
+    )
+    session.resolve("turn-1:v", False, "too risky")
+    rejected = session.resolution_arrives("v", False, "too risky")
+    assert only(events_of(rejected), "interrupt_resolved").payload == pmap(
+        {"interrupt_id": "turn-1:v", "approved": False, "rejection_message": "too risky"}
+    )
+
+
+def test_usage_recorded_carries_this_calls_usage_and_the_session_total() -> None:
+    first = AgentUsage(requests=1, input_tokens=100, output_tokens=7, cache_read_tokens=3, cache_write_tokens=1)
+    second = AgentUsage(requests=1, input_tokens=20, output_tokens=2)
+    session = started_session()
+    session.model(requested(tool_call("a"), usage=first))
+    session.run_tool("a")
+    session.results_arrive(1)
+    t = session.model(completed("done", usage=second))
+    total = AgentUsage(requests=2, input_tokens=120, output_tokens=9, cache_read_tokens=3, cache_write_tokens=1)
+    assert only(events_of(t), "usage_recorded").payload == pmap(
+        {"recorded": usage_object(second), "session": usage_object(total)}
+    )
+    assert t.state.usage == total
+
+
+def test_every_event_of_a_whole_turn_carries_turn_attempt_and_step_execution() -> None:
+    session = started_session(config=SessionConfig(interrupt_deadline_ms=1_000))
+    collected = list(events_of(session.last)) if session.last else []
+    collected += events_of(session.model(requested(tool_call("r"), tool_call("w", ToolEffect.UNCLASSIFIED))))
+    collected += events_of(session.tool_started("r"))
+    collected += events_of(session.tool_succeeds("r"))
+    session.now_ms = T0_MS + 5_000
+    collected += events_of(session.timer_fires("w"))
+    session.results_arrive(2)
+    collected += events_of(session.model(completed("fine")))
+    assert {e.turn_id for e in collected} == {"turn-1"}
+    assert all(e.attempt == 1 and e.step_execution_id.startswith("step-") for e in collected)
+    assert [e.type for e in collected] == [
+        "turn_started",
+        "usage_recorded",
+        "tool_call_deferred",
+        "tool_call_deferred",
+        "interrupt_raised",
+        "tool_call_started",
+        "tool_call_finished",
+        "interrupt_resolved",
+        "tool_call_finished",
+        "usage_recorded",
+        "turn_completed",
+    ]
