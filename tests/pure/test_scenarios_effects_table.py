@@ -77,7 +77,7 @@ def test_effect_row_decides_step_attempts_route_crash_record_and_default_approva
 def test_idempotent_write_runs_with_the_same_key_on_every_attempt() -> None:
     session = started_session()
     session.model(requested(tool_call("pay", ToolEffect.IDEMPOTENT_WRITE)))
-    keys = []
+    keys: list[str] = []
     for _attempt in range(3):
         started = session.tool_started("pay")
         keys.extend(effect.idempotency_key for effect in of_type(started.effects, ExecuteDeferredToolCall))
