@@ -1,0 +1,226 @@
+"""Every reducer's guards: an input that does not fit the state is rejected with a clear error (state
+unchanged, one ``FailAttempt``), or, where the spec says so, ends its branch without effects."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from pyrsistent import pvector
+
+from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
+from dex_agents.pure.persistence import StepType
+from dex_agents.pure.reducers import WaitForResolution, approval_wait, reduce
+from dex_agents.pure.state import SessionConfig, SessionState
+from dex_agents.pure.step_inputs import (
+    ModelCallFinished,
+    SessionInput,
+    SessionStarted,
+    ToolCallSucceeded,
+    ToolResultsArrived,
+    ToolStepStarted,
+    TurnFailed,
+    UserMessageArrived,
+)
+from dex_agents.pure.values import AgentSessionStartInput, AgentUserMessage, ToolEffect
+
+from tests.pure.scenario_support import (
+    T0_MS,
+    Session,
+    assistant_message,
+    completed,
+    failure_of,
+    invocation,
+    is_dead_end,
+    requested,
+    started_session,
+    tool_call,
+    user_message,
+)
+
+CONFIG = SessionConfig()
+
+
+def rejected(state: SessionState, session_input: SessionInput) -> str:
+    t = reduce(state, CONFIG, session_input)
+    assert t.state == state
+    return failure_of(t)
+
+
+def waiting_session() -> Session:
+    session = Session()
+    session.start(None)
+    return session
+
+
+def full_sequence_state(state: SessionState) -> SessionState:
+    assert state.agent_state is not None
+    return replace(state, agent_state=replace(state.agent_state, message_count=MAX_MESSAGE_SEQUENCE))
+
+
+def test_start_twice_is_rejected() -> None:
+    state = waiting_session().state
+    started = SessionStarted(
+        invocation=invocation(), start_input=AgentSessionStartInput(initial_message=None), initial_user_message=None
+    )
+    assert "already started" in rejected(state, started)
+
+
+@pytest.mark.parametrize(
+    ("initial", "built", "error"),
+    [
+        ("hi", None, "no user message was built"),
+        ("  ", user_message("  "), "initial_message is blank"),
+        ("hi", assistant_message("hi"), "not 'user'"),
+    ],
+)
+def test_start_with_a_mismatched_initial_message_is_rejected(initial: str, built: object, error: str) -> None:
+    started = SessionStarted(
+        invocation=invocation(),
+        start_input=AgentSessionStartInput(initial_message=initial),
+        initial_user_message=built,  # type: ignore[arg-type]
+    )
+    assert error in rejected(SessionState.initial(), started)
+
+
+def user_message_arrived(text: str = "hi") -> UserMessageArrived:
+    return UserMessageArrived(invocation=invocation(), message=AgentUserMessage(text=text), user_message=user_message(text))
+
+
+def test_a_user_message_before_the_start_or_during_a_turn_is_rejected() -> None:
+    assert "not started" in rejected(SessionState.initial(), user_message_arrived())
+    assert "turn-1 is still running" in rejected(started_session().state, user_message_arrived())
+
+
+def test_a_message_past_the_last_sequence_key_is_rejected() -> None:
+    state = full_sequence_state(waiting_session().state)
+    assert "message sequence would pass" in rejected(state, user_message_arrived())
+
+
+def model_finished(outcome: object) -> ModelCallFinished:
+    return ModelCallFinished(invocation=invocation(), outcome=outcome)  # type: ignore[arg-type]
+
+
+def test_a_model_outcome_outside_a_running_model_call_is_rejected() -> None:
+    assert "not started" in rejected(SessionState.initial(), model_finished(completed("x")))
+    assert "no turn is running" in rejected(waiting_session().state, model_finished(completed("x")))
+    session = started_session()
+    session.model(requested(tool_call("a")))
+    assert "status running_tools" in rejected(session.state, model_finished(completed("x")))
+
+
+def test_a_final_answer_past_the_last_sequence_key_is_rejected() -> None:
+    state = full_sequence_state(started_session().state)
+    assert "message sequence would pass" in rejected(state, model_finished(completed("x")))
+
+
+def test_an_approval_deadline_outside_the_calendar_is_rejected() -> None:
+    session = started_session(config=SessionConfig(interrupt_deadline_ms=1_000))
+    session.now_ms = -(10**15)
+    assert "cannot compute the approval deadline" in failure_of(session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED))))
+
+
+def test_a_far_future_approval_deadline_is_clamped_to_the_last_instant() -> None:
+    session = started_session(config=SessionConfig(interrupt_deadline_ms=10**15))
+    t = session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED)))
+    assert t.state.pending_interrupts[0].deadline == "9999-12-31T23:59:59.999Z"
+
+
+def unreadable_deadline_session() -> Session:
+    session = started_session()
+    session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED)))
+    broken = pvector([replace(i, deadline="tomorrow") for i in session.state.pending_interrupts])
+    session.state = replace(session.state, pending_interrupts=broken)
+    return session
+
+
+def test_an_unreadable_stored_deadline_fires_at_once_and_is_reported() -> None:
+    session = unreadable_deadline_session()
+    assert approval_wait(session.state, "w", T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
+    assert "unreadable deadline" in failure_of(session.timer_fires("w"))
+    assert "unreadable deadline" in failure_of(session.resolve("turn-1:w", True))
+
+
+def test_a_tool_step_for_a_call_awaiting_approval_is_rejected_and_never_runs() -> None:
+    session = started_session()
+    session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED)))
+    started = ToolStepStarted(invocation=invocation(), tool_call_id="w", step_type=StepType.CALL_SINGLE_ATTEMPT_TOOL)
+    assert "still awaits approval" in rejected(session.state, started)
+    succeeded = ToolCallSucceeded(invocation=invocation(), tool_call_id="w", output="x")
+    assert "still awaits approval" in rejected(session.state, succeeded)
+
+
+@pytest.mark.parametrize("wrong", [StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.RUN_MODEL])
+def test_a_tool_step_of_the_wrong_type_is_rejected(wrong: StepType) -> None:
+    session = started_session()
+    session.model(requested(tool_call("r", ToolEffect.READ)))
+    started = ToolStepStarted(invocation=invocation(), tool_call_id="r", step_type=wrong)
+    assert "runs in CallTool" in rejected(session.state, started)
+
+
+def test_tool_inputs_for_an_unknown_call_end_without_effects() -> None:
+    session = started_session()
+    session.model(requested(tool_call("r")))
+    for t in (
+        session.tool_started("ghost", StepType.CALL_TOOL),
+        session.tool_succeeds("ghost"),
+        session.tool_raises_execution_error("ghost", "x"),
+        session.attempts_exhausted("ghost", "x"),
+        session.single_attempt_failed("ghost", "x"),
+    ):
+        assert is_dead_end(t) and len(t.effects) == 1
+
+
+def results_arrived(expected: int = 1) -> ToolResultsArrived:
+    return ToolResultsArrived(invocation=invocation(), expected=expected)
+
+
+def test_resume_turn_outside_running_tools_is_rejected() -> None:
+    assert "not started" in rejected(SessionState.initial(), results_arrived())
+    assert "no turn is running" in rejected(waiting_session().state, results_arrived())
+    assert "status running_model" in rejected(started_session().state, results_arrived())
+
+
+def turn_failed(note: object = None) -> TurnFailed:
+    return TurnFailed(invocation=invocation(), recovery_error="x", failure_note_message=note)  # type: ignore[arg-type]
+
+
+def test_record_turn_failure_outside_a_turn_is_rejected() -> None:
+    assert "not started" in rejected(SessionState.initial(), turn_failed())
+    assert "no turn is running" in rejected(waiting_session().state, turn_failed())
+
+
+def final_records_session() -> Session:
+    session = started_session()
+    session.model(requested(tool_call("a")))
+    session.run_tool("a")
+    session.results_arrive(1)
+    return session
+
+
+def test_record_turn_failure_rejects_a_missing_extra_or_non_user_note_message() -> None:
+    assert "no message was built for the turn failure note" in rejected(final_records_session().state, turn_failed())
+    assert "no tool call of the turn is final" in rejected(started_session().state, turn_failed(user_message("n")))
+    assert "not 'user'" in rejected(final_records_session().state, turn_failed(assistant_message("n")))
+
+
+def test_record_turn_failure_rejects_a_note_past_the_last_sequence_key() -> None:
+    state = full_sequence_state(final_records_session().state)
+    assert "message sequence would pass" in rejected(state, turn_failed(user_message("note")))
+
+
+@pytest.mark.parametrize(
+    ("flow_id", "attempt", "error"), [("", 1, "empty flow ID"), ("s", 0, "one-based")], ids=["flow-id", "attempt"]
+)
+def test_an_unusable_invocation_is_rejected_before_any_reducer(flow_id: str, attempt: int, error: str) -> None:
+    started = SessionStarted(
+        invocation=invocation(flow_id=flow_id, attempt=attempt),
+        start_input=AgentSessionStartInput(initial_message=None),
+        initial_user_message=None,
+    )
+    assert error in rejected(SessionState.initial(), started)
+
+
+def test_session_config_rejects_a_negative_deadline() -> None:
+    with pytest.raises(ValueError, match="interrupt_deadline_ms"):
+        SessionConfig(interrupt_deadline_ms=-1)

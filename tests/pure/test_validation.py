@@ -1,0 +1,130 @@
+"""Runner defects are found and described as data, and the reducers reject them losing nothing."""
+
+from __future__ import annotations
+
+import pytest
+from pyrsistent import pvector
+
+from dex_agents.pure.runner_values import ToolCallsRequested
+from dex_agents.pure.step_inputs import UserMessageArrived
+from dex_agents.pure.validation import (
+    RunnerDefect,
+    RunnerDefectKind,
+    describe_defects,
+    validate_turn_outcome,
+    validate_user_message,
+)
+from dex_agents.pure.values import AgentUsage, AgentUserMessage, FrameworkMessage, MessageRole
+
+from tests.pure.scenario_support import (
+    assistant_message,
+    completed,
+    failure_of,
+    requested,
+    started_session,
+    tool_call,
+    user_message,
+)
+
+
+def kinds(defects: tuple[RunnerDefect, ...]) -> list[RunnerDefectKind]:
+    return [defect.kind for defect in defects]
+
+
+def test_a_valid_outcome_has_no_defects() -> None:
+    assert validate_turn_outcome(requested(tool_call("a"), tool_call("b")), ()) == ()
+    assert validate_turn_outcome(completed("hi"), ()) == ()
+
+
+@pytest.mark.parametrize(
+    ("outcome", "recorded", "expected"),
+    [
+        (requested(tool_call("")), (), [RunnerDefectKind.EMPTY_TOOL_CALL_ID]),
+        (requested(tool_call("a/b")), (), [RunnerDefectKind.SLASH_IN_TOOL_CALL_ID]),
+        (requested(tool_call("a"), tool_call("a")), (), [RunnerDefectKind.DUPLICATE_TOOL_CALL_ID]),
+        (requested(tool_call("a")), ("a",), [RunnerDefectKind.TOOL_CALL_ALREADY_RECORDED]),
+        (requested(tool_call("a"), run_state=""), (), [RunnerDefectKind.EMPTY_RUN_STATE]),
+        (
+            ToolCallsRequested(framework_run_state="rs", tool_calls=pvector(), usage=AgentUsage()),
+            (),
+            [RunnerDefectKind.NO_TOOL_CALLS],
+        ),
+        (completed("x", usage=AgentUsage(requests=-1)), (), [RunnerDefectKind.INVALID_USAGE]),
+        (
+            requested(tool_call(""), tool_call("x/y"), tool_call("x/y"), run_state=""),
+            (),
+            [
+                RunnerDefectKind.EMPTY_RUN_STATE,
+                RunnerDefectKind.EMPTY_TOOL_CALL_ID,
+                RunnerDefectKind.SLASH_IN_TOOL_CALL_ID,
+                RunnerDefectKind.SLASH_IN_TOOL_CALL_ID,
+                RunnerDefectKind.DUPLICATE_TOOL_CALL_ID,
+            ],
+        ),
+    ],
+    ids=["empty-id", "slash-id", "duplicate-id", "already-recorded", "empty-run-state", "no-calls", "bad-usage", "all"],
+)
+def test_runner_defects_are_found(
+    outcome: ToolCallsRequested, recorded: tuple[str, ...], expected: list[RunnerDefectKind]
+) -> None:
+    assert kinds(validate_turn_outcome(outcome, recorded)) == expected
+
+
+def test_usage_counts_must_be_ints_not_bools() -> None:
+    assert kinds(validate_turn_outcome(completed("x", usage=AgentUsage(requests=True)), ())) == [
+        RunnerDefectKind.INVALID_USAGE
+    ]
+
+
+def test_defects_name_the_offending_value() -> None:
+    defects = validate_turn_outcome(requested(tool_call("a/b")), ())
+    assert describe_defects(defects) == "runner defect: tool call ID 'a/b' contains '/'"
+
+
+def test_build_user_message_must_return_a_user_message() -> None:
+    assert validate_user_message(user_message("hi")) == ()
+    assert kinds(validate_user_message(assistant_message("hi"))) == [RunnerDefectKind.NOT_A_USER_MESSAGE]
+
+
+def test_a_defective_model_outcome_fails_the_attempt_and_stores_nothing() -> None:
+    session = started_session()
+    before = session.state
+    t = session.model(requested(tool_call("a"), tool_call("a")))
+    assert "appears more than once" in failure_of(t)
+    assert t.state == before
+
+
+def test_requesting_a_call_that_already_has_a_record_this_turn_fails_the_attempt() -> None:
+    session = started_session()
+    session.model(requested(tool_call("a")))
+    session.run_tool("a")
+    session.results_arrive(1)
+    before = session.state
+    t = session.model(requested(tool_call("a")))
+    assert "already has a record" in failure_of(t)
+    assert t.state == before
+
+
+def test_a_rerun_after_a_defect_succeeds_from_the_same_state() -> None:
+    session = started_session()
+    session.model(requested(tool_call("bad/id")))
+    t = session.model(requested(tool_call("good")), attempt=2)
+    assert not t.is_rejection and "good" in t.state.tool_calls
+
+
+def test_a_non_user_message_from_build_user_message_fails_the_attempt() -> None:
+    session = started_session()
+    session.model(completed("done"))
+    session.send("hi")
+    bad = FrameworkMessage(
+        role=MessageRole.TOOL,
+        text="hi",
+        tool_call_id=None,
+        tool_name=None,
+        tool_arguments=None,
+        tool_output=None,
+        framework_item="{}",
+    )
+    t = session.feed(UserMessageArrived(invocation=session.inv(), message=AgentUserMessage(text="hi"), user_message=bad))
+    assert "not 'user'" in failure_of(t)
+    assert t.state.queued_message_count == 1
