@@ -1,0 +1,159 @@
+"""The ``dex-agents`` command line: ``dex-agents engine`` runs the local Dex engine.
+
+Invariants:
+    * Once the engine serves, exactly one line ``dex-agents engine ready on <host>:<port>`` goes to
+      stdout (flushed); ``<port>`` is the bound port, so ``--port 0`` picks a free one that launchers
+      read back from this line. Everything else goes to stderr.
+    * SIGINT or SIGTERM stops the engine gracefully and exits 0.
+    * Bad arguments and an unusable token file or database directory exit 2 with a message naming
+      the problem, before anything is bound or written; a failure to start exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Final
+
+from dex_agents.engine.auth import BearerTokenInterceptor, TokenFileError
+
+__all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "READY_PREFIX", "main", "ready_line"]
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8801
+DEFAULT_DB: Final = "dex-agents-engine.sqlite3"
+READY_PREFIX: Final = "dex-agents engine ready on "
+STOP_GRACE_SECONDS: Final = 5.0
+_LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+_log = logging.getLogger("dex_agents.engine.cli")
+
+
+def ready_line(host: str, port: int) -> str:
+    """The line printed once the engine serves (IPv6 hosts in brackets)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"{READY_PREFIX}{shown}:{port}"
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 0..65535 (0 picks a free port)")
+    return port
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dex-agents", description="dex-agents tools. `dex-agents engine` runs the local Dex engine."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    engine = commands.add_parser(
+        "engine",
+        help="run the local Dex engine (development, tests, demo)",
+        description=(
+            "Run the local Dex engine: Dex's gRPC protocol for the SDK's Client and pull Workers, "
+            "with its state in SQLite. Prints one ready line, runs until SIGINT/SIGTERM."
+        ),
+    )
+    engine.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    engine.add_argument(
+        "--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 = free port)"
+    )
+    engine.add_argument(
+        "--db", type=Path, default=Path(DEFAULT_DB), help=f"SQLite database file (default ./{DEFAULT_DB})"
+    )
+    engine.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="require the bearer token in this file (the SDK's FileCredential format) on every call",
+    )
+    engine.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level (default WARNING)",
+    )
+    return parser
+
+
+def _check_db_path(db: Path) -> str | None:
+    if db.exists() and not db.is_file():
+        return f"--db {db} exists and is not a file"
+    parent = db.parent if str(db.parent) else Path(".")
+    if not parent.is_dir():
+        return f"--db {db}: directory {parent} does not exist"
+    return None
+
+
+def _run_engine(args: argparse.Namespace) -> int:
+    host: str = args.host
+    db: Path = args.db
+    token_file: Path | None = args.token_file
+    problem = _check_db_path(db)
+    if problem is not None:
+        print(f"dex-agents engine: error: {problem}", file=sys.stderr)
+        return 2
+    interceptors: list[BearerTokenInterceptor] = []
+    if token_file is not None:
+        try:
+            interceptors.append(BearerTokenInterceptor.from_path(token_file))
+        except TokenFileError as error:
+            print(f"dex-agents engine: error: --token-file: {error}", file=sys.stderr)
+            return 2
+    elif host not in _LOOPBACK:
+        _log.warning("binding %s without --token-file: any host that reaches it can drive Flows", host)
+
+    from dex_agents.engine.server import EngineServer  # the engine core, imported once args are valid
+
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop_requested.set()
+
+    previous = {
+        sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        server = EngineServer(db, host=host, port=args.port, interceptors=interceptors)
+        try:
+            server.start()
+        except Exception as error:  # noqa: BLE001 - any start failure is reported, not a traceback
+            print(f"dex-agents engine: error: cannot start on {host}:{args.port}: {error}", file=sys.stderr)
+            return 1
+        print(ready_line(host, server.port), flush=True)
+        while not stop_requested.wait(timeout=3600):
+            pass
+        _log.info("stopping")
+        server.stop(grace=STOP_GRACE_SECONDS)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status.
+
+    Args:
+        argv: Arguments without the program name; ``None`` reads ``sys.argv``.
+    """
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    command: str = args.command
+    if command == "engine":
+        return _run_engine(args)
+    raise AssertionError(f"unhandled command {command!r}")  # argparse allows only known commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

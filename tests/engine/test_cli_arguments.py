@@ -1,0 +1,81 @@
+"""``dex-agents engine`` rejects bad arguments with exit 2 and a message, before touching anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dex_agents.engine.cli import ready_line
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dex_agents.engine.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "required: COMMAND"),
+        (("serve",), "invalid choice: 'serve'"),
+        (("engine", "--port", "99999"), "outside 0..65535"),
+        (("engine", "--port", "-1"), "outside 0..65535"),
+        (("engine", "--port", "eighty"), "not a port number: 'eighty'"),
+        (("engine", "--log-level", "LOUD"), "invalid choice: 'LOUD'"),
+    ],
+)
+def test_bad_arguments_exit_2(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
+    result = _run(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert result.stdout == ""
+    assert list(tmp_path.iterdir()) == [], "nothing is created on bad arguments"
+
+
+def test_missing_token_file_exits_2_without_creating_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "engine.sqlite3"
+    result = _run("engine", "--port", "0", "--db", str(db), "--token-file", str(tmp_path / "absent"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--token-file" in result.stderr and "does not exist" in result.stderr
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"), [(b"\n\t \n", "is empty"), (b"\xc3\x28", "not valid UTF-8")]
+)
+def test_unusable_token_file_exits_2(tmp_path: Path, content: bytes, needle: str) -> None:
+    token = tmp_path / "token"
+    token.write_bytes(content)
+    db = tmp_path / "engine.sqlite3"
+    result = _run("engine", "--port", "0", "--db", str(db), "--token-file", str(token), cwd=tmp_path)
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert not db.exists()
+
+
+def test_database_in_missing_directory_exits_2(tmp_path: Path) -> None:
+    db = tmp_path / "no-such-dir" / "engine.sqlite3"
+    result = _run("engine", "--port", "0", "--db", str(db), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr
+    assert not db.parent.exists()
+
+
+def test_database_path_that_is_a_directory_exits_2(tmp_path: Path) -> None:
+    result = _run("engine", "--port", "0", "--db", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "is not a file" in result.stderr
+
+
+def test_ready_line_format() -> None:
+    assert ready_line("127.0.0.1", 8801) == "dex-agents engine ready on 127.0.0.1:8801"
+    assert ready_line("::1", 9) == "dex-agents engine ready on [::1]:9"

@@ -1,0 +1,126 @@
+"""``EngineProcess``: the engine as a child in its own process group (start, ready, kill, stop)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import dex
+import pytest
+
+from dex_agents.engine import EngineProcess
+from dex_agents.engine.launch import EngineStartError
+
+
+def _healthy(address: str, tmp_path: Path) -> bool:
+    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+    client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
+    try:
+        return client.health_check()
+    finally:
+        client.close()
+        cache.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_start_serves_in_own_process_group_and_kill_is_sigkill(tmp_path: Path) -> None:
+    db = tmp_path / "engine.sqlite3"
+    engine = EngineProcess.start(db)
+    try:
+        assert engine.address == f"127.0.0.1:{engine.port}" and engine.port > 0
+        assert os.getpgid(engine.pid) == engine.pid != os.getpgid(0)
+        assert _healthy(engine.address, tmp_path)
+        assert db.exists()
+    finally:
+        engine.kill()
+    assert engine.returncode == -signal.SIGKILL
+    assert not _alive(engine.pid)
+
+
+def test_restart_on_the_same_database_after_kill(tmp_path: Path) -> None:
+    db = tmp_path / "engine.sqlite3"
+    first = EngineProcess.start(db)
+    first.kill()
+    second = EngineProcess.start(db)
+    try:
+        assert _healthy(second.address, tmp_path)
+    finally:
+        second.stop()
+
+
+def test_stop_is_graceful_sigterm_and_exits_zero(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    engine = EngineProcess.start(tmp_path / "engine.sqlite3", log_path=log)
+    engine.stop()
+    assert engine.returncode == 0
+    assert "dex-agents engine ready on 127.0.0.1:" in log.read_text(encoding="utf-8")
+    assert log.exists(), "a caller's log file is kept"
+
+
+def test_explicit_port_is_used(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = EngineProcess.start(tmp_path / "engine.sqlite3", port=port)
+    try:
+        assert engine.port == port and engine.address == f"127.0.0.1:{port}"
+    finally:
+        engine.stop()
+
+
+def test_port_in_use_fails_with_log_tail(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(EngineStartError, match="exited with status 1") as raised:
+            EngineProcess.start(tmp_path / "engine.sqlite3", port=port)
+    assert f"cannot start on 127.0.0.1:{port}" in str(raised.value)
+
+
+def test_bad_token_file_fails_with_log_tail(tmp_path: Path) -> None:
+    with pytest.raises(EngineStartError, match="exited with status 2") as raised:
+        EngineProcess.start(tmp_path / "engine.sqlite3", token_file=tmp_path / "absent")
+    assert "does not exist" in str(raised.value)
+
+
+def test_ready_timeout_kills_the_child_and_says_so(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    with pytest.raises(EngineStartError, match="no ready line within 0 s"):
+        EngineProcess.start(tmp_path / "engine.sqlite3", log_path=log, ready_timeout=0.0)
+    # The killed child's group is gone: nothing else may still hold the log open and write to it.
+    size = log.stat().st_size
+    time.sleep(0.5)
+    assert log.stat().st_size == size
+
+
+def test_engines_left_running_are_killed_at_interpreter_exit(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from dex_agents.engine import EngineProcess
+        engine = EngineProcess.start(Path({str(tmp_path / "engine.sqlite3")!r}))
+        print(engine.pid, flush=True)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    pid = int(result.stdout.strip())
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"engine {pid} survived its parent"
+        time.sleep(0.05)
