@@ -1,0 +1,82 @@
+"""``dex-agents engine`` serves after one ready line and stops gracefully on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import dex
+import pytest
+
+
+def _healthy(address: str, tmp_path: Path) -> bool:
+    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+    client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
+    try:
+        return client.health_check()
+    finally:
+        client.close()
+        cache.close()
+
+
+def _serve(command: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    match = re.fullmatch(r"dex-agents engine ready on 127\.0\.0\.1:(\d+)\n", line)
+    if match is None:
+        process.kill()
+        _, err = process.communicate(timeout=30)
+        pytest.fail(f"no ready line: {line!r}; stderr: {err}")
+    return process, f"127.0.0.1:{match.group(1)}"
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_ready_line_then_graceful_stop_exit_zero(tmp_path: Path, stop_signal: signal.Signals) -> None:
+    process, address = _serve(
+        [sys.executable, "-m", "dex_agents.engine.cli", "engine", "--port", "0"], tmp_path
+    )
+    try:
+        assert _healthy(address, tmp_path)
+        assert (tmp_path / "dex-agents-engine.sqlite3").exists(), "default database in the cwd"
+    finally:
+        process.send_signal(stop_signal)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert out == "", "the ready line is the only line on stdout"
+    assert "Traceback" not in err
+
+
+def test_console_script_serves_with_token_file(tmp_path: Path) -> None:
+    script = shutil.which("dex-agents", path=str(Path(sys.executable).parent))
+    assert script is not None, "the dex-agents console script is installed beside the interpreter"
+    token = tmp_path / "token"
+    token.write_text("cli-token\n", encoding="utf-8")
+    process, address = _serve(
+        [script, "engine", "--port", "0", "--db", str(tmp_path / "e.sqlite3"), "--token-file", str(token)],
+        tmp_path,
+    )
+    try:
+        cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+        client = dex.Client(
+            dex.Registry([]),
+            cache,
+            dex.ClientOptions(server_address=address, credential=dex.FileCredential(token)),
+        )
+        try:
+            assert client.health_check()
+        finally:
+            client.close()
+            cache.close()
+        with pytest.raises(dex.DexServiceError, match="missing bearer credential"):
+            _healthy(address, tmp_path)
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    assert process.returncode == 0
