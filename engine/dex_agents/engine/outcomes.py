@@ -64,26 +64,31 @@ class Outcomes:
                                    response.publish_to_channel, response.delete_from_channel, effects)
                 history.wait_for_completed(db, step, response)
                 now = int(time.time() * 1000)
-                if not has_wait:
+                if has_wait:
+                    self._start_wait(db, step, response.waiting_condition, now, effects)
+                else:
                     db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
                                (now, None, None, step.uid, step.seid))
                     self._pending_execute(db, step, effects)
-                    return
-                waiting = response.waiting_condition
-                db.execute("UPDATE steps SET phase='waiting', waiting=? WHERE uid=? AND seid=?",
-                           (waiting.SerializeToString(), step.uid, step.seid))
-                for idx, timer in enumerate(waiting.timer_conditions):
-                    fire_ms = now + timer.duration_seconds * 1000
-                    db.execute("INSERT OR REPLACE INTO timers (uid, seid, idx, condition_id, fire_ms, status) "
-                               "VALUES (?, ?, ?, ?, ?, ?)",
-                               (step.uid, step.seid, idx, timer.condition_id, fire_ms, pb.INTERNAL_TIMER_STATUS_PENDING))
-                    effects.timers.append((fire_ms / 1000, step.uid, step.seid, idx))
-                self.try_complete_wait(db, step.uid, step.seid, effects)
         except (ValueError, ServiceError) as bad:
             self.engine.apply(Effects())
             self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
             return
         self.engine.apply(effects)
+
+    def _start_wait(self, db: sqlite3.Connection, step: StepRow, waiting: pb.WaitingCondition, now: int,
+                    effects: Effects) -> None:
+        """Store the Wait and its Timers (a zero-second Timer is fired at once), then evaluate it."""
+        db.execute("UPDATE steps SET phase='waiting', waiting=? WHERE uid=? AND seid=?",
+                   (waiting.SerializeToString(), step.uid, step.seid))
+        for idx, timer in enumerate(waiting.timer_conditions):
+            fire_ms = now + timer.duration_seconds * 1000
+            status = pb.INTERNAL_TIMER_STATUS_FIRED if timer.duration_seconds <= 0 else pb.INTERNAL_TIMER_STATUS_PENDING
+            db.execute("INSERT OR REPLACE INTO timers (uid, seid, idx, condition_id, fire_ms, status) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (step.uid, step.seid, idx, timer.condition_id, fire_ms, status))
+            if status == pb.INTERNAL_TIMER_STATUS_PENDING:
+                effects.timers.append((fire_ms / 1000, step.uid, step.seid, idx))
+        self.try_complete_wait(db, step.uid, step.seid, effects)
 
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
