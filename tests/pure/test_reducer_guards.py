@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 from pyrsistent import pvector
 
+from dex_agents.pure.effects import SetAttribute
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
-from dex_agents.pure.persistence import StepType
+from dex_agents.pure.persistence import AttributeName, StepType
 from dex_agents.pure.reducers import WaitForResolution, approval_wait, reduce
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
@@ -224,3 +225,20 @@ def test_an_unusable_invocation_is_rejected_before_any_reducer(flow_id: str, att
 def test_session_config_rejects_a_negative_deadline() -> None:
     with pytest.raises(ValueError, match="interrupt_deadline_ms"):
         SessionConfig(interrupt_deadline_ms=-1)
+
+
+def test_clearing_a_turn_also_drops_an_interrupt_of_the_turn_left_pending() -> None:
+    session = started_session()
+    session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED), tool_call("r")))
+    session.run_tool("r")
+    t = session.turn_fails("stopped")
+    assert len(t.state.pending_interrupts) == 0 and t.state.tool_calls == {}
+    assert SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=pvector()) in t.effects
+
+
+def test_current_turn_id_follows_the_turn() -> None:
+    assert SessionState.initial().current_turn_id is None
+    session = started_session()
+    assert session.state.current_turn_id == "turn-1"
+    session.model(completed("done"))
+    assert session.state.current_turn_id is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypeAlias, final
+from typing import TypeAlias, assert_never, final
 
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
@@ -201,6 +201,8 @@ def step_options_for(step_type: StepType, tool_call_id: str | None = None) -> St
             return StepOptionsSpec(execute_load_attribute_maps=pvector([MapName.AGENT_TOOL_CALLS]))
         case StepType.RECORD_TURN_FAILURE:
             return _record_turn_failure_options()
+        case _:
+            assert_never(step_type)
 
 
 def move_to(step_type: StepType, step_input: MovementInput = None) -> StepMovement:

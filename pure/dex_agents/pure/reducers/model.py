@@ -15,6 +15,7 @@ and ``pending_interrupts`` (``RunModel`` loads the whole ``AgentMessages`` and `
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import assert_never
 
 from pyrsistent import pvector
 
@@ -66,6 +67,8 @@ def reduce_model_call_finished(state: SessionState, config: SessionConfig, finis
             return _turn_completed(state, agent_state, turn_id, finished.invocation, outcome)
         case ToolCallsRequested():
             return _tool_calls_requested(state, config, agent_state, turn_id, finished.invocation, outcome)
+        case _:
+            assert_never(outcome)
 
 
 def _turn_completed(
