@@ -14,14 +14,19 @@ from dex_agents.pure.persistence import AttributeName, StepType
 from dex_agents.pure.reducers import WaitForResolution, approval_wait, reduce
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
+    ApprovalWaitEnded,
     ModelCallFinished,
     SessionInput,
     SessionStarted,
+    SingleAttemptToolFailed,
+    ToolAttemptsExhausted,
     ToolCallSucceeded,
+    ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
     TurnFailed,
     UserMessageArrived,
+    WaitSkipped,
 )
 from dex_agents.pure.values import AgentSessionStartInput, AgentUserMessage, ToolEffect
 
@@ -242,3 +247,38 @@ def test_current_turn_id_follows_the_turn() -> None:
     assert session.state.current_turn_id == "turn-1"
     session.model(completed("done"))
     assert session.state.current_turn_id is None
+
+
+@pytest.mark.parametrize("bad_id", ["", "a/b"])
+def test_tool_inputs_with_an_unusable_tool_call_id_are_rejected(bad_id: str) -> None:
+    state = started_session().state
+    inputs: list[SessionInput] = [
+        ApprovalWaitEnded(invocation=invocation(), tool_call_id=bad_id, outcome=WaitSkipped()),
+        ToolStepStarted(invocation=invocation(), tool_call_id=bad_id, step_type=StepType.CALL_TOOL),
+        ToolCallSucceeded(invocation=invocation(), tool_call_id=bad_id, output="x"),
+        ToolExecutionFailed(invocation=invocation(), tool_call_id=bad_id, error="x"),
+        ToolAttemptsExhausted(invocation=invocation(), tool_call_id=bad_id, recovery_error="x"),
+        SingleAttemptToolFailed(invocation=invocation(), tool_call_id=bad_id, recovery_error="x"),
+    ]
+    for session_input in inputs:
+        assert "empty or contains '/'" in rejected(state, session_input)
+
+
+def test_resume_turn_expecting_no_result_is_rejected() -> None:
+    assert "at least 1 result" in rejected(started_session().state, results_arrived(0))
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"turn_count": -1}, "negative count"),
+        ({"message_count": MAX_MESSAGE_SEQUENCE + 1}, "past the last sequence key"),
+        ({"current_turn_id": "turn-7"}, "is not turn-1"),
+        ({"current_turn_id": "a/b"}, "is not turn-1"),
+    ],
+)
+def test_an_inconsistent_agent_state_is_rejected_before_any_step_reducer(change: dict[str, object], error: str) -> None:
+    state = started_session().state
+    assert state.agent_state is not None
+    broken = replace(state, agent_state=replace(state.agent_state, **change))  # type: ignore[arg-type]
+    assert error in rejected(broken, model_finished(completed("x")))

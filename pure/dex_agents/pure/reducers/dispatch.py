@@ -3,7 +3,9 @@
 ``reduce(state, config, session_input) -> Transition`` sends every Step fact and RPC call to its
 reducer. It is total: any (state, input) pair gives a transition, and an input that does not fit
 the state (or a runner defect) gives a rejection (``Transition.is_rejection``: state unchanged, one
-``FailAttempt``), never an exception. Inputs are never mutated (everything is immutable).
+``FailAttempt``), never an exception. Step inputs first pass ``preconditions`` (usable invocation,
+tool call ID and counts, a consistent ``AgentState``). Inputs are never mutated (everything is
+immutable).
 
 | Input | Step / RPC | Reducer |
 | --- | --- | --- |
@@ -30,6 +32,7 @@ from typing import assert_never
 
 from dex_agents.pure.reducers.approval import reduce_approval_wait_ended
 from dex_agents.pure.reducers.model import reduce_model_call_finished
+from dex_agents.pure.reducers.preconditions import state_problem, step_input_problem
 from dex_agents.pure.reducers.rpcs import (
     reduce_agent_messages_listed,
     reduce_agent_snapshot_requested,
@@ -50,7 +53,6 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
-    Invocation,
     ModelCallFinished,
     ResolveInterruptCalled,
     SendUserMessageCalled,
@@ -69,18 +71,9 @@ from dex_agents.pure.step_inputs import (
 from dex_agents.pure.transition import Transition, reject
 
 
-def invocation_problem(invocation: Invocation) -> str | None:
-    """``None`` for a usable invocation, else what is wrong with it."""
-    if invocation.flow_id == "":
-        return "the invocation has an empty flow ID"
-    if invocation.attempt < 1:
-        return f"attempts are one-based, got {invocation.attempt}"
-    return None
-
-
 def reduce_step(state: SessionState, config: SessionConfig, step_input: StepInput) -> Transition:
-    """Reduce one Step fact (see the module table); rejects an unusable invocation first."""
-    problem = invocation_problem(step_input.invocation)
+    """Reduce one Step fact (see the module table); rejects unusable values first (``preconditions``)."""
+    problem = step_input_problem(step_input) or state_problem(state)
     if problem is not None:
         return reject(state, problem)
     match step_input:
@@ -131,4 +124,4 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             return reduce_step(state, config, session_input)
 
 
-__all__ = ["invocation_problem", "reduce", "reduce_step"]
+__all__ = ["reduce", "reduce_step"]
