@@ -261,4 +261,5 @@ __all__ = [
     "ToolStepStarted",
     "TurnFailed",
     "UserMessageArrived",
+    "WaitSkipped",
 ]
