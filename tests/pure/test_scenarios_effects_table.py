@@ -4,11 +4,13 @@ crash record and default approval of every effect class, and the effect preceden
 from __future__ import annotations
 
 import pytest
+from pyrsistent import pmap
 
 from dex_agents.pure.effects import ExecuteDeferredToolCall
 from dex_agents.pure.persistence import MapName, StepType
 from dex_agents.pure.policies import resolve_tool_policy
 from dex_agents.pure.runner_values import ToolPolicy
+from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_options import MapInstanceRef
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
 
@@ -116,3 +118,13 @@ def test_a_read_with_a_policy_requiring_approval_waits_for_approval() -> None:
     t = session.model(requested(tool_call("r", ToolEffect.READ, requires_approval=True)))
     assert movements_of(t)[0].step_type is StepType.AWAIT_TOOL_APPROVAL
     assert t.state.tool_calls["r"].interrupt_id == "turn-1:r"
+
+
+def test_the_session_config_resolves_policies_for_the_runner() -> None:
+    config = SessionConfig(
+        tool_policies=pmap({"search": ToolPolicy(effect=ToolEffect.READ)}), default_tool_effect=ToolEffect.IDEMPOTENT_WRITE
+    )
+    assert config.resolve_tool_policy("search", ToolEffect.UNCLASSIFIED).effect is ToolEffect.READ
+    assert config.resolve_tool_policy("other").effect is ToolEffect.IDEMPOTENT_WRITE
+    assert config.resolve_tool_policy("other", ToolEffect.NON_IDEMPOTENT_WRITE).requires_approval is True
+    assert SessionConfig().resolve_tool_policy("anything").effect is ToolEffect.UNCLASSIFIED

@@ -175,3 +175,8 @@ def test_map_and_channel_effects_refuse_values_of_another_kind() -> None:
 def test_go_to_steps_needs_a_movement() -> None:
     with pytest.raises(ValueError, match="at least one movement"):
         GoToSteps(movements=pvector())
+
+
+def test_pending_interrupts_must_be_a_vector_of_interrupts() -> None:
+    with pytest.raises(ValueError, match="cannot hold"):
+        SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=pvector([AgentUsage()]))  # type: ignore[list-item]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias, final
 
+from pyrsistent import PVector as PVectorType
 from pyrsistent.typing import PVector
 
 from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName
@@ -57,7 +58,7 @@ class SetAttribute:
 
     def __post_init__(self) -> None:
         if self.name is AttributeName.PENDING_INTERRUPTS:
-            ok = not isinstance(self.value, (AgentState, AgentUsage, str))
+            ok = isinstance(self.value, PVectorType) and all(isinstance(item, AgentInterrupt) for item in self.value)
         else:
             ok = isinstance(self.value, _ATTRIBUTE_TYPES[self.name])
         if not ok:

@@ -23,7 +23,8 @@ from typing import final
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from dex_agents.pure.runner_values import ToolPolicy
+from dex_agents.pure.policies import resolve_tool_policy
+from dex_agents.pure.runner_values import ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values import (
     AgentInterrupt,
     AgentMessage,
@@ -53,6 +54,12 @@ class SessionConfig:
     def __post_init__(self) -> None:
         if self.interrupt_deadline_ms is not None and self.interrupt_deadline_ms < 0:
             raise ValueError(f"interrupt_deadline_ms must be >= 0, got {self.interrupt_deadline_ms}")
+
+    def resolve_tool_policy(self, tool_name: str, framework_effect: ToolEffect | None = None) -> ResolvedToolPolicy:
+        """The effective policy of a call of ``tool_name`` under this configuration: what the runner's
+        ``turn.resolve_tool_policy(name, framework_effect)`` answers. The reducers store the policy each
+        ``DeferredToolCall`` carries; this is where ``tool_policies`` and ``default_tool_effect`` apply."""
+        return resolve_tool_policy(tool_name, framework_effect, self.tool_policies, self.default_tool_effect)
 
 
 @final
