@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pyrsistent import pmap
 
+from dex_agents.pure import events
+from dex_agents.pure.coalescing import EMPTY_DELTA_BUFFER, DeltaKind, add_delta, flush
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.values import AgentEvent, AgentUsage, ToolEffect
 
@@ -164,3 +166,18 @@ def test_every_event_of_a_whole_turn_carries_turn_attempt_and_step_execution() -
         "usage_recorded",
         "turn_completed",
     ]
+
+
+def test_text_and_reasoning_deltas_carry_the_text_and_match_the_event_type_names() -> None:
+    buffer = add_delta(EMPTY_DELTA_BUFFER, DeltaKind.REASONING, "thinking", T0_MS)
+    switched = add_delta(buffer.buffer, DeltaKind.TEXT, "Hello", T0_MS + 10)
+    closed = flush(switched.buffer)
+    written = [
+        delta.to_event(turn_id="turn-1", attempt=2, step_execution_id="step-9")
+        for delta in [*switched.flushed, *closed.flushed]
+    ]
+    assert [(e.type, e.payload) for e in written] == [
+        (events.REASONING_DELTA, pmap({"text": "thinking"})),
+        (events.TEXT_DELTA, pmap({"text": "Hello"})),
+    ]
+    assert all((e.turn_id, e.attempt, e.step_execution_id) == ("turn-1", 2, "step-9") for e in written)
