@@ -74,7 +74,10 @@ class SessionState:
         tool_calls: The loaded ``AgentToolCalls`` instances, by tool call ID.
         pending_interrupts: The ``PendingInterrupts`` Attribute.
         usage: The cumulative ``AgentUsage`` Attribute.
-        queued_message_count: Messages waiting in ``QueuedUserMessages`` (the Channel's size).
+        queued_message_count: Messages waiting in ``QueuedUserMessages`` (the Channel's size). The
+            reducers keep it for replay and the snapshot (``send_user_message`` adds one,
+            ``AwaitUserMessage`` takes one, never below 0); no effect ever writes it, because Dex
+            keeps the real count.
     """
 
     agent_state: AgentState | None
