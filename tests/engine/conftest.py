@@ -107,6 +107,7 @@ class DexFixture:
         self._flows: list[Flow[Any]] = []
         self._caches = 0
         self._closers: list[Callable[[], None]] = []
+        self._late_closers: list[Callable[[], None]] = []
 
     def flow_type(self, label: str = "") -> str:
         """A Flow type name unique on the server."""
@@ -140,6 +141,10 @@ class DexFixture:
         self._closers.append(process.stop)
         return process
 
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` at teardown (after the harnesses of this test are closed)."""
+        self._late_closers.append(closer)
+
     def start(self, *flows: Flow[Any], async_worker: bool = False, address: str | None = None,
               credential: Credential | None = None) -> Harness:
         """Open a harness serving ``flows`` (Worker registered) against the engine or ``address``."""
@@ -155,7 +160,8 @@ class DexFixture:
             if isinstance(flow, NamedFlow):
                 flow.gate.open()
         errors: list[BaseException] = []
-        for closer in [*reversed(self._closers), *(h.close for h in reversed(self._harnesses))]:
+        for closer in [*reversed(self._closers), *(h.close for h in reversed(self._harnesses)),
+                       *reversed(self._late_closers)]:
             try:
                 closer()
             except BaseException as error:  # noqa: BLE001 - close all, report the first

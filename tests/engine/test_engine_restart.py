@@ -1,0 +1,135 @@
+"""Durability across the engine's own death: the engine (a child process) is SIGKILLed and
+restarted on the same database and port. Committed Flows go on: Attributes and queued Channel
+messages survive, a waiting Timer is re-armed and fires, a task in flight is re-dispatched, and
+the pull Worker reconnects by itself. Needs the local engine (skipped only with a real Dex)."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from pathlib import Path
+
+from dex import (
+    Attribute,
+    Channel,
+    Context,
+    FlowStatus,
+    PersistenceSchema,
+    RPCResult,
+    Step,
+    StepDecision,
+    StepList,
+    Timer,
+    Wait,
+    go_to,
+    graceful_complete,
+    rpc,
+)
+
+from tests.engine.conftest import DexFixture, EngineProcess, launch_api, require_local_engine
+from tests.engine.harness import FLOW_WAIT, NamedFlow, eventually
+
+stage = Attribute("Stage", str)
+resume = Channel("Resume", str)
+
+
+class Begin(Step[str]):
+    def __init__(self, flow: RestartFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        stage.set(context, "started")
+        if input == "gated":
+            return go_to(Gated, input)
+        return go_to(Nap, 2)
+
+
+class Nap(Step[int]):
+    def __init__(self, flow: RestartFlow) -> None:
+        self.flow = flow
+
+    def wait_for(self, context: Context, input: int) -> Wait:
+        return Wait.until(Timer.by_duration(timedelta(seconds=input)))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        self.flow.probe.record("nap-fired", context.has_timer_fired())
+        stage.set(context, f"{stage.get(context)}>napped")
+        return go_to(Hold, "")
+
+
+class Hold(Step[str]):
+    def __init__(self, flow: RestartFlow) -> None:
+        self.flow = flow
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(resume.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(f"{stage.get(context)}>{resume.results(context)[0]}")
+
+
+class Gated(Step[str]):
+    """Blocks its first run on the gate; the engine dies meanwhile and re-dispatches the task."""
+
+    def __init__(self, flow: RestartFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        self.flow.probe.record("gated-run", context.attempt)
+        if len(self.flow.probe.values("gated-run")) == 1:
+            self.flow.gate.block(context.is_cancellation_requested)
+        return graceful_complete(f"{stage.get(context)}>gated-done")
+
+
+class RestartFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Begin(self)).other_steps(Nap(self), Hold(self), Gated(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(stage, resume)
+
+    @rpc
+    def send(self, context: Context, input: str) -> RPCResult[bool]:
+        resume.publish(context, input)
+        return RPCResult(True)
+
+
+def start_process(dex: DexFixture, db_path: Path, port: int = 0) -> EngineProcess:
+    process = launch_api().EngineProcess.start(db_path, port=port, log_path=dex.tmp_path / "engine.log")
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):
+            process.stop()
+
+    dex.on_close(stop)
+    return process
+
+
+def test_flows_go_on_after_engine_sigkill_and_restart(dex: DexFixture) -> None:
+    require_local_engine(dex.engine, "killing and restarting the engine")
+    db_path = dex.tmp_path / "engine.sqlite3"
+    engine = start_process(dex, db_path)
+    flow = RestartFlow(dex.flow_type())
+    harness = dex.start(flow, address=engine.address)
+    gated_id, timer_id = dex.flow_id("gated"), dex.flow_id("timer")
+    harness.client.start_flow(flow, gated_id, "gated")
+    flow.probe.wait("gated-run")
+    harness.client.start_flow(flow, timer_id, "timer")
+    assert harness.client.invoke_rpc(flow.send, timer_id, "resumed") is True
+    eventually(lambda: any(e.HasField("step_wait_for_completed")
+                           and e.step_wait_for_completed.context.step_execution_id == "Nap-1"
+                           for e in harness.history(timer_id)), what="Nap-1's Timer to be armed", timeout=10)
+    engine.kill()
+    flow.probe.record("engine-killed")
+    restarted = start_process(dex, db_path, port=engine.port)
+    assert restarted.address == engine.address
+    flow.gate.open()
+    timer_result = harness.client.wait_for_flow(timer_id, timeout=FLOW_WAIT)
+    assert (timer_result.status, timer_result.single_output(str)) == (
+        FlowStatus.COMPLETED, "started>napped>resumed")
+    names = flow.probe.names()
+    assert names.index("nap-fired") > names.index("engine-killed"), "the Timer fired after the restart"
+    gated_result = harness.client.wait_for_flow(gated_id, timeout=FLOW_WAIT)
+    assert (gated_result.status, gated_result.single_output(str)) == (FlowStatus.COMPLETED, "started>gated-done")
+    assert len(flow.probe.values("gated-run")) == 2, "the in-flight task was dispatched again"
+    assert harness.client.describe_flow(timer_id).status is FlowStatus.COMPLETED
