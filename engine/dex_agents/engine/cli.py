@@ -4,7 +4,8 @@ Invariants:
     * Once the engine serves, exactly one line ``dex-agents engine ready on <host>:<port>`` goes to
       stdout (flushed); ``<port>`` is the bound port, so ``--port 0`` picks a free one that launchers
       read back from this line. Everything else goes to stderr.
-    * SIGINT or SIGTERM stops the engine gracefully and exits 0.
+    * SIGINT or SIGTERM stops the engine gracefully and exits 0; so does the end of stdin with the
+      hidden ``--stop-on-stdin-eof`` flag, which launchers use so an engine never outlives them.
     * Bad arguments and an unusable token file or database directory exit 2 with a message naming
       the problem, before anything is bound or written; a failure to start exits 1.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -22,13 +24,13 @@ from types import FrameType
 from typing import Final
 
 from dex_agents.engine.auth import BearerTokenInterceptor, TokenFileError
+from dex_agents.engine.launch import READY_PREFIX
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "READY_PREFIX", "main", "ready_line"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8801
 DEFAULT_DB: Final = "dex-agents-engine.sqlite3"
-READY_PREFIX: Final = "dex-agents engine ready on "
 STOP_GRACE_SECONDS: Final = 5.0
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -77,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="require the bearer token in this file (the SDK's FileCredential format) on every call",
     )
+    engine.add_argument(  # used by launchers: the engine dies with its parent even on SIGKILL
+        "--stop-on-stdin-eof", action="store_true", help=argparse.SUPPRESS
+    )
     engine.add_argument(
         "--log-level",
         default="WARNING",
@@ -93,6 +98,17 @@ def _check_db_path(db: Path) -> str | None:
     if not parent.is_dir():
         return f"--db {db}: directory {parent} does not exist"
     return None
+
+
+def _stop_at_stdin_eof(stop_requested: threading.Event) -> None:
+    """Request a stop once stdin closes (the launching process has exited, however it died)."""
+    try:
+        while os.read(0, 4096):  # raw reads: no buffered-reader lock held at interpreter exit
+            pass
+    except OSError:
+        pass
+    _log.warning("stdin closed: the launching process is gone; stopping")
+    stop_requested.set()
 
 
 def _run_engine(args: argparse.Namespace) -> int:
@@ -123,6 +139,10 @@ def _run_engine(args: argparse.Namespace) -> int:
     previous = {
         sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
     }
+    if args.stop_on_stdin_eof:
+        threading.Thread(
+            target=_stop_at_stdin_eof, args=(stop_requested,), name="stdin-eof", daemon=True
+        ).start()
     try:
         server = EngineServer(db, host=host, port=args.port, interceptors=interceptors)
         try:

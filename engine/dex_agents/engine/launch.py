@@ -6,8 +6,9 @@ Invariants:
     * An ``EngineProcess`` runs ``python -m dex_agents.engine.cli engine`` in a new session (its own
       process group), logging to a file; ``start`` returns only once the ready line is in the log,
       and fails with the log's tail when the child exits or the timeout passes first.
-    * Every child still running when this interpreter exits is killed (``atexit``), so a crashed
-      test run leaves no engine behind.
+    * Every child still running when this interpreter exits is killed (``atexit``); and a child
+      whose parent died without running ``atexit`` (SIGKILL) stops by itself when its stdin, a pipe
+      held only by the parent, reaches end of file. A crashed test run leaves no engine behind.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from pathlib import Path
 from typing import Final, Protocol, final
 
 from dex_agents.engine.auth import BearerTokenInterceptor
-from dex_agents.engine.cli import READY_PREFIX
 
-__all__ = ["EngineProcess", "EngineStartError", "RunningEngine", "start_engine"]
+__all__ = ["READY_PREFIX", "EngineProcess", "EngineStartError", "RunningEngine", "start_engine"]
 
 LOOPBACK: Final = "127.0.0.1"
+READY_PREFIX: Final = "dex-agents engine ready on "  # the CLI's ready line: READY_PREFIX + host:port
 _READY_PATTERN: Final = re.compile(re.escape(READY_PREFIX) + r"(?P<host>\S+):(?P<port>\d+)\s*$", re.M)
 _POLL_SECONDS: Final = 0.01
 _STOP_GRACE_SECONDS: Final = 10.0
@@ -130,6 +131,7 @@ class EngineProcess:
             str(port),
             "--db",
             str(db_path),
+            "--stop-on-stdin-eof",
         ]
         if token_file is not None:
             command += ["--token-file", str(token_file)]
@@ -137,7 +139,7 @@ class EngineProcess:
             offset = log.tell()
             process = subprocess.Popen(
                 command,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # closes when this process dies, however it dies
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -212,6 +214,9 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
 
 
 @contextlib.contextmanager
