@@ -13,12 +13,14 @@ from dex_agents.pure.effects import (
     AnswerRpc,
     DeadEnd,
     Effect,
+    ExecuteDeferredToolCall,
     FailAttempt,
     GoToSteps,
     PublishToChannel,
     RpcOutput,
     WriteEvent,
 )
+from dex_agents.pure.flow_shape import allowed_next_steps
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.policies import resolve_tool_policy
 from dex_agents.pure.reducers import reduce
@@ -177,6 +179,24 @@ def answer_of(t: Transition) -> RpcOutput:
     return t.effects[-1].output
 
 
+RPC_CALLS = (SendUserMessageCalled, ResolveInterruptCalled, AgentSnapshotRequested, AgentMessagesListed)
+
+
+def check_shape(session_input: SessionInput, t: Transition) -> None:
+    """An accepted transition follows the Flow shape and the effect ordering rules."""
+    if isinstance(session_input, RPC_CALLS):
+        assert isinstance(t.effects[-1], AnswerRpc) and of_type(t.effects, WriteEvent) == []
+        assert len(of_type(t.effects, AnswerRpc)) == 1
+        return
+    last = t.effects[-1]
+    assert isinstance(last, (GoToSteps, DeadEnd, ExecuteDeferredToolCall)), f"no decision last: {t.effects}"
+    decisions = [e for e in t.effects if isinstance(e, (GoToSteps, DeadEnd, ExecuteDeferredToolCall))]
+    assert decisions == [last], "exactly one decision"
+    if isinstance(last, GoToSteps):
+        targets = {movement.step_type for movement in last.movements}
+        assert targets <= allowed_next_steps(session_input), f"{type(session_input).__name__} cannot move to {targets}"
+
+
 @dataclass
 class Session:
     """A scripted session: every call feeds one fact through ``reduce`` and keeps the transition."""
@@ -194,6 +214,8 @@ class Session:
         assert self.state == before, "reduce mutated its input state"
         if t.is_rejection:
             assert t.state == before, "a rejection must leave the state unchanged"
+        else:
+            check_shape(session_input, t)
         self.inputs.append(session_input)
         self.state = t.state
         self.last = t

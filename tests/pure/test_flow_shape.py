@@ -1,0 +1,69 @@
+"""The Flow shape as data agrees with the spec and with the Step options."""
+
+from __future__ import annotations
+
+from dex_agents.pure.flow_shape import FAILURE_ROUTES, NEXT_STEPS, allowed_next_steps, steps_producing
+from dex_agents.pure.persistence import StepType
+from dex_agents.pure.step_inputs import (
+    SingleAttemptToolFailed,
+    ToolAttemptsExhausted,
+    ToolCallSucceeded,
+    ToolExecutionFailed,
+    ToolResultsArrived,
+    ToolStepStarted,
+    TurnFailed,
+)
+from dex_agents.pure.step_options import step_options_for
+
+from tests.pure.scenario_support import invocation
+
+
+def test_every_step_has_its_next_steps() -> None:
+    assert set(NEXT_STEPS) == set(StepType)
+    assert StepType.START_AGENT_SESSION not in set().union(*NEXT_STEPS.values())
+
+
+def test_tool_steps_and_recording_steps_only_dead_end() -> None:
+    for step_type in (
+        StepType.CALL_TOOL,
+        StepType.CALL_SINGLE_ATTEMPT_TOOL,
+        StepType.RECORD_TOOL_FAILURE,
+        StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
+    ):
+        assert NEXT_STEPS[step_type] == frozenset()
+
+
+def test_failure_routes_match_the_step_options() -> None:
+    for step_type in StepType:
+        route = step_options_for(step_type, "c1").failure_route
+        assert (route.step_type if route else None) == FAILURE_ROUTES.get(step_type)
+
+
+def test_a_tool_step_start_names_its_step_and_a_wrong_one_names_none() -> None:
+    started = ToolStepStarted(invocation=invocation(), tool_call_id="c", step_type=StepType.CALL_TOOL)
+    assert steps_producing(started) == {StepType.CALL_TOOL}
+    assert allowed_next_steps(started) == frozenset()
+    wrong = ToolStepStarted(invocation=invocation(), tool_call_id="c", step_type=StepType.RUN_MODEL)
+    assert steps_producing(wrong) == frozenset()
+
+
+def test_each_input_names_the_step_that_produces_it() -> None:
+    inv = invocation()
+    assert steps_producing(ToolCallSucceeded(invocation=inv, tool_call_id="c", output="o")) == {
+        StepType.CALL_TOOL,
+        StepType.CALL_SINGLE_ATTEMPT_TOOL,
+    }
+    assert steps_producing(ToolExecutionFailed(invocation=inv, tool_call_id="c", error="e")) == {
+        StepType.CALL_TOOL,
+        StepType.CALL_SINGLE_ATTEMPT_TOOL,
+    }
+    assert steps_producing(ToolAttemptsExhausted(invocation=inv, tool_call_id="c", recovery_error="e")) == {
+        StepType.RECORD_TOOL_FAILURE
+    }
+    assert steps_producing(SingleAttemptToolFailed(invocation=inv, tool_call_id="c", recovery_error="e")) == {
+        StepType.RECORD_TOOL_OUTCOME_UNKNOWN
+    }
+    assert steps_producing(ToolResultsArrived(invocation=inv, expected=1)) == {StepType.RESUME_TURN}
+    assert steps_producing(TurnFailed(invocation=inv, recovery_error="e", failure_note_message=None)) == {
+        StepType.RECORD_TURN_FAILURE
+    }
