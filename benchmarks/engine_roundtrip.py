@@ -14,11 +14,15 @@ Figures:
       the last, with 1 and with 8 concurrent Flows.
     * RPC latency: client-side ``invoke_rpc`` round trip, for a query-only RPC and for an RPC that
       writes an Attribute (committed before it answers).
+    * CPU per transition / per RPC of the engine process and of this process (Linux), which tells
+      the engine's share from the SDK Worker's; and the load average, since other processes on
+      the machine skew every wall-clock figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import threading
@@ -147,6 +151,34 @@ class RpcFlow(Flow[None]):
         return RPCResult(value)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User+system CPU seconds of a process so far (Linux /proc), or None where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuMeter:
+    """CPU used by the engine process and by this process (Worker + Client) over a phase."""
+
+    engine_pid: int | None
+
+    def sample(self) -> tuple[float | None, float | None]:
+        engine = cpu_seconds(self.engine_pid) if self.engine_pid is not None else None
+        return engine, cpu_seconds(os.getpid())
+
+    def report(self, before: tuple[float | None, float | None], units: int, unit: str) -> str:
+        after = self.sample()
+        parts = []
+        for name, start, end in (("engine", before[0], after[0]), ("worker+client", before[1], after[1])):
+            if start is not None and end is not None and units > 0:
+                parts.append(f"{name} {1000 * (end - start) / units:.2f} ms")
+        return f"CPU per {unit}: " + (", ".join(parts) if parts else "unavailable")
+
+
 def percentile(samples: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of ``samples`` (non-empty)."""
     ordered = sorted(samples)
@@ -165,9 +197,12 @@ def describe(name: str, samples_s: Sequence[float]) -> str:
     )
 
 
-def run_chains(client: Client, flow: ChainFlow, flows: int, hops: int, tag: str) -> None:
+def run_chains(
+    client: Client, flow: ChainFlow, flows: int, hops: int, tag: str, meter: CpuMeter
+) -> None:
     """Run ``flows`` concurrent chains of ``hops`` Steps and print their figures."""
     CLOCK.reset()
+    cpu_before = meter.sample()
     ids = [f"{tag}-{index}" for index in range(flows)]
     for flow_id in ids:
         client.start_flow(flow, flow_id, hops, SYNC_FLOW)
@@ -184,17 +219,21 @@ def run_chains(client: Client, flow: ChainFlow, flows: int, hops: int, tag: str)
     print("  " + describe("step-to-step", gaps))
     rate = (len(every) - 1) / span if span > 0 else 0.0
     print(f"  transitions/s: {rate:.0f} (over {span:.2f} s)")
+    print("  " + meter.report(cpu_before, len(every), "transition"))
 
 
-def run_rpcs(client: Client, flow: RpcFlow, calls: int) -> None:
+def run_rpcs(client: Client, flow: RpcFlow, calls: int, meter: CpuMeter) -> None:
     """Invoke a query-only and a writing RPC ``calls`` times each and print their latency."""
     client.start_flow(flow, "rpc-0", None, SYNC_FLOW)
+    cpu_before = meter.sample()
     read = time_calls(calls, lambda: client.invoke_rpc(flow.read, "rpc-0"))
     bump = time_calls(calls, lambda: client.invoke_rpc(flow.bump, "rpc-0", 1))
+    cpu_report = meter.report(cpu_before, 2 * (calls + 20), "RPC")
     total = client.invoke_rpc(flow.read, "rpc-0")
     print(f"RPC loop ({calls} calls each; counter now {total})")
     print("  " + describe("query-only RPC", read))
     print("  " + describe("writing RPC (SYNC commit)", bump))
+    print("  " + cpu_report)
 
 
 def time_calls(calls: int, call: Callable[[], object]) -> list[float]:
@@ -207,6 +246,14 @@ def time_calls(calls: int, call: Callable[[], object]) -> list[float]:
         call()
         samples.append(time.perf_counter() - started)
     return samples
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages (other processes skew every figure above)."""
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unavailable"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -235,11 +282,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         try:
             worker.wait_pull_registered(timeout=30)
+            meter = CpuMeter(engine.pid if engine is not None else None)
             print(f"engine {address}; pull Worker max_concurrent_tasks=8; SYNC durability")
-            run_chains(client, chain, 1, 30, "warmup")
-            run_chains(client, chain, 1, args.hops, "single")
-            run_chains(client, chain, 8, args.hops, "eight")
-            run_rpcs(client, rpc_flow, args.rpcs)
+            print(f"load average at start: {load_average()}; CPUs: {os.cpu_count()}")
+            run_chains(client, chain, 1, 30, "warmup", meter)
+            run_chains(client, chain, 1, args.hops, "single", meter)
+            run_chains(client, chain, 8, args.hops, "eight", meter)
+            run_rpcs(client, rpc_flow, args.rpcs, meter)
+            print(f"load average at end: {load_average()}")
         finally:
             client.close()
             worker.stop()
