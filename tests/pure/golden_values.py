@@ -272,6 +272,21 @@ def _usage_object(usage: AgentUsage) -> JsonValue:
     )
 
 
+SPEC_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
+    "turn_started": frozenset({"sequence"}),
+    "turn_completed": frozenset({"message_count"}),
+    "turn_failed": frozenset({"error"}),
+    "text_delta": frozenset({"text"}),
+    "reasoning_delta": frozenset({"text"}),
+    "tool_call_deferred": frozenset({"tool_call_id", "tool_name", "effect", "requires_approval"}),
+    "tool_call_started": frozenset({"tool_call_id", "tool_name"}),
+    "tool_call_finished": frozenset({"tool_call_id", "tool_name", "status"}),
+    "interrupt_raised": frozenset({"interrupt_id", "tool_call_id", "tool_name", "deadline"}),
+    "interrupt_resolved": frozenset({"interrupt_id", "approved", "rejection_message"}),
+    "usage_recorded": frozenset({"recorded", "session"}),
+}
+"""The spec's events table: event type to payload keys."""
+
 EVENTS: dict[str, AgentEvent] = {
     "turn_started": _event("turn_started", "se-await-7", {"sequence": 3}),
     "turn_completed": _event("turn_completed", "se-model-9", {"message_count": 3}),

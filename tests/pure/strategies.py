@@ -254,3 +254,59 @@ WIRE_RECORD_STRATEGIES: dict[type[object], SearchStrategy[object]] = {
     ToolCallsRequested: tool_calls_requested,
 }
 """One strategy per wire record class (every record of values.py, rpc_values.py and runner_values.py)."""
+
+
+# -- the session state machine's draws (test_machine.py, test_totality.py) ---------------------------
+
+user_texts: SearchStrategy[str] = st.sampled_from(["", "  \n", "Where is order 42?", "Merci 🙏", "cancel it", "x" * 300])
+"""What users send: blank texts (refused) and real ones."""
+
+small_usages: SearchStrategy[AgentUsage] = st.builds(
+    AgentUsage,
+    requests=st.integers(min_value=0, max_value=2),
+    input_tokens=st.integers(min_value=0, max_value=5000),
+    output_tokens=st.integers(min_value=0, max_value=800),
+    cache_read_tokens=st.integers(min_value=0, max_value=4000),
+    cache_write_tokens=st.integers(min_value=0, max_value=100),
+)
+
+
+def build_user_message(text: str) -> FrameworkMessage:
+    """A runner's ``build_user_message``: deterministic, role ``user``."""
+    return FrameworkMessage(
+        role=MessageRole.USER,
+        text=text,
+        tool_call_id=None,
+        tool_name=None,
+        tool_arguments=None,
+        tool_output=None,
+        framework_item=f'{{"role":"user","content":{text!r}}}',
+    )
+
+
+model_messages: SearchStrategy[FrameworkMessage] = st.one_of(
+    st.builds(
+        FrameworkMessage,
+        role=st.just(MessageRole.ASSISTANT),
+        text=st.sampled_from(["Order 42 has shipped.", "Done — charged 5 €.", ""]),
+        tool_call_id=st.none(),
+        tool_name=st.none(),
+        tool_arguments=st.none(),
+        tool_output=st.none(),
+        framework_item=st.just('{"role":"assistant"}'),
+    ),
+    st.builds(
+        FrameworkMessage,
+        role=st.just(MessageRole.TOOL),
+        text=st.none(),
+        tool_call_id=st.just("call-1"),
+        tool_name=st.just("search_orders"),
+        tool_arguments=st.just('{"order_id":42}'),
+        tool_output=st.just('{"status":"shipped"}'),
+        framework_item=st.just('{"type":"function_call_output"}'),
+    ),
+)
+"""Messages a final model call returns (``TurnCompleted.new_messages``)."""
+
+tool_call_drafts: SearchStrategy[tuple[ToolEffect, bool]] = st.tuples(tool_effects, st.booleans())
+"""One requested call: its effect and whether it requires approval."""

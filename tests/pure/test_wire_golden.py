@@ -21,24 +21,10 @@ from dex_agents.pure import rpc_values, runner_values, values
 from dex_agents.pure.json_value import JsonValue
 from dex_agents.pure.values import AgentEvent
 from dex_agents.pure.wire import canonical_json, decode
-from tests.pure.golden_values import EVENTS, GOLDEN_CASES, GOLDEN_DIRECTORY, GoldenCase
+from tests.pure.golden_values import EVENTS, GOLDEN_CASES, GOLDEN_DIRECTORY, SPEC_EVENT_PAYLOAD_KEYS, GoldenCase
 
 CASE_IDS = [case.stem for case in GOLDEN_CASES]
 
-SPEC_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
-    "turn_started": frozenset({"sequence"}),
-    "turn_completed": frozenset({"message_count"}),
-    "turn_failed": frozenset({"error"}),
-    "text_delta": frozenset({"text"}),
-    "reasoning_delta": frozenset({"text"}),
-    "tool_call_deferred": frozenset({"tool_call_id", "tool_name", "effect", "requires_approval"}),
-    "tool_call_started": frozenset({"tool_call_id", "tool_name"}),
-    "tool_call_finished": frozenset({"tool_call_id", "tool_name", "status"}),
-    "interrupt_raised": frozenset({"interrupt_id", "tool_call_id", "tool_name", "deadline"}),
-    "interrupt_resolved": frozenset({"interrupt_id", "approved", "rejection_message"}),
-    "usage_recorded": frozenset({"recorded", "session"}),
-}
-"""The spec's events table: event type to payload keys."""
 
 
 def _golden_text(case: GoldenCase) -> str:

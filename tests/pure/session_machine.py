@@ -1,0 +1,337 @@
+"""The session state machine's bookkeeping and invariants (its rules are in ``test_machine.py``).
+
+The machine acts as the shell would. It keeps Dex's side in a ``SessionWorld`` (changed only by the reducers' effects, with every
+value stored through the wire codec) and the Steps Dex would run: it follows the ``GoToSteps`` it
+receives, runs a Step only when its wait is satisfied, hands each invocation only what its Step options
+load, performs tools, crashes attempts, and routes exhausted attempts to the failure Steps. Users send
+messages (also during turns), answer approvals (also late), and the clock moves.
+
+A legal input must never be rejected. After every step the invariants below hold; at the end,
+replaying the recorded inputs reproduces the world's state and snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hypothesis.stateful import RuleBasedStateMachine, invariant
+from pyrsistent import pvector
+from pyrsistent.typing import PVector
+
+from dex_agents.pure.effects import (
+    AnswerRpc,
+    DeadEnd,
+    DeleteMapInstance,
+    Effect,
+    ExecuteDeferredToolCall,
+    GoToSteps,
+    WriteEvent,
+)
+from dex_agents.pure.keys import message_sequence_key
+from dex_agents.pure.persistence import MapName, StepType
+from dex_agents.pure.reducers import ApprovalWait, SkipWait, WaitForResolution, approval_wait, reduce, snapshot_of
+from dex_agents.pure.replay import replay, replay_snapshot
+from dex_agents.pure.state import SessionConfig, SessionState
+from dex_agents.pure.step_inputs import Invocation, SessionInput
+from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
+from dex_agents.pure.transition import Transition
+from dex_agents.pure.usage import add_agent_usage
+from dex_agents.pure.values import AgentStatus, AgentToolCall, AgentUsage, ToolCallStatus, ToolEffect
+from tests.pure.golden_values import SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.session_world import SessionWorld
+
+FLOW_ID = "session-machine"
+T0_MS = 1_767_323_045_000
+MAIN_LINE = frozenset({StepType.AWAIT_USER_MESSAGE, StepType.RUN_MODEL, StepType.RECORD_TURN_FAILURE, StepType.RESUME_TURN})
+SINGLE_ATTEMPT_EFFECTS = frozenset({ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.UNCLASSIFIED})
+LOAD_EVERYTHING = StepOptionsSpec(execute_load_attribute_maps=pvector([MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS]))
+LOAD_SINGLETONS = StepOptionsSpec()
+
+
+@dataclass
+class PendingStep:
+    """A Step Dex would run: the movement that started it, its attempt, and (approvals) its armed wait."""
+
+    execution: int
+    movement: StepMovement
+    attempt: int = 1
+    wait: ApprovalWait | None = None
+    timer_due_ms: int | None = None
+
+    @property
+    def step_type(self) -> StepType:
+        return self.movement.step_type
+
+    @property
+    def tool_call_id(self) -> str:
+        assert isinstance(self.movement.input, str)
+        return self.movement.input
+
+
+class SessionMachineBase(RuleBasedStateMachine):
+    """Bookkeeping of the machine: committing transitions the way the shell does, with checks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world = SessionWorld()
+        self.config = SessionConfig()
+        self.now_ms = T0_MS
+        self.pending: list[PendingStep] = []
+        self.inputs: list[SessionInput] = []
+        self.shadow = SessionState.initial()
+        self.executions = 0
+        self.recorded_usage = AgentUsage()
+        self.performed: Counter[tuple[str, str]] = Counter()
+        self.single_attempt_calls: set[tuple[str, str]] = set()
+
+    # -- reducing and committing ---------------------------------------------------------------
+
+    def reduce_checked(self, loaded: SessionState, session_input: SessionInput) -> Transition:
+        """``reduce`` with the purity checks: inputs unchanged, a rejection changes nothing."""
+        state_before, input_before = repr(loaded), repr(session_input)
+        result = reduce(loaded, self.config, session_input)
+        assert repr(loaded) == state_before, "reduce mutated the state it was given"
+        assert repr(session_input) == input_before, "reduce mutated its input"
+        if result.is_rejection:
+            assert result.state == loaded, "a rejection changed the state"
+        return result
+
+    def commit(
+        self,
+        inputs: list[SessionInput],
+        result: Transition,
+        loaded_options: StepOptionsSpec,
+        invocation: Invocation | None,
+        prefix: Sequence[Effect] = (),
+    ) -> list[StepMovement]:
+        """Apply a committed transition to the world (as the shell does) and check what it left.
+
+        ``prefix``: effects of an earlier transition of the same attempt (a tool Step's start).
+        """
+        assert not result.is_rejection, f"a legal input was rejected: {result.effects[0]}"
+        effects = pvector([*prefix, *result.effects])
+        self._check_shape(effects, invocation)
+        for effect in effects:
+            if isinstance(effect, DeleteMapInstance) and effect.name is MapName.AGENT_TOOL_CALLS:
+                record = self.world.tool_calls[effect.key]
+                assert record.status.is_final, f"an open record was dropped: {record}"
+                completions = self.world.completions_by_call[(record.turn_id, record.tool_call_id)]
+                assert completions == 1, f"{record.tool_call_id} published {completions} ToolCallCompleted"
+        movements = self.world.apply(effects)
+        self._check_state_matches_world(result.state, loaded_options)
+        for session_input in inputs:
+            self.inputs.append(session_input)
+            self.shadow = reduce(self.shadow, self.config, session_input).state
+        for movement in movements:
+            self.schedule(movement)
+        return movements
+
+    def schedule(self, movement: StepMovement) -> None:
+        self.executions += 1
+        step = PendingStep(execution=self.executions, movement=movement)
+        if movement.step_type is StepType.AWAIT_TOOL_APPROVAL:
+            self.arm_wait(step)
+        self.pending.append(step)
+
+    def arm_wait(self, step: PendingStep) -> None:
+        """Run the approval Step's ``wait_for`` now, with what it loads, and arm its Timer."""
+        loaded = self.world.load(step.movement.options, for_wait=True)
+        step.wait = approval_wait(loaded, step.tool_call_id, self.now_ms)
+        seconds = step.wait.timer_seconds if isinstance(step.wait, WaitForResolution) else None
+        step.timer_due_ms = None if seconds is None else self.now_ms + seconds * 1000
+
+    def invocation_for(self, step: PendingStep) -> Invocation:
+        return Invocation(flow_id=FLOW_ID, step_execution_id=f"se-{step.execution}", attempt=step.attempt, now_ms=self.now_ms)
+
+    def finish(self, step: PendingStep) -> None:
+        self.pending.remove(step)
+
+    def fail_attempt(self, step: PendingStep) -> None:
+        """The attempt failed: retry within the Step's attempts, then take its failure route."""
+        retry = step.movement.options.execute_retry
+        maximum = None if retry is None else retry.maximum_attempts
+        if maximum is None or step.attempt < maximum:
+            step.attempt += 1
+            return
+        route = step.movement.options.failure_route
+        assert route is not None, f"{step.step_type} has no failure route"
+        self.finish(step)
+        self.executions += 1
+        failure = StepMovement(step_type=route.step_type, input=step.movement.input, options=route.options)
+        self.pending.append(PendingStep(execution=self.executions, movement=failure))
+
+    # -- checks on every commit ----------------------------------------------------------------
+
+    def _check_shape(self, effects: PVector[Effect], invocation: Invocation | None) -> None:
+        decisions = [e for e in effects if isinstance(e, (GoToSteps, DeadEnd, ExecuteDeferredToolCall, AnswerRpc))]
+        assert len(decisions) == 1 and decisions[0] is effects[-1], f"one decision, last: {effects}"
+        if invocation is None:
+            assert isinstance(effects[-1], AnswerRpc), "an RPC answers"
+            assert not any(isinstance(e, WriteEvent) for e in effects), "RPCs cannot write Streams"
+            return
+        assert not isinstance(effects[-1], AnswerRpc)
+        for effect in effects:
+            if isinstance(effect, WriteEvent):
+                event = effect.event
+                assert (event.attempt, event.step_execution_id) == (invocation.attempt, invocation.step_execution_id)
+                assert event.turn_id is not None
+                assert set(event.payload.keys()) == SPEC_EVENT_PAYLOAD_KEYS[event.type], event
+
+    def _check_state_matches_world(self, state: SessionState, loaded: StepOptionsSpec) -> None:
+        """The transition's state is what its effects left in Dex (for the parts the Step loaded)."""
+        world = self.world.singletons()
+        assert state.agent_state == world.agent_state
+        assert state.framework_run_state == world.framework_run_state
+        assert state.pending_interrupts == world.pending_interrupts
+        assert state.usage == world.usage
+        assert state.queued_message_count == world.queued_message_count
+        for record in state.tool_calls.values():
+            assert self.world.tool_calls.get(record.tool_call_id) == record
+        for message in state.messages:
+            assert self.world.messages.get(message_sequence_key(message.sequence)) == message
+        if MapName.AGENT_TOOL_CALLS in loaded.execute_load_attribute_maps:
+            assert dict(state.tool_calls) == self.world.tool_calls
+        if MapName.AGENT_MESSAGES in loaded.execute_load_attribute_maps:
+            assert list(state.messages) == sorted(self.world.messages.values(), key=lambda m: m.sequence)
+
+    def record_usage(self, usage: AgentUsage) -> None:
+        self.recorded_usage = add_agent_usage(self.recorded_usage, usage)
+
+    # -- queries used by rules and invariants --------------------------------------------------
+
+    def steps_of(self, *step_types: StepType) -> list[PendingStep]:
+        return [step for step in self.pending if step.step_type in step_types]
+
+    def is_ready(self, step: PendingStep) -> bool:
+        match step.step_type:
+            case StepType.AWAIT_USER_MESSAGE:
+                return bool(self.world.queued_user_messages)
+            case StepType.RESUME_TURN:
+                assert isinstance(step.movement.input, int)
+                return len(self.world.tool_call_results) >= step.movement.input
+            case StepType.AWAIT_TOOL_APPROVAL:
+                wait = step.wait
+                if isinstance(wait, SkipWait):
+                    return True
+                assert isinstance(wait, WaitForResolution)
+                timer_due = step.timer_due_ms is not None and step.timer_due_ms <= self.now_ms
+                return timer_due or bool(self.world.interrupt_resolutions.get(wait.interrupt_id))
+            case _:
+                return True
+
+    def ready_steps(self) -> list[PendingStep]:
+        return [step for step in self.pending if self.is_ready(step)]
+
+    def record_of(self, tool_call_id: str) -> AgentToolCall:
+        return self.world.tool_calls[tool_call_id]
+
+    @property
+    def status(self) -> AgentStatus | None:
+        return None if self.world.agent_state is None else self.world.agent_state.status
+
+    def is_performed_once_at_most(self, record: AgentToolCall) -> bool:
+        return record.effect not in SINGLE_ATTEMPT_EFFECTS or self.performed[(record.turn_id, record.tool_call_id)] <= 1
+
+    # -- invariants ----------------------------------------------------------------------------
+
+    @invariant()
+    def message_sequences_start_at_one_without_gaps(self) -> None:
+        count = 0 if self.world.agent_state is None else self.world.agent_state.message_count
+        assert sorted(self.world.messages) == [message_sequence_key(n) for n in range(1, count + 1)]
+        for key, message in self.world.messages.items():
+            assert key == message_sequence_key(message.sequence)
+
+    @invariant()
+    def turn_counters_agree(self) -> None:
+        state = self.world.agent_state
+        if state is None:
+            return
+        running = state.current_turn_id is not None
+        assert state.turn_count == state.completed_turn_count + state.failed_turn_count + (1 if running else 0)
+        assert (state.status is AgentStatus.WAITING_FOR_USER_MESSAGE) == (not running)
+        if running:
+            assert state.current_turn_id == f"turn-{state.turn_count}"
+            assert state.current_turn_sequence is not None
+            assert self.world.messages[message_sequence_key(state.current_turn_sequence)].turn_id == state.current_turn_id
+
+    @invariant()
+    def turn_ids_count_up(self) -> None:
+        started = [event.turn_id for event in self.world.events if event.type == "turn_started"]
+        assert started == [f"turn-{n}" for n in range(1, len(started) + 1)]
+
+    @invariant()
+    def replaying_the_inputs_gives_the_world_state(self) -> None:
+        assert self.shadow == self.world.full_state()
+
+    @invariant()
+    def pending_interrupts_match_awaiting_records(self) -> None:
+        pending_ids = [interrupt.interrupt_id for interrupt in self.world.pending_interrupts]
+        assert len(pending_ids) == len(set(pending_ids))
+        for interrupt in self.world.pending_interrupts:
+            record = self.record_of(interrupt.tool_call_id)
+            assert record.status is ToolCallStatus.AWAITING_APPROVAL and record.interrupt_id == interrupt.interrupt_id
+        for record in self.world.tool_calls.values():
+            if record.status is ToolCallStatus.AWAITING_APPROVAL:
+                assert record.interrupt_id is not None
+                queued = bool(self.world.interrupt_resolutions.get(record.interrupt_id))
+                assert (record.interrupt_id in pending_ids) != queued, f"{record.interrupt_id}: pending xor answered"
+
+    @invariant()
+    def usage_is_the_sum_of_what_was_recorded(self) -> None:
+        assert (self.world.usage or AgentUsage()) == self.recorded_usage
+
+    @invariant()
+    def each_call_completes_once_and_single_attempt_calls_run_once(self) -> None:
+        assert all(count <= 1 for count in self.world.completions_by_call.values())
+        for (turn_id, call_id), count in self.performed.items():
+            assert count <= 1 or (turn_id, call_id) not in self.single_attempt_calls, f"{call_id} ran {count} times"
+
+    @invariant()
+    def events_match_the_records(self) -> None:
+        """One ``tool_call_finished`` per ``ToolCallCompleted``; one ``tool_call_deferred`` per call."""
+        def per_call(event_type: str) -> Counter[tuple[object, object]]:
+            return Counter((e.turn_id, e.payload["tool_call_id"]) for e in self.world.events if e.type == event_type)
+
+        assert per_call("tool_call_finished") == Counter(dict(self.world.completions_by_call))
+        assert all(count == 1 for count in per_call("tool_call_deferred").values())
+        assert all(count == 1 for count in per_call("interrupt_raised").values())
+        ended = [e.turn_id for e in self.world.events if e.type in ("turn_completed", "turn_failed")]
+        assert len(ended) == len(set(ended)), "a turn ended twice"
+
+    @invariant()
+    def one_main_line_step_matches_the_status(self) -> None:
+        if self.world.agent_state is None:
+            return
+        main = [step.step_type for step in self.pending if step.step_type in MAIN_LINE]
+        assert len(main) == 1, f"main line steps: {main}"
+        expected = {
+            StepType.AWAIT_USER_MESSAGE: AgentStatus.WAITING_FOR_USER_MESSAGE,
+            StepType.RUN_MODEL: AgentStatus.RUNNING_MODEL,
+            StepType.RECORD_TURN_FAILURE: AgentStatus.RUNNING_MODEL,
+            StepType.RESUME_TURN: AgentStatus.RUNNING_TOOLS,
+        }
+        assert self.status is expected[main[0]]
+
+    @invariant()
+    def every_open_record_has_exactly_one_step_and_records_belong_to_the_turn(self) -> None:
+        state = self.world.agent_state
+        turn_id = None if state is None else state.current_turn_id
+        for record in self.world.tool_calls.values():
+            assert record.turn_id == turn_id
+            steps = [step for step in self.pending if step.movement.input == record.tool_call_id]
+            assert len(steps) == (0 if record.status.is_final else 1), f"{record.tool_call_id}: {steps}"
+        if self.status is AgentStatus.WAITING_FOR_USER_MESSAGE:
+            assert self.world.framework_run_state is None and not self.world.tool_calls
+        if self.status is AgentStatus.RUNNING_TOOLS:
+            assert self.world.framework_run_state is not None and self.world.tool_calls
+
+    def teardown(self) -> None:
+        if self.world.agent_state is not None:
+            assert replay(self.inputs, self.config) == self.world.full_state()
+            assert replay_snapshot(self.inputs, self.config) == snapshot_of(self.world.full_state())
+
+
+
+__all__ = ["FLOW_ID", "LOAD_EVERYTHING", "LOAD_SINGLETONS", "SINGLE_ATTEMPT_EFFECTS", "PendingStep", "SessionMachineBase"]

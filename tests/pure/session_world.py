@@ -1,0 +1,206 @@
+"""A model of what Dex holds for one session, driven only by the reducers' effects (the test's shell).
+
+``SessionWorld`` keeps the persisted Attributes, AttributeMaps, Channels, ChannelMaps and the event
+Stream. ``apply`` interprets a committed transition's effects the way the shell will, and stores every
+value *through the wire codec* (encode, then decode), so the world holds exactly what Dex would hand back.
+``load`` builds the ``SessionState`` one invocation sees from its Step options: singletons always,
+AttributeMaps only when the options load them, and only the loaded instances.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TypeVar, assert_never
+
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PVector
+
+from dex_agents.pure.effects import (
+    AnswerRpc,
+    AttributeValue,
+    DeadEnd,
+    DeleteAttribute,
+    DeleteMapInstance,
+    Effect,
+    ExecuteDeferredToolCall,
+    FailAttempt,
+    GoToSteps,
+    Heartbeat,
+    PublishToChannel,
+    PublishToChannelInstance,
+    SetAttribute,
+    SetMapInstance,
+    WriteEvent,
+)
+from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
+from dex_agents.pure.values import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentInterruptResolution,
+    AgentMessage,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    AgentUserMessage,
+    ToolCallCompleted,
+)
+from dex_agents.pure.wire import decode, decode_as, encode, encode_as, vector_type
+
+R = TypeVar("R")
+
+PENDING_INTERRUPTS_TYPE = vector_type(AgentInterrupt)
+
+
+def through_wire(value: R) -> R:
+    """``value`` after a trip through its JSON text, checked to come back equal."""
+    decoded = decode(encode(value), type(value)).unwrap()
+    assert decoded == value, f"{type(value).__name__} changed on the wire"
+    return decoded
+
+
+def interrupts_through_wire(interrupts: PVector[AgentInterrupt]) -> PVector[AgentInterrupt]:
+    decoded = decode_as(encode_as(interrupts, PENDING_INTERRUPTS_TYPE), PENDING_INTERRUPTS_TYPE).unwrap()
+    assert decoded == interrupts
+    return decoded
+
+
+@dataclass
+class SessionWorld:
+    """Dex's side of one session. Mutable on purpose: it is the test's shell, not the core."""
+
+    agent_state: AgentState | None = None
+    framework_run_state: str | None = None
+    pending_interrupts: PVector[AgentInterrupt] = field(default_factory=pvector)
+    usage: AgentUsage | None = None
+    messages: dict[str, AgentMessage] = field(default_factory=dict)
+    tool_calls: dict[str, AgentToolCall] = field(default_factory=dict)
+    queued_user_messages: list[AgentUserMessage] = field(default_factory=list)
+    interrupt_resolutions: dict[str, list[AgentInterruptResolution]] = field(default_factory=dict)
+    tool_call_results: list[ToolCallCompleted] = field(default_factory=list)
+    events: list[AgentEvent] = field(default_factory=list)
+    completions_by_call: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """``ToolCallCompleted`` publishes per ``(turn_id, tool_call_id)`` (strays not counted)."""
+
+    def singletons(self, queued_message_count: int | None = None) -> SessionState:
+        """What every invocation receives: the singleton Attributes and the queue size, no map."""
+        return SessionState(
+            agent_state=self.agent_state,
+            messages=pvector(),
+            framework_run_state=self.framework_run_state,
+            tool_calls=pmap(),
+            pending_interrupts=self.pending_interrupts,
+            usage=AgentUsage() if self.usage is None else self.usage,
+            queued_message_count=len(self.queued_user_messages) if queued_message_count is None else queued_message_count,
+        )
+
+    def full_state(self) -> SessionState:
+        """Everything loaded (what ``get_agent_snapshot`` and ``replay`` see)."""
+        base = self.singletons()
+        ordered = sorted(self.messages.values(), key=lambda message: message.sequence)
+        return SessionState(
+            agent_state=base.agent_state,
+            messages=pvector(ordered),
+            framework_run_state=base.framework_run_state,
+            tool_calls=pmap(self.tool_calls),
+            pending_interrupts=base.pending_interrupts,
+            usage=base.usage,
+            queued_message_count=base.queued_message_count,
+        )
+
+    def load(self, options: StepOptionsSpec, for_wait: bool = False) -> SessionState:
+        """The state an invocation with ``options`` sees (``for_wait``: its ``wait_for`` method)."""
+        base = self.singletons()
+        maps = () if for_wait else tuple(options.execute_load_attribute_maps)
+        instances = options.wait_for_load_attribute_map_instances if for_wait else options.execute_load_attribute_map_instances
+        messages: list[AgentMessage] = []
+        calls: dict[str, AgentToolCall] = {}
+        if MapName.AGENT_MESSAGES in maps:
+            messages = sorted(self.messages.values(), key=lambda message: message.sequence)
+        if MapName.AGENT_TOOL_CALLS in maps:
+            calls = dict(self.tool_calls)
+        for instance in instances:
+            match instance.name:
+                case MapName.AGENT_TOOL_CALLS:
+                    if instance.key in self.tool_calls:
+                        calls[instance.key] = self.tool_calls[instance.key]
+                case MapName.AGENT_MESSAGES:
+                    if instance.key in self.messages:
+                        messages.append(self.messages[instance.key])
+        return SessionState(
+            agent_state=base.agent_state,
+            messages=pvector(messages),
+            framework_run_state=base.framework_run_state,
+            tool_calls=pmap(calls),
+            pending_interrupts=base.pending_interrupts,
+            usage=base.usage,
+            queued_message_count=base.queued_message_count,
+        )
+
+    def apply(self, effects: PVector[Effect]) -> list[StepMovement]:
+        """Perform a committed transition's effects in order; returns the movements it decided."""
+        movements: list[StepMovement] = []
+        for effect in effects:
+            match effect:
+                case SetAttribute(name=name, value=value):
+                    self._set_attribute(name, value)
+                case DeleteAttribute(name=name):
+                    self._delete_attribute(name)
+                case SetMapInstance(name=MapName.AGENT_MESSAGES, key=key, value=AgentMessage() as message):
+                    assert key not in self.messages, f"message {key} written twice"
+                    self.messages[key] = through_wire(message)
+                case SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=key, value=AgentToolCall() as record):
+                    assert key == record.tool_call_id
+                    self.tool_calls[key] = through_wire(record)
+                case SetMapInstance():
+                    raise AssertionError(f"map/value mismatch in {effect}")
+                case DeleteMapInstance(name=MapName.AGENT_TOOL_CALLS, key=key):
+                    assert key in self.tool_calls, f"deleting absent record {key}"
+                    del self.tool_calls[key]
+                case DeleteMapInstance():
+                    raise AssertionError(f"messages are never deleted: {effect}")
+                case PublishToChannel(name=ChannelName.QUEUED_USER_MESSAGES, value=AgentUserMessage() as message):
+                    self.queued_user_messages.append(through_wire(message))
+                case PublishToChannel(name=ChannelName.TOOL_CALL_RESULTS, value=ToolCallCompleted() as completion):
+                    record = self.tool_calls[completion.tool_call_id]
+                    assert record.status.is_final, "ToolCallCompleted for an open record"
+                    self.completions_by_call[(record.turn_id, record.tool_call_id)] += 1
+                    self.tool_call_results.append(through_wire(completion))
+                case PublishToChannel():
+                    raise AssertionError(f"channel/value mismatch in {effect}")
+                case PublishToChannelInstance(name=ChannelMapName.INTERRUPT_RESOLUTIONS, key=key, value=resolution):
+                    assert key == resolution.interrupt_id
+                    self.interrupt_resolutions.setdefault(key, []).append(through_wire(resolution))
+                case WriteEvent(event=event):
+                    self.events.append(through_wire(event))
+                case GoToSteps(movements=moved):
+                    movements.extend(moved)
+                case Heartbeat() | ExecuteDeferredToolCall() | DeadEnd() | AnswerRpc():
+                    pass
+                case FailAttempt():
+                    raise AssertionError("a rejected transition is never applied")
+                case _:
+                    assert_never(effect)
+        return movements
+
+    def _set_attribute(self, name: AttributeName, value: AttributeValue) -> None:
+        match name:
+            case AttributeName.AGENT_STATE:
+                assert isinstance(value, AgentState)
+                self.agent_state = through_wire(value)
+            case AttributeName.FRAMEWORK_RUN_STATE:
+                assert isinstance(value, str) and value != ""
+                self.framework_run_state = value
+            case AttributeName.PENDING_INTERRUPTS:
+                assert not isinstance(value, (AgentState, AgentUsage, str))
+                self.pending_interrupts = interrupts_through_wire(value)
+            case AttributeName.AGENT_USAGE:
+                assert isinstance(value, AgentUsage)
+                self.usage = through_wire(value)
+
+    def _delete_attribute(self, name: AttributeName) -> None:
+        assert name is AttributeName.FRAMEWORK_RUN_STATE, f"only FrameworkRunState is ever deleted, not {name}"
+        assert self.framework_run_state is not None, "deleting an absent FrameworkRunState"
+        self.framework_run_state = None

@@ -1,0 +1,406 @@
+"""Whole sessions driven through ``reduce`` by a Hypothesis ``RuleBasedStateMachine`` acting as the shell.
+
+Rules: the shell runs any Step whose wait is satisfied (``GoToSteps`` decide which exist), the runner
+answers ``RunModel`` with a final answer or parallel tool calls of every effect class (with or without
+approval), attempts crash (tools after running, model calls) and exhausted attempts take the failure
+routes; the model's runner defects are injected and must be rejected; users send messages (also during
+turns, also blank), answer approvals (approve, reject, unknown, late), read snapshots and pages; the clock
+moves and Timers fire, also early. Invariants and the end-of-run replay check live in ``session_machine``.
+"""
+
+from __future__ import annotations
+
+from hypothesis import event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, precondition, rule
+from pyrsistent import pvector
+
+from dex_agents.pure.deadlines import is_late, parse_instant
+from dex_agents.pure.effects import AnswerRpc, ExecuteDeferredToolCall
+from dex_agents.pure.paging import clamp_limit
+from dex_agents.pure.persistence import StepType
+from dex_agents.pure.policies import tool_step_type
+from dex_agents.pure.reducers import SkipWait, WaitForResolution, snapshot_of, turn_failure_note
+from dex_agents.pure.reducers.session import is_blank
+from dex_agents.pure.rpc_values import (
+    AgentMessagePage,
+    AgentSnapshot,
+    ListAgentMessagesInput,
+    ResolveInterruptInput,
+    SendUserMessageInput,
+)
+from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.state import SessionConfig
+from dex_agents.pure.step_inputs import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    ApprovalWaitEnded,
+    ApprovalWaitOutcome,
+    DeadlineTimerFired,
+    Invocation,
+    ModelCallFinished,
+    ResolutionReceived,
+    ResolveInterruptCalled,
+    SendUserMessageCalled,
+    SessionStarted,
+    SingleAttemptToolFailed,
+    ToolAttemptsExhausted,
+    ToolCallSucceeded,
+    ToolExecutionFailed,
+    ToolResultsArrived,
+    ToolStepStarted,
+    TurnFailed,
+    UserMessageArrived,
+    WaitSkipped,
+)
+from dex_agents.pure.step_options import step_options_for
+from dex_agents.pure.transition import Transition
+from dex_agents.pure.values import AgentSessionStartInput, AgentUsage, ToolCallCompleted, ToolCallStatus, ToolEffect
+from tests.pure.session_machine import (
+    FLOW_ID,
+    LOAD_EVERYTHING,
+    LOAD_SINGLETONS,
+    SINGLE_ATTEMPT_EFFECTS,
+    PendingStep,
+    SessionMachineBase,
+)
+from tests.pure.strategies import build_user_message, model_messages, small_usages, tool_call_drafts, user_texts
+
+RUNNER_DEFECTS = ["empty_run_state", "no_tool_calls", "empty_id", "slash_id", "duplicate_id", "already_recorded"]
+
+
+def _answer(result: Transition) -> object:
+    last = result.effects[-1]
+    assert isinstance(last, AnswerRpc)
+    return last.output
+
+
+class SessionMachine(SessionMachineBase):
+    """The rules. Each one is one atomic invocation, as in Dex."""
+
+    @initialize(
+        deadline=st.sampled_from([None, None, 0, 1_500, 60_000]),
+        initial=st.sampled_from([None, "", " ", "Where is order 42?"]),
+    )
+    def start_session(self, deadline: int | None, initial: str | None) -> None:
+        self.config = SessionConfig(interrupt_deadline_ms=deadline)
+        self.executions += 1
+        invocation = Invocation(flow_id=FLOW_ID, step_execution_id=f"se-{self.executions}", attempt=1, now_ms=self.now_ms)
+        user = None if initial is None or is_blank(initial) else build_user_message(initial)
+        started = SessionStarted(invocation=invocation, start_input=AgentSessionStartInput(initial_message=initial), initial_user_message=user)
+        options = step_options_for(StepType.START_AGENT_SESSION)
+        result = self.reduce_checked(self.world.load(options), started)
+        moved = self.commit([started], result, options, invocation)
+        assert [m.step_type for m in moved] == [StepType.RUN_MODEL if user else StepType.AWAIT_USER_MESSAGE]
+
+    # -- the shell runs a ready Step -----------------------------------------------------------
+
+    @precondition(lambda self: bool(self.ready_steps()))
+    @rule(data=st.data(), count=st.integers(min_value=1, max_value=4))
+    def run_ready_steps(self, data: st.DataObject, count: int) -> None:
+        """Dex runs up to ``count`` ready Steps, one after the other, in an order Hypothesis picks."""
+        for _ in range(count):
+            ready = self.ready_steps()
+            if not ready:
+                return
+            self._run(data.draw(st.sampled_from(ready), label="step"), data)
+
+    def _run(self, step: PendingStep, data: st.DataObject) -> None:
+        match step.step_type:
+            case StepType.AWAIT_USER_MESSAGE:
+                self._await_user_message(step)
+            case StepType.RUN_MODEL:
+                self._run_model(step, data)
+            case StepType.AWAIT_TOOL_APPROVAL:
+                self._await_tool_approval(step, early_timer=False)
+            case StepType.CALL_TOOL | StepType.CALL_SINGLE_ATTEMPT_TOOL:
+                self._call_tool(step, data.draw(st.sampled_from(["succeeds", "tool_error", "crashes"]), label="tool"))
+            case StepType.RECORD_TOOL_FAILURE | StepType.RECORD_TOOL_OUTCOME_UNKNOWN:
+                self._record_tool_failure(step)
+            case StepType.RESUME_TURN:
+                self._resume_turn(step)
+            case StepType.RECORD_TURN_FAILURE:
+                self._record_turn_failure(step)
+            case StepType.START_AGENT_SESSION:
+                raise AssertionError("nothing moves to StartAgentSession")
+
+    def _await_user_message(self, step: PendingStep) -> None:
+        loaded = self.world.load(step.movement.options)
+        message = self.world.queued_user_messages.pop(0)
+        arrived = UserMessageArrived(invocation=self.invocation_for(step), message=message, user_message=build_user_message(message.text))
+        result = self.reduce_checked(loaded, arrived)
+        self.finish(step)
+        moved = self.commit([arrived], result, step.movement.options, arrived.invocation)
+        assert [m.step_type for m in moved] == [StepType.RUN_MODEL]
+
+    def _run_model(self, step: PendingStep, data: st.DataObject) -> None:
+        loaded = self.world.load(step.movement.options)
+        assert all(record.status.is_final for record in loaded.tool_calls.values()), "RunModel runs with open records"
+        usage = data.draw(small_usages, label="usage")
+        if data.draw(st.booleans(), label="final answer"):
+            outcome: TurnCompleted | ToolCallsRequested = TurnCompleted(
+                new_messages=pvector(data.draw(st.lists(model_messages, max_size=3), label="messages")), usage=usage
+            )
+        else:
+            drafts = data.draw(st.lists(tool_call_drafts, min_size=1, max_size=3), label="calls")
+            first = len(loaded.tool_calls) + 1
+            calls = [
+                DeferredToolCall(
+                    tool_call_id=f"call-{first + i}",
+                    tool_name=f"{effect.value}_tool",
+                    arguments=f'{{"n":{first + i}}}',
+                    policy=ResolvedToolPolicy(effect=effect, requires_approval=approval),
+                )
+                for i, (effect, approval) in enumerate(drafts)
+            ]
+            outcome = ToolCallsRequested(framework_run_state=f"run-state-{first}", tool_calls=pvector(calls), usage=usage)
+        finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
+        result = self.reduce_checked(loaded, finished)
+        self.finish(step)
+        moved = self.commit([finished], result, step.movement.options, finished.invocation)
+        self.record_usage(usage)
+        event(f"model: {type(outcome).__name__}{' (resumed turn)' if loaded.framework_run_state else ''}")
+        if isinstance(outcome, TurnCompleted):
+            assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
+            return
+        expected = [
+            (StepType.AWAIT_TOOL_APPROVAL if call.policy.requires_approval else StepType(tool_step_type(call.policy.effect).value), call.tool_call_id)
+            for call in outcome.tool_calls
+        ]
+        assert [(m.step_type, m.input) for m in moved] == [*expected, (StepType.RESUME_TURN, len(outcome.tool_calls))]
+
+    def _await_tool_approval(self, step: PendingStep, early_timer: bool) -> None:
+        wait = step.wait
+        outcome: ApprovalWaitOutcome
+        if isinstance(wait, SkipWait):
+            outcome = WaitSkipped()
+        else:
+            assert isinstance(wait, WaitForResolution)
+            timer_due = step.timer_due_ms is not None and step.timer_due_ms <= self.now_ms
+            if timer_due or early_timer:
+                outcome = DeadlineTimerFired()
+            else:
+                outcome = ResolutionReceived(resolution=self.world.interrupt_resolutions[wait.interrupt_id].pop(0))
+        loaded = self.world.load(step.movement.options)
+        record = loaded.tool_calls[step.tool_call_id]
+        ended = ApprovalWaitEnded(invocation=self.invocation_for(step), tool_call_id=step.tool_call_id, outcome=outcome)
+        result = self.reduce_checked(loaded, ended)
+        self.finish(step)
+        moved = self.commit([ended], result, step.movement.options, ended.invocation)
+        after = self.record_of(step.tool_call_id)
+        event(f"approval: {type(outcome).__name__}{' early' if early_timer else ''} -> {after.status.value}")
+        if after.status is ToolCallStatus.PENDING:
+            assert [(m.step_type, m.input) for m in moved] == [(StepType(tool_step_type(record.effect).value), record.tool_call_id)]
+        elif after.status is ToolCallStatus.REJECTED:
+            assert moved == []
+            if isinstance(outcome, ResolutionReceived):
+                assert after.rejection_message == outcome.resolution.rejection_message
+            else:
+                assert after.rejection_message == "approval deadline passed"
+                deadline = None if record.interrupt_id is None else loaded.pending_interrupt(record.interrupt_id)
+                assert deadline is not None and deadline.deadline is not None
+                assert is_late(self.now_ms, parse_instant(deadline.deadline)), "rejected before the deadline"
+        else:
+            assert after.status is ToolCallStatus.AWAITING_APPROVAL
+            assert [(m.step_type, m.input) for m in moved] == [(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)]
+
+    def _call_tool(self, step: PendingStep, outcome: str) -> None:
+        loaded = self.world.load(step.movement.options)
+        invocation = self.invocation_for(step)
+        started = ToolStepStarted(invocation=invocation, tool_call_id=step.tool_call_id, step_type=step.step_type)
+        first = self.reduce_checked(loaded, started)
+        assert not first.is_rejection, f"tool Step start rejected: {first.effects[0]}"
+        if not isinstance(first.effects[-1], ExecuteDeferredToolCall):
+            event("tool: final record, ends without running")
+            self.finish(step)
+            self.commit([started], first, step.movement.options, invocation)
+            return
+        record = self.record_of(step.tool_call_id)
+        assert record.status is ToolCallStatus.PENDING, f"ran a {record.status} call"
+        key = (record.turn_id, record.tool_call_id)
+        self.performed[key] += 1
+        if record.effect in SINGLE_ATTEMPT_EFFECTS:
+            self.single_attempt_calls.add(key)
+            assert self.performed[key] == 1, f"single-attempt call {key} ran twice"
+        event(f"tool: {record.effect.value} {outcome} (attempt {step.attempt})")
+        if outcome == "crashes":
+            self.fail_attempt(step)
+            return
+        tool_call_id = step.tool_call_id
+        final = (
+            ToolCallSucceeded(invocation=invocation, tool_call_id=tool_call_id, output=f"output of {tool_call_id}")
+            if outcome == "succeeds"
+            else ToolExecutionFailed(invocation=invocation, tool_call_id=tool_call_id, error="order not found")
+        )
+        result = self.reduce_checked(first.state, final)
+        self.finish(step)
+        self.commit([started, final], result, step.movement.options, invocation, prefix=first.effects[:-1])
+        expected = ToolCallStatus.SUCCEEDED if outcome == "succeeds" else ToolCallStatus.FAILED
+        assert self.record_of(tool_call_id).status is expected
+
+    def _record_tool_failure(self, step: PendingStep) -> None:
+        event(f"failure route: {step.step_type.value}")
+        loaded = self.world.load(step.movement.options)
+        invocation = self.invocation_for(step)
+        error = f"{step.step_type} after attempts ran out: worker lost"
+        recorded = (
+            ToolAttemptsExhausted(invocation=invocation, tool_call_id=step.tool_call_id, recovery_error=error)
+            if step.step_type is StepType.RECORD_TOOL_FAILURE
+            else SingleAttemptToolFailed(invocation=invocation, tool_call_id=step.tool_call_id, recovery_error=error)
+        )
+        result = self.reduce_checked(loaded, recorded)
+        self.finish(step)
+        self.commit([recorded], result, step.movement.options, invocation)
+        record = self.record_of(step.tool_call_id)
+        read_failed = step.step_type is StepType.RECORD_TOOL_FAILURE and record.effect is ToolEffect.READ
+        assert record.status is (ToolCallStatus.FAILED if read_failed else ToolCallStatus.OUTCOME_UNKNOWN)
+        assert record.error == error
+
+    def _resume_turn(self, step: PendingStep) -> None:
+        expected = step.movement.input
+        assert isinstance(expected, int)
+        loaded = self.world.load(step.movement.options)
+        del self.world.tool_call_results[:expected]
+        arrived = ToolResultsArrived(invocation=self.invocation_for(step), expected=expected)
+        result = self.reduce_checked(loaded, arrived)
+        self.finish(step)
+        moved = self.commit([arrived], result, step.movement.options, arrived.invocation)
+        open_records = [r for r in self.world.tool_calls.values() if not r.status.is_final]
+        event(f"resume: {'waits again' if open_records else 'runs the model'}")
+        if open_records:
+            assert [(m.step_type, m.input) for m in moved] == [(StepType.RESUME_TURN, len(open_records))]
+        else:
+            assert [m.step_type for m in moved] == [StepType.RUN_MODEL], "resumed with open records"
+
+    def _record_turn_failure(self, step: PendingStep) -> None:
+        loaded = self.world.load(step.movement.options)
+        note = turn_failure_note(loaded)
+        failed = TurnFailed(
+            invocation=self.invocation_for(step),
+            recovery_error="RunModel failed after 3 attempts: 503 Service Unavailable",
+            failure_note_message=None if note is None else build_user_message(note),
+        )
+        count_before = len(self.world.messages)
+        result = self.reduce_checked(loaded, failed)
+        self.finish(step)
+        moved = self.commit([failed], result, step.movement.options, failed.invocation)
+        event(f"turn failed {'with' if note else 'without'} a failure note")
+        assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
+        assert len(self.world.messages) == count_before + (0 if note is None else 1)
+
+    # -- attempts that fail ---------------------------------------------------------------------
+
+    @precondition(lambda self: bool(self.steps_of(StepType.RUN_MODEL)))
+    @rule(defect=st.sampled_from([None, *RUNNER_DEFECTS]), attempts=st.sampled_from([1, 3]))
+    def model_attempts_fail(self, defect: str | None, attempts: int) -> None:
+        """The model call raised, or returned a runner defect (which must be rejected), ``attempts``
+        times; Dex retries, then routes to ``RecordTurnFailure``."""
+        step = self.steps_of(StepType.RUN_MODEL)[0]
+        for _ in range(attempts):
+            loaded = self.world.load(step.movement.options)
+            if defect is not None and not (defect == "already_recorded" and not loaded.tool_calls):
+                outcome = _defective(defect, sorted(loaded.tool_calls))
+                finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
+                result = self.reduce_checked(loaded, finished)
+                assert result.is_rejection, f"runner defect {defect} was accepted"
+                event(f"runner defect rejected: {defect}")
+            if step not in self.pending:
+                return
+            self.fail_attempt(step)
+
+    @precondition(lambda self: bool(self.steps_of(StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL)))
+    @rule(data=st.data())
+    def a_tool_attempt_crashes_after_running(self, data: st.DataObject) -> None:
+        step = data.draw(st.sampled_from(self.steps_of(StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL)))
+        self._call_tool(step, "crashes")
+
+    # -- users, time and strays -----------------------------------------------------------------
+
+    @rule(text=user_texts)
+    def a_user_sends_a_message(self, text: str) -> None:
+        called = SendUserMessageCalled(input=SendUserMessageInput(text=text))
+        result = self.reduce_checked(self.world.load(LOAD_SINGLETONS), called)
+        self.commit([called], result, LOAD_SINGLETONS, None)
+        assert _answer(result) is (not is_blank(text))
+
+    @precondition(lambda self: any(r.interrupt_id is not None for r in self.world.tool_calls.values()))
+    @rule(data=st.data(), approved=st.booleans(), message=st.sampled_from([None, "no, ask me first", ""]))
+    def a_user_resolves_an_interrupt(self, data: st.DataObject, approved: bool, message: str | None) -> None:
+        known = [r.interrupt_id for r in self.world.tool_calls.values() if r.interrupt_id is not None]
+        interrupt_id = data.draw(st.sampled_from([*known, "turn-1:unknown"]), label="interrupt")
+        pending = next((i for i in self.world.pending_interrupts if i.interrupt_id == interrupt_id), None)
+        expected = pending is not None and not is_late(self.now_ms, None if pending.deadline is None else parse_instant(pending.deadline))
+        called = ResolveInterruptCalled(
+            input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=message), now_ms=self.now_ms
+        )
+        result = self.reduce_checked(self.world.load(LOAD_SINGLETONS), called)
+        self.commit([called], result, LOAD_SINGLETONS, None)
+        event(f"resolve_interrupt: {'pending' if pending else 'not pending'} -> {expected}")
+        assert _answer(result) is expected
+
+    @rule(data=st.data())
+    def a_client_reads(self, data: st.DataObject) -> None:
+        """A UI reads the snapshot or a page of messages."""
+        if data.draw(st.booleans(), label="snapshot"):
+            self._read_snapshot()
+        else:
+            before = data.draw(st.sampled_from([None, 1, 2, 4, 10**6]), label="before_sequence")
+            self._list_messages(before, data.draw(st.sampled_from([None, 0, 1, 3, 500]), label="limit"))
+
+    def _read_snapshot(self) -> None:
+        called = AgentSnapshotRequested()
+        result = self.reduce_checked(self.world.load(LOAD_EVERYTHING), called)
+        self.commit([called], result, LOAD_EVERYTHING, None)
+        snapshot = _answer(result)
+        assert isinstance(snapshot, AgentSnapshot) and snapshot == snapshot_of(self.world.full_state())
+        assert [r.deferral_order for r in snapshot.tool_calls] == list(range(len(snapshot.tool_calls)))
+        assert snapshot.queued_message_count == len(self.world.queued_user_messages)
+
+    def _list_messages(self, before: int | None, limit: int | None) -> None:
+        called = AgentMessagesListed(input=ListAgentMessagesInput(before_sequence=before, limit=limit))
+        result = self.reduce_checked(self.world.load(LOAD_EVERYTHING), called)
+        self.commit([called], result, LOAD_EVERYTHING, None)
+        page = _answer(result)
+        assert isinstance(page, AgentMessagePage)
+        older = [m for m in sorted(self.world.messages.values(), key=lambda m: m.sequence) if before is None or m.sequence < before]
+        assert list(page.messages) == older[-clamp_limit(limit) :]
+        assert page.next_before_sequence == (page.messages[0].sequence if len(older) > len(page.messages) else None)
+
+    @rule(milliseconds=st.sampled_from([1, 499, 1_000, 1_501, 30_000, 61_000]))
+    def time_passes(self, milliseconds: int) -> None:
+        self.now_ms += milliseconds
+
+    def _early_timers(self) -> list[PendingStep]:
+        return [s for s in self.steps_of(StepType.AWAIT_TOOL_APPROVAL) if s.timer_due_ms is not None and s.timer_due_ms > self.now_ms]
+
+    @precondition(lambda self: bool(self._early_timers()))
+    @rule(data=st.data())
+    def a_timer_fires_early(self, data: st.DataObject) -> None:
+        """Dex's Timer may fire up to a second off; before the deadline the Step must wait again."""
+        self._await_tool_approval(data.draw(st.sampled_from(self._early_timers())), early_timer=True)
+
+    @precondition(lambda self: bool(self.steps_of(StepType.RESUME_TURN)))
+    @rule()
+    def a_stray_tool_call_result_arrives(self) -> None:
+        self.world.tool_call_results.append(ToolCallCompleted(tool_call_id="stray"))
+
+
+def _defective(defect: str, recorded: list[str]) -> ToolCallsRequested:
+    def call(tool_call_id: str) -> DeferredToolCall:
+        policy = ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)
+        return DeferredToolCall(tool_call_id=tool_call_id, tool_name="search", arguments="{}", policy=policy)
+
+    ids = {
+        "empty_run_state": ["ok-1"],
+        "no_tool_calls": [],
+        "empty_id": [""],
+        "slash_id": ["a/b"],
+        "duplicate_id": ["dup", "dup"],
+        "already_recorded": recorded[:1],
+    }[defect]
+    run_state = "" if defect == "empty_run_state" else "run-state"
+    return ToolCallsRequested(framework_run_state=run_state, tool_calls=pvector(call(i) for i in ids), usage=AgentUsage())
+
+
+SessionMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestSessionMachine = SessionMachine.TestCase
