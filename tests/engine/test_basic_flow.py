@@ -217,7 +217,7 @@ class Slow(Step[str]):
 
 
 class Parked(Step[str]):
-    def __init__(self, flow: CompletionFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def wait_for(self, context: Context, input: str) -> Wait:
@@ -356,3 +356,43 @@ def test_async_worker_and_async_client_run_a_chain(dex: DexFixture) -> None:
     finally:
         loop.close()
     assert flow.probe.values("seen") == [Seen("AsyncBegin-1", "", 1), Seen("AsyncEnd-1", "AsyncBegin-1", 1)]
+
+
+class Split(Step[str]):
+    def __init__(self, flow: CancelFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return go_to_many(StepMovement.of(Parked, "p"), StepMovement.of(Canceller, input))
+
+
+class Canceller(Step[str]):
+    """Completes gracefully while cancelling the parked sibling (Flow-wide or siblings only)."""
+
+    def __init__(self, flow: CancelFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        decision = graceful_complete(f"cancelled by {context.step_execution_id}")
+        if input == "siblings":
+            return decision.with_canceling_sibling_steps(Parked)
+        return decision.with_canceling_steps(Parked)
+
+
+class CancelFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Split(self)).other_steps(Parked(self), Canceller(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(never)
+
+
+@pytest.mark.parametrize("scope", ["flow-wide", "siblings"])
+def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex: DexFixture, scope: str) -> None:
+    flow = CancelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, scope)
+    result = harness.result(flow_id)
+    assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
+    assert flow.probe.values("parked-ran") == []
