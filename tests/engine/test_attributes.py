@@ -214,3 +214,42 @@ def test_a_failed_attempt_commits_none_of_its_writes(dex: DexFixture) -> None:
     assert flow.probe.wait("attempt", 2) == [(1, 0, ABSENT), (2, 0, ABSENT)]
     eventually(lambda: harness.client.invoke_rpc(flow.state, flow_id) == ["99", "attempt-2", "1"],
                what="only attempt 2's writes and publish committed")
+
+
+class Remember(Step[str]):
+    """``wait_for`` of the first execution stores a local; ``execute`` (and its retry) reads it back;
+    the second execution of the same Step type does not see it."""
+
+    def __init__(self, flow: LocalsFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(maximum_attempts=2))
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        if input == "first":
+            context.set_step_execution_local("note", f"noted {input}")
+        return Wait.skip_immediately()
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        value = cast(str | None, context.get_step_execution_local("note", str))
+        self.flow.probe.record("local", (context.attempt, value))
+        if context.attempt == 1:
+            raise RuntimeError("retry to read the local again")
+        if input == "first":
+            return go_to(Remember, "second")
+        return graceful_complete(ABSENT if value is None else value)
+
+
+class LocalsFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Remember(self))
+
+
+def test_step_execution_locals_live_per_step_execution(dex: DexFixture) -> None:
+    flow = LocalsFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "first")
+    assert harness.result(flow_id).single_output(str) == ABSENT
+    assert flow.probe.values("local") == [(1, "noted first"), (2, "noted first"), (1, None), (2, None)]
