@@ -289,6 +289,19 @@ class SessionMachineBase(RuleBasedStateMachine):
             assert count <= 1 or (turn_id, call_id) not in self.single_attempt_calls, f"{call_id} ran {count} times"
 
     @invariant()
+    def every_waiting_step_can_still_be_woken(self) -> None:
+        """No deadlock: each wait can still be satisfied by what the session or its users will do."""
+        open_records = sum(1 for record in self.world.tool_calls.values() if not record.status.is_final)
+        for step in self.pending:
+            if step.step_type is StepType.RESUME_TURN:
+                assert isinstance(step.movement.input, int)
+                assert step.movement.input <= len(self.world.tool_call_results) + open_records, "ResumeTurn waits forever"
+            if isinstance(step.wait, WaitForResolution):
+                pending = any(i.interrupt_id == step.wait.interrupt_id for i in self.world.pending_interrupts)
+                queued = bool(self.world.interrupt_resolutions.get(step.wait.interrupt_id))
+                assert pending or queued or step.timer_due_ms is not None, f"{step.tool_call_id} waits forever"
+
+    @invariant()
     def events_match_the_records(self) -> None:
         """One ``tool_call_finished`` per ``ToolCallCompleted``; one ``tool_call_deferred`` per call."""
         def per_call(event_type: str) -> Counter[tuple[object, object]]:

@@ -239,7 +239,7 @@ class SessionMachine(SessionMachineBase):
         assert self.record_of(tool_call_id).status is expected
 
     def _record_tool_failure(self, step: PendingStep) -> None:
-        event(f"failure route: {step.step_type.value}")
+        event(f"failure route: {step.step_type.value} for {self.record_of(step.tool_call_id).effect.value}")
         loaded = self.world.load(step.movement.options)
         invocation = self.invocation_for(step)
         error = f"{step.step_type} after attempts ran out: worker lost"
@@ -309,10 +309,14 @@ class SessionMachine(SessionMachineBase):
             self.fail_attempt(step)
 
     @precondition(lambda self: bool(self.steps_of(StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL)))
-    @rule(data=st.data())
-    def a_tool_attempt_crashes_after_running(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), attempts=st.sampled_from([1, 3]))
+    def tool_attempts_crash_after_running(self, data: st.DataObject, attempts: int) -> None:
+        """The tool ran, then the Worker died (or it raised) ``attempts`` times in a row."""
         step = data.draw(st.sampled_from(self.steps_of(StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL)))
-        self._call_tool(step, "crashes")
+        for _ in range(attempts):
+            if step not in self.pending:
+                return
+            self._call_tool(step, "crashes")
 
     # -- users, time and strays -----------------------------------------------------------------
 
@@ -337,6 +341,25 @@ class SessionMachine(SessionMachineBase):
         self.commit([called], result, LOAD_SINGLETONS, None)
         event(f"resolve_interrupt: {'pending' if pending else 'not pending'} -> {expected}")
         assert _answer(result) is expected
+
+    def _late_interrupts(self) -> list[str]:
+        return [
+            i.interrupt_id
+            for i in self.world.pending_interrupts
+            if i.deadline is not None and is_late(self.now_ms, parse_instant(i.deadline))
+        ]
+
+    @precondition(lambda self: bool(self._late_interrupts()))
+    @rule(data=st.data(), approved=st.booleans())
+    def a_user_answers_too_late(self, data: st.DataObject, approved: bool) -> None:
+        """The deadline passed but the Timer's Step has not run yet: the answer must lose."""
+        interrupt_id = data.draw(st.sampled_from(self._late_interrupts()))
+        called = ResolveInterruptCalled(
+            input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=None), now_ms=self.now_ms
+        )
+        result = self.reduce_checked(self.world.load(LOAD_SINGLETONS), called)
+        self.commit([called], result, LOAD_SINGLETONS, None)
+        assert _answer(result) is False, "a late answer won"
 
     @rule(data=st.data())
     def a_client_reads(self, data: st.DataObject) -> None:
@@ -402,5 +425,5 @@ def _defective(defect: str, recorded: list[str]) -> ToolCallsRequested:
     return ToolCallsRequested(framework_run_state=run_state, tool_calls=pvector(call(i) for i in ids), usage=AgentUsage())
 
 
-SessionMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+SessionMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None)
 TestSessionMachine = SessionMachine.TestCase
