@@ -62,6 +62,11 @@ def movement_options(name: str) -> StepOptions | None:
             return StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
         case "hour-interval":
             return StepOptions(execute_retry=RetryPolicy(initial_interval=timedelta(hours=1), maximum_attempts=3))
+        case "default-attempts":
+            return StepOptions(execute_retry=RetryPolicy(initial_interval=SECOND, maximum_interval=SECOND))
+        case "capped":
+            return StepOptions(execute_retry=RetryPolicy(
+                initial_interval=SECOND, backoff_coefficient=100.0, maximum_interval=SECOND, maximum_attempts=4))
         case "two-seconds-total":
             return StepOptions(execute_retry=RetryPolicy(
                 initial_interval=SECOND, backoff_coefficient=1.0, total_duration=timedelta(seconds=2)))
@@ -121,6 +126,18 @@ def test_execute_retries_with_exponential_backoff_on_one_step_execution(dex: Dex
     assert len({a.first_attempt_at for a in attempts}) == 1, "first_attempt_at is stable across retries"
     assert attempts[1].at - attempts[0].at >= 0.9, "initial interval 1 s"
     assert attempts[2].at - attempts[1].at >= 1.9, "second interval 1 s x coefficient 2"
+
+
+def test_maximum_interval_caps_the_backoff(dex: DexFixture) -> None:
+    _, status, attempts, output = run(dex, Plan(failures=2, retry_after_seconds=0, options="capped"))
+    assert (status, output) == (FlowStatus.COMPLETED, 3), "uncapped, the second retry would wait 100 s"
+    assert attempts[2].at - attempts[1].at >= 0.9
+
+
+def test_zero_maximum_attempts_means_the_server_default_of_no_attempt_limit(dex: DexFixture) -> None:
+    _, status, attempts, output = run(dex, Plan(failures=4, retry_after_seconds=0, options="default-attempts"))
+    assert (status, output) == (FlowStatus.COMPLETED, 5)
+    assert [a.attempt for a in attempts] == [1, 2, 3, 4, 5]
 
 
 def test_per_movement_options_replace_static_ones_and_cap_attempts(dex: DexFixture) -> None:
