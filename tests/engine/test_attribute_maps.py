@@ -5,11 +5,13 @@ loads and ``RPCInvokeOptions``; instance keys, map size and instance deletes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import cast
 
 from dex import (
     AttributeMap,
     AttributeMapNotLoadedError,
+    AttributeMatch,
     Context,
     PersistenceSchema,
     RPCInvokeOptions,
@@ -19,6 +21,7 @@ from dex import (
     StepList,
     StepMovement,
     StepOptions,
+    WaitForAttributeOptions,
     dead_end,
     go_to_many,
     rpc,
@@ -181,3 +184,6 @@ def test_rpc_loads_by_decorator_and_by_invoke_options(dex: DexFixture) -> None:
     assert harness.client.invoke_rpc(flow.put, flow_id, "new key") is True
     assert harness.client.invoke_rpc(flow.note, flow_id, "new key", options=RPCInvokeOptions(
         load_attribute_map_instances=(notes.load("new key"),))) == "rpc-new key", "RPC write committed"
+    assert harness.client.wait_for_attribute_match(
+        flow_id, notes, "new key", AttributeMatch.equal_to("rpc-new key"), WaitForAttributeOptions(
+            request_timeout=timedelta(seconds=10))) == "rpc-new key"

@@ -396,3 +396,28 @@ def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex:
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
     assert flow.probe.values("parked-ran") == []
+
+
+def test_concurrent_flows_complete_independently(dex: DexFixture) -> None:
+    flow = ChainFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_ids = {value: dex.flow_id(f"c{value}") for value in range(12)}
+    for value, flow_id in flow_ids.items():
+        harness.client.start_flow(flow, flow_id, value)
+    for value, flow_id in flow_ids.items():
+        result = harness.result(flow_id)
+        assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, 2 * value)
+    ids = [s.step_execution_id for s in flow.probe.values("seen") if isinstance(s, Seen)]
+    assert sorted(ids) == sorted(["Begin-1", "CountDown-1", "CountDown-2", "CountDown-3", "Double-1"] * 12)
+
+
+def test_a_flow_started_before_any_worker_runs_once_one_registers(dex: DexFixture) -> None:
+    flow = ChainFlow(dex.flow_type())
+    client = dex.client(flow)
+    flow_id = dex.flow_id()
+    client.start_flow(flow, flow_id, 5)
+    assert client.describe_flow(flow_id).status is FlowStatus.RUNNING
+    harness = dex.start(flow)
+    result = harness.result(flow_id)
+    assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, 10)
+    assert [s.attempt for s in flow.probe.values("seen") if isinstance(s, Seen)] == [1, 1, 1, 1, 1]
