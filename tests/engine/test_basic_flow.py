@@ -1,40 +1,25 @@
-"""Basic Flows: start input, Step chains and loops, execution ids ``<StepType>-<n>``, fan-out,
-dead ends, graceful and forced completion, forced failure, already-started and id reuse, and the
-same shapes on ``AsyncWorker`` and ``AsyncClient``."""
+"""Basic Flows: start input, Step chains and loops, execution ids ``<StepType>-<n>``, fan-out with
+``go_to_many``, many Flows at once, a Flow started before any Worker registered, and the same shapes
+on ``AsyncWorker`` and ``AsyncClient``. (Completion, dead ends and id reuse: test_flow_completion.)"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
-import pytest
 from dex import (
     AsyncClient,
     AsyncContext,
-    Channel,
     ClientOptions,
     Context,
-    FlowAlreadyStartedError,
-    FlowErrorType,
     FlowStatus,
-    IdReusePolicy,
-    LongPollTimeoutError,
-    PersistenceSchema,
-    RPCResult,
-    StartFlowOptions,
     Step,
     StepDecision,
     StepList,
     StepMovement,
-    Wait,
     WorkerTarget,
-    dead_end,
-    force_complete,
-    force_fail,
     go_to,
     go_to_many,
     graceful_complete,
-    rpc,
 )
 
 from tests.engine.conftest import DexFixture
@@ -149,170 +134,6 @@ def test_go_to_many_runs_every_movement_and_collects_every_output(dex: DexFixtur
     assert sorted(str(leaf[2]) for leaf in leaves if isinstance(leaf, tuple)) == ["a", "b", "c"]
 
 
-never = Channel("Never", str)
-
-
-class Idle(Step[str]):
-    def __init__(self, flow: OpenFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        self.flow.probe.record("idle", input)
-        return dead_end()
-
-
-class Finish(Step[str]):
-    def __init__(self, flow: OpenFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        self.flow.probe.record("finish", context.from_step_execution_id)
-        return graceful_complete(f"finished:{input}")
-
-
-class OpenFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Idle(self)).other_steps(Finish(self))
-
-    @rpc
-    def finish(self, context: Context, input: str) -> RPCResult[bool]:
-        return RPCResult(True, next_steps=(StepMovement.of(Finish, input),))
-
-
-def test_dead_end_keeps_the_flow_open_until_an_rpc_moves_it(dex: DexFixture) -> None:
-    flow = OpenFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "x")
-    flow.probe.wait("idle")
-    with pytest.raises(LongPollTimeoutError):
-        harness.client.wait_for_flow(flow_id, timeout=timedelta(seconds=1))
-    assert harness.client.describe_flow(flow_id).status is FlowStatus.RUNNING
-    assert harness.client.invoke_rpc(flow.finish, flow_id, "bye") is True
-    result = harness.result(flow_id)
-    assert result.status is FlowStatus.COMPLETED
-    assert result.single_output(str) == "finished:bye"
-    assert flow.probe.values("finish") == [""]
-
-
-class Fork(Step[str]):
-    def __init__(self, flow: CompletionFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        return go_to_many(StepMovement.of(Slow, input), StepMovement.of(Quick, input))
-
-
-class Slow(Step[str]):
-    def __init__(self, flow: CompletionFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        self.flow.probe.record("slow-started")
-        if input == "wait-on-channel":
-            return go_to(Parked, input)
-        self.flow.gate.block(context.is_cancellation_requested)
-        self.flow.probe.record("slow-done")
-        return dead_end()
-
-
-class Parked(Step[str]):
-    def __init__(self, flow: NamedFlow[str]) -> None:
-        self.flow = flow
-
-    def wait_for(self, context: Context, input: str) -> Wait:
-        return Wait.until(never.for_one())
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        self.flow.probe.record("parked-ran")
-        return dead_end()
-
-
-class Quick(Step[str]):
-    def __init__(self, flow: CompletionFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        self.flow.probe.record("quick-done")
-        if input == "fail":
-            return force_fail("quick decided to fail")
-        if input == "wait-on-channel":
-            return force_complete("forced")
-        return graceful_complete("quick")
-
-
-class CompletionFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Fork(self)).other_steps(Slow(self), Quick(self), Parked(self))
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(never)
-
-
-def test_graceful_complete_waits_for_the_other_active_steps(dex: DexFixture) -> None:
-    flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "graceful")
-    flow.probe.wait("quick-done")
-    flow.probe.wait("slow-started")
-    with pytest.raises(LongPollTimeoutError):
-        harness.client.wait_for_flow(flow_id, timeout=timedelta(seconds=1))
-    flow.gate.open()
-    result = harness.result(flow_id)
-    assert result.status is FlowStatus.COMPLETED
-    assert result.single_output(str) == "quick"
-    assert flow.probe.values("slow-done") == [None]
-
-
-def test_force_complete_closes_the_flow_despite_a_waiting_step(dex: DexFixture) -> None:
-    flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "wait-on-channel")
-    result = harness.result(flow_id)
-    assert result.status is FlowStatus.COMPLETED
-    assert result.single_output(str) == "forced"
-    assert flow.probe.values("parked-ran") == []
-
-
-def test_force_fail_fails_the_flow_with_the_reason(dex: DexFixture) -> None:
-    flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "fail")
-    result = harness.result(flow_id)
-    assert result.status is FlowStatus.FAILED
-    assert result.error_type is FlowErrorType.STEP_DECISION_FAILED
-    assert "quick decided to fail" in (result.error_message or "")
-
-
-def test_already_started_and_id_reuse_policies(dex: DexFixture) -> None:
-    flow = OpenFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    first_run = harness.client.start_flow(flow, flow_id, "one")
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, flow_id, "two")
-    harness.client.start_flow(flow, flow_id, "three", StartFlowOptions(ignore_already_started=True))
-    assert harness.client.describe_flow(flow_id).run_id == first_run
-    harness.client.invoke_rpc(flow.finish, flow_id, "done")
-    assert harness.result(flow_id).status is FlowStatus.COMPLETED
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, flow_id, "again")
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, flow_id, "again", StartFlowOptions(
-            id_reuse_policy=IdReusePolicy.ALLOW_IF_PREVIOUS_FAILED))
-    second_run = harness.client.start_flow(flow, flow_id, "again", StartFlowOptions(
-        id_reuse_policy=IdReusePolicy.ALLOW_IF_NOT_RUNNING))
-    assert second_run != first_run
-    info = harness.client.describe_flow(flow_id)
-    assert (info.run_id, info.status) == (second_run, FlowStatus.RUNNING)
-    third_run = harness.client.start_flow(flow, flow_id, "replace", StartFlowOptions(
-        id_reuse_policy=IdReusePolicy.ALLOW_TERMINATE_IF_RUNNING))
-    assert third_run not in (first_run, second_run)
-    assert harness.client.describe_flow(flow_id).run_id == third_run
-
 
 class AsyncBegin(Step[int]):
     def __init__(self, flow: AsyncChainFlow) -> None:
@@ -356,46 +177,6 @@ def test_async_worker_and_async_client_run_a_chain(dex: DexFixture) -> None:
     finally:
         loop.close()
     assert flow.probe.values("seen") == [Seen("AsyncBegin-1", "", 1), Seen("AsyncEnd-1", "AsyncBegin-1", 1)]
-
-
-class Split(Step[str]):
-    def __init__(self, flow: CancelFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        return go_to_many(StepMovement.of(Parked, "p"), StepMovement.of(Canceller, input))
-
-
-class Canceller(Step[str]):
-    """Completes gracefully while cancelling the parked sibling (Flow-wide or siblings only)."""
-
-    def __init__(self, flow: CancelFlow) -> None:
-        self.flow = flow
-
-    def execute(self, context: Context, input: str) -> StepDecision:
-        decision = graceful_complete(f"cancelled by {context.step_execution_id}")
-        if input == "siblings":
-            return decision.with_canceling_sibling_steps(Parked)
-        return decision.with_canceling_steps(Parked)
-
-
-class CancelFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Split(self)).other_steps(Parked(self), Canceller(self))
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(never)
-
-
-@pytest.mark.parametrize("scope", ["flow-wide", "siblings"])
-def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex: DexFixture, scope: str) -> None:
-    flow = CancelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, scope)
-    result = harness.result(flow_id)
-    assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
-    assert flow.probe.values("parked-ran") == []
 
 
 def test_concurrent_flows_complete_independently(dex: DexFixture) -> None:
