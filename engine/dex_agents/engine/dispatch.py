@@ -50,7 +50,10 @@ class Task:
     output_seen: bool = False
     finished: bool = False
     canceled: bool = False
-    generation: int = 0
+    timeout: float = 0.0
+    deadline: float = 0.0
+    heartbeat_timeout: float | None = None
+    heartbeat_deadline: float = 0.0
     rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
 
 
@@ -189,6 +192,12 @@ class Dispatcher:
             chosen.task = task
             task.stream = chosen
             task.delivered_at = now
+            if task.timeout:
+                wall = time.time()
+                task.deadline = wall + task.timeout
+                task.message.deadline.FromNanoseconds(int(task.deadline * 1e9))
+                if task.heartbeat_timeout is not None:
+                    task.heartbeat_deadline = wall + task.heartbeat_timeout
             chosen.send(pb.PollWorkerTaskResponse(task=task.message))
             if not idle:
                 return

@@ -4,7 +4,7 @@ Concurrency model: every state change runs under ``Engine.lock`` inside one SQLi
 after the commit, :meth:`Engine.apply` performs the effects (dispatch the next tasks, cancel
 running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
 idle worker stream directly after its decision is durable. Long polls wait on ``Engine.changed``
-(a condition over the same lock), which is notified after every commit.
+(conditions over the same lock, one per kind of change), notified only when someone waits.
 
 Locks (Attribute locks shared by Steps and RPCs) live in memory: a Step method acquires all its
 keys before it is dispatched and holds them until its result commits; a Step whose keys are held
@@ -16,11 +16,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from .dispatch import Dispatcher, Task
 from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
 from .scheduler import Scheduler
 from .store import Store
+
+
+WaitKind = Literal["closed", "state", "stream"]
+"""Long-poll wake-ups: a run closed; any committed state change; a Stream append."""
 
 
 def now_ms() -> int:
@@ -39,7 +44,8 @@ class Engine:
 
         self.store = store
         self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
+        self.changed = {kind: threading.Condition(self.lock) for kind in ("closed", "state", "stream")}
+        self._waiting = {kind: 0 for kind in self.changed}
         self.scheduler = Scheduler(self.lock)
         self.dispatcher = Dispatcher(self.scheduler.call_later)
         self.running: dict[tuple[int, str], Task] = {}
@@ -132,4 +138,24 @@ class Engine:
             self.steps.check_waits(uid)
         for uid in effects.closed:
             self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
-        self.changed.notify_all()
+        self.notify("state")
+        if effects.closed:
+            self.notify("closed")
+
+    def notify(self, kind: WaitKind) -> None:
+        """Wake long polls of ``kind`` (cheap when nobody waits)."""
+        if self._waiting[kind]:
+            self.changed[kind].notify_all()
+
+    def notify_all(self) -> None:
+        """Wake every long poll (used on shutdown)."""
+        for condition in self.changed.values():
+            condition.notify_all()
+
+    def wait_change(self, kind: WaitKind, timeout: float) -> None:
+        """Wait (lock held) until a change of ``kind`` is committed or ``timeout`` passes."""
+        self._waiting[kind] += 1
+        try:
+            self.changed[kind].wait(timeout)
+        finally:
+            self._waiting[kind] -= 1

@@ -166,7 +166,8 @@ class FlowOps:
             db.execute("UPDATE flows SET closing=1 WHERE uid=?", (flow.uid,))
         for movement in decision.next_steps:
             self.engine.steps.create(db, flow, movement, step.seid, effects)
-        self.after_step_finished(db, flow.uid, effects)
+        if flow.closing or kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
+            self.after_step_finished(db, flow.uid, effects)
 
     def _add_output(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, close: pb.CloseDecision) -> None:
         if not close.HasField("close_input"):

@@ -1,7 +1,8 @@
 """History events: what the engine records for each Step method and RPC, and the read API.
 
 Per Step method the order is: ``step_<method>_pending`` (phase STARTED, when the method is
-scheduled), then ``step_<method>_failed`` per failed attempt, then ``step_<method>_completed``.
+scheduled), then ``step_<method>_completed``, or ``step_<method>_failed`` once retries are spent
+(attempts that are retried leave no event; the completion's ``final_attempt`` counts them).
 RPCs that change state record ``rpc_execution_completed``. A run starts with
 ``flow_started_or_continued`` and ends with ``flow_closed``.
 """
@@ -19,21 +20,31 @@ from .state import record
 Method = Literal["wait_for", "execute"]
 
 
-def _context(step: StepRow, attempt: int) -> pb.StepMethodEventContext:
+def durability(config: pb.FlowConfig, options: pb.StepOptions, method: Method) -> pb.StepDurability:
+    """Effective durability: the method override, else the Flow's config, else SYNC."""
+    override = options.wait_for_durability_override if method == "wait_for" else options.execute_durability_override
+    if override != pb.STEP_DURABILITY_UNSPECIFIED:
+        return override
+    if config.HasField("step_durability") and config.step_durability != pb.STEP_DURABILITY_UNSPECIFIED:
+        return config.step_durability
+    return pb.STEP_DURABILITY_SYNC
+
+
+def _context(step: StepRow, attempt: int, config: pb.FlowConfig, method: Method) -> pb.StepMethodEventContext:
     return pb.StepMethodEventContext(
         step_execution_id=step.seid,
         from_step_execution_id=step.from_seid,
         step_type=step.step_type,
-        durability=pb.STEP_DURABILITY_SYNC,
+        durability=durability(config, step.options, method),
         final_attempt=attempt,
     )
 
 
-def method_pending(db: sqlite3.Connection, step: StepRow, method: Method) -> None:
+def method_pending(db: sqlite3.Connection, step: StepRow, method: Method, config: pb.FlowConfig) -> None:
     """A Step method was scheduled."""
     pending = pb.StepMethodPendingEvent(
         input=pb.StepMethodEventInput(step_input=step.input),
-        context=_context(step, step.attempt),
+        context=_context(step, step.attempt, config, method),
         phase=pb.PENDING_STEP_METHOD_PHASE_STARTED,
     )
     if method == "wait_for":
@@ -42,7 +53,8 @@ def method_pending(db: sqlite3.Connection, step: StepRow, method: Method) -> Non
         record(db, step.uid, pb.FlowHistoryEvent(step_execute_pending=pending))
 
 
-def method_failed(db: sqlite3.Connection, step: StepRow, method: Method, detail: str, error_type: str) -> None:
+def method_failed(db: sqlite3.Connection, step: StepRow, method: Method, detail: str, error_type: str,
+                  config: pb.FlowConfig) -> None:
     """One attempt of a Step method failed."""
     failure = pb.StepMethodFailedOutput(
         failure=pb.StepMethodFailure(
@@ -59,13 +71,14 @@ def method_failed(db: sqlite3.Connection, step: StepRow, method: Method, detail:
     event_input = pb.StepMethodEventInput(step_input=step.input)
     if method == "wait_for":
         record(db, step.uid, pb.FlowHistoryEvent(step_wait_for_failed=pb.StepWaitForFailedEvent(
-            input=event_input, output=failure, context=_context(step, step.attempt))))
+            input=event_input, output=failure, context=_context(step, step.attempt, config, method))))
     else:
         record(db, step.uid, pb.FlowHistoryEvent(step_execute_failed=pb.StepExecuteFailedEvent(
-            input=event_input, output=failure, context=_context(step, step.attempt))))
+            input=event_input, output=failure, context=_context(step, step.attempt, config, method))))
 
 
-def wait_for_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeWaitForMethodResponse) -> None:
+def wait_for_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeWaitForMethodResponse,
+                       config: pb.FlowConfig) -> None:
     """``wait_for`` returned its Wait."""
     record(db, step.uid, pb.FlowHistoryEvent(step_wait_for_completed=pb.StepWaitForCompletedEvent(
         input=pb.StepMethodEventInput(step_input=step.input),
@@ -77,11 +90,12 @@ def wait_for_completed(db: sqlite3.Connection, step: StepRow, response: pb.Invok
             upsert_step_execution_locals=response.upsert_step_exe_locals,
             delete_from_channel=response.delete_from_channel,
         ),
-        context=_context(step, step.attempt),
+        context=_context(step, step.attempt, config, "wait_for"),
     )))
 
 
-def execute_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeExecuteMethodResponse) -> None:
+def execute_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeExecuteMethodResponse,
+                      config: pb.FlowConfig) -> None:
     """``execute`` returned its decision."""
     record(db, step.uid, pb.FlowHistoryEvent(step_execute_completed=pb.StepExecuteCompletedEvent(
         input=pb.StepMethodEventInput(
@@ -95,7 +109,7 @@ def execute_completed(db: sqlite3.Connection, step: StepRow, response: pb.Invoke
             upsert_step_execution_locals=response.upsert_step_exe_locals,
             delete_from_channel=response.delete_from_channel,
         ),
-        context=_context(step, step.attempt),
+        context=_context(step, step.attempt, config, "execute"),
     )))
 
 

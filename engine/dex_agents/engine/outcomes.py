@@ -49,32 +49,35 @@ class Outcomes:
     def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
         """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
         self.engine.steps.finish_task(task)
-        effects = Effects()
         try:
-            with self.engine.store.transaction() as db:
-                current = self._current(task)
-                if current is None:
-                    return
-                flow, step = current
-                has_wait = response.HasField("waiting_condition")
-                reason = waits.validate(response.waiting_condition) if has_wait else None
-                if reason is not None:
-                    raise ValueError(reason)
-                self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
-                                   response.publish_to_channel, response.delete_from_channel, effects)
-                history.wait_for_completed(db, step, response)
-                now = int(time.time() * 1000)
-                if has_wait:
-                    self._start_wait(db, step, response.waiting_condition, now, effects)
-                else:
-                    db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                               (now, None, None, step.uid, step.seid))
-                    self._pending_execute(db, step, effects)
-        except (ValueError, ServiceError) as bad:
-            self.engine.apply(Effects())
-            self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
-            return
-        self.engine.apply(effects)
+            effects = Effects()
+            try:
+                with self.engine.store.transaction() as db:
+                    current = self._current(task)
+                    if current is None:
+                        return
+                    flow, step = current
+                    has_wait = response.HasField("waiting_condition")
+                    reason = waits.validate(response.waiting_condition) if has_wait else None
+                    if reason is not None:
+                        raise ValueError(reason)
+                    self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
+                                       response.publish_to_channel, response.delete_from_channel, effects)
+                    history.wait_for_completed(db, step, response, flow.config)
+                    now = int(time.time() * 1000)
+                    if has_wait:
+                        self._start_wait(db, step, response.waiting_condition, now, effects)
+                    else:
+                        db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
+                                   (now, None, None, step.uid, step.seid))
+                        self._pending_execute(db, step, effects)
+            except (ValueError, ServiceError) as bad:
+                self.engine.apply(Effects())
+                self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
+                return
+            self.engine.apply(effects)
+        finally:
+            self.engine.release(task.uid, f"step:{task.seid}")
 
     def _start_wait(self, db: sqlite3.Connection, step: StepRow, waiting: pb.WaitingCondition, now: int,
                     effects: Effects) -> None:
@@ -93,65 +96,78 @@ class Outcomes:
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
         self.engine.steps.finish_task(task)
-        effects = Effects()
         try:
+            effects = Effects()
+            try:
+                with self.engine.store.transaction() as db:
+                    current = self._current(task)
+                    if current is None:
+                        return
+                    flow, step = current
+                    self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
+                                       response.publish_to_channel, response.delete_from_channel, effects)
+                    history.execute_completed(db, step, response, flow.config)
+                    db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                    self.engine.flows.apply_decision(db, flow, step, response.step_decision, effects)
+            except (ValueError, ServiceError) as bad:
+                self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
+                return
+            self.engine.apply(effects)
+        finally:
+            self.engine.release(task.uid, f"step:{task.seid}")
+
+    def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
+        """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
+        self.engine.steps.finish_task(task)
+        try:
+            effects = Effects()
             with self.engine.store.transaction() as db:
                 current = self._current(task)
                 if current is None:
                     return
                 flow, step = current
-                self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
-                                   response.publish_to_channel, response.delete_from_channel, effects)
-                history.execute_completed(db, step, response)
-                db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                self.engine.flows.apply_decision(db, flow, step, response.step_decision, effects)
-        except (ValueError, ServiceError) as bad:
-            self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
-            return
-        self.engine.apply(effects)
-
-    def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
-        """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
-        self.engine.steps.finish_task(task)
-        effects = Effects()
-        with self.engine.store.transaction() as db:
-            current = self._current(task)
-            if current is None:
-                return
-            flow, step = current
-            method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
-            history.method_failed(db, step, method, detail, error_type)
-            now = time.time()
-            delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
-                                            step.first_attempt_ms / 1000, now, retry_after)
-            recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
-            if delay is not None:
-                db.execute("UPDATE steps SET attempt=attempt+1, not_before_ms=?, output_seen=0 WHERE uid=? AND seid=?",
-                           (int((now + delay) * 1000), step.uid, step.seid))
-                effects.launches.append((step.uid, step.seid))
-            elif method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
-                results = pb.ConditionResults(wait_for_failed=True)
-                db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                           (int(now * 1000), results.SerializeToString(), recovery.SerializeToString(), step.uid, step.seid))
-                self._pending_execute(db, step, effects)
-            elif (method == "execute" and step.options.execute_failure_policy
-                  == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
-                  and step.options.execute_failure_proceed_step_type):
-                db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
-                                           step_input=step.input,
-                                           step_options=step.options.execute_failure_proceed_step_options)
-                self.engine.steps.create(db, flow, movement, step.seid, effects, recovery=recovery)
-            else:
-                db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
-                                        f"{step.seid} {method} failed: {detail}", effects)
-        self.engine.apply(effects)
+                method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
+                now = time.time()
+                delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
+                                                step.first_attempt_ms / 1000, now, retry_after)
+                if (delay is not None and not retry_after
+                        and history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
+                        and step.attempt < policy.ASYNC_LOCAL_ATTEMPTS
+                        and now - step.first_attempt_ms / 1000 < policy.ASYNC_LOCAL_SECONDS):
+                    delay = 0.0
+                recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
+                if delay is None:
+                    history.method_failed(db, step, method, detail, error_type, flow.config)
+                if delay is not None:
+                    db.execute("UPDATE steps SET attempt=attempt+1, not_before_ms=?, output_seen=0 WHERE uid=? AND seid=?",
+                               (int((now + delay) * 1000), step.uid, step.seid))
+                    effects.launches.append((step.uid, step.seid))
+                elif method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
+                    results = pb.ConditionResults(wait_for_failed=True)
+                    db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
+                               (int(now * 1000), results.SerializeToString(), recovery.SerializeToString(), step.uid, step.seid))
+                    self._pending_execute(db, step, effects)
+                elif (method == "execute" and step.options.execute_failure_policy
+                      == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
+                      and step.options.execute_failure_proceed_step_type):
+                    db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                    movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
+                                               step_input=step.input,
+                                               step_options=step.options.execute_failure_proceed_step_options)
+                    self.engine.steps.create(db, flow, movement, step.seid, effects, recovery=recovery)
+                else:
+                    db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                    self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+                                            f"{step.seid} {method} failed: {detail}", effects)
+            self.engine.apply(effects)
+        finally:
+            self.engine.release(task.uid, f"step:{task.seid}")
 
     def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
         moved = self.engine.step(step.uid, step.seid)
-        assert moved is not None
-        history.method_pending(db, moved, "execute")
+        flow = self.engine.flow(step.uid)
+        assert moved is not None and flow is not None
+        history.method_pending(db, moved, "execute", flow.config)
         effects.launches.append((step.uid, step.seid))
 
     def _apply_writes(self, db: sqlite3.Connection, step: StepRow, attributes: Sequence[pb.AttributeWrite],

@@ -23,6 +23,10 @@ DEFAULT_HEARTBEAT_TIMEOUT = 60.0
 MINIMUM_HEARTBEAT_TIMEOUT = 10.0
 DEFAULT_RPC_TIMEOUT = 60.0
 DISPATCH_WAIT = 10.0
+ASYNC_LOCAL_ATTEMPTS = 3
+"""ASYNC durability: the first attempts (within ASYNC_LOCAL_SECONDS) retry at once, like Dex's
+local activity phase; later retries continue the backoff sequence."""
+ASYNC_LOCAL_SECONDS = 7.0
 
 
 def retry_policy(options: pb.StepOptions, method: Method) -> pb.RetryPolicy:

@@ -1,5 +1,5 @@
 """Read-side and long-poll requests: describe, wait for a run, search, history, waits on Step
-completion and Attribute values, Attribute reads. Long polls wait on ``Engine.changed``.
+completion and Attribute values, Attribute reads. Long polls wait on the engine's change conditions.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Queries:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.engine.stopped:
                 raise long_poll_timeout(f"flow {request.flow_id} is still running")
-            self.engine.changed.wait(remaining)
+            self.engine.wait_change("closed", remaining)
 
     def search(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
         if request.page_size < 0:
@@ -169,7 +169,7 @@ class Queries:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or self.engine.stopped:
             raise request_timeout(what) if is_request else long_poll_timeout(what)
-        self.engine.changed.wait(remaining)
+        self.engine.wait_change("state", remaining)
 
     def wait_for_attribute(self, request: pb.WaitForAttributeRequest) -> pb.WaitForAttributeResponse:
         match = request.match

@@ -25,6 +25,7 @@ from .worker_service import WorkerTaskService
 
 _LOGGER = logging.getLogger(__name__)
 MAX_THREADS = 512
+DEADLINE_CHECK_SECONDS = 0.25
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -84,11 +85,22 @@ class EngineServer:
             raise OSError(f"cannot bind {self._host}:{self._requested_port}")
         self._port = port
         engine.scheduler.start()
+        self._schedule_deadline_checks(engine)
         with engine.lock:
             recover(engine)
         server.start()
         self._engine = engine
         self._server = server
+
+    @staticmethod
+    def _schedule_deadline_checks(engine: Engine) -> None:
+        def check() -> None:
+            if engine.stopped:
+                return
+            engine.steps.check_deadlines()
+            engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
+
+        engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, end worker streams and long polls, and close the database."""
@@ -99,7 +111,7 @@ class EngineServer:
             engine.stopped = True
             for stream in list(engine.dispatcher.streams):
                 stream.close()
-            engine.changed.notify_all()
+            engine.notify_all()
         server.stop(grace).wait()
         engine.scheduler.stop()
         with engine.lock:

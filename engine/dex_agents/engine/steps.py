@@ -13,8 +13,6 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
@@ -50,7 +48,7 @@ class StepOps(Outcomes):
         ).fetchone()[0]) + 1
         seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
         seid = f"{movement.step_type}-{n}"
-        phase = "execute" if movement.step_options.skip_wait_for else "wait_for"
+        phase: policy.Method = "execute" if movement.step_options.skip_wait_for else "wait_for"
         now = int(time.time() * 1000)
         db.execute(
             "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
@@ -60,9 +58,11 @@ class StepOps(Outcomes):
              recovery.SerializeToString() if recovery is not None else None, phase, now + delay_ms,
              now + delay_ms if delay_ms else 0),
         )
-        step = self.engine.step(flow.uid, seid)
-        assert step is not None
-        history.method_pending(db, step, "execute" if phase == "execute" else "wait_for")
+        step = StepRow(uid=flow.uid, seid=seid, step_type=movement.step_type, n=n, seq=seq, input=movement.step_input,
+                       options=movement.step_options, from_seid=from_seid, recovery=recovery, phase=phase,
+                       attempt=1, first_attempt_ms=now + delay_ms, waiting=None, results=None, locals=[],
+                       heartbeat=None, output_seen=False, not_before_ms=now + delay_ms if delay_ms else 0)
+        history.method_pending(db, step, phase, flow.config)
         effects.launches.append((flow.uid, seid))
         return seid
 
@@ -91,18 +91,13 @@ class StepOps(Outcomes):
         method: policy.Method = "wait_for" if step.phase == "wait_for" else "execute"
         timeout = policy.method_timeout(step.options, method)
         message = pb.PollWorkerTask(task_id=new_task_id())
-        deadline = Timestamp()
-        deadline.FromNanoseconds(int((now + timeout) * 1e9))
-        message.deadline.CopyFrom(deadline)
         self._fill_request(message, flow, step)
         task = Task(task_id=message.task_id, kind=method, flow_type=flow.flow_type, message=message,
                     uid=uid, seid=seid, attempt=step.attempt)
+        task.timeout = timeout
+        task.heartbeat_timeout = policy.heartbeat_timeout(step.options, False)
         engine.track(task)
         engine.dispatcher.submit(task)
-        engine.scheduler.call_later(timeout, lambda: self._timed_out(task, f"{method} method timed out after {timeout:.0f}s", "dex.MethodTimeout"))
-        hb = policy.heartbeat_timeout(step.options, False)
-        if hb is not None:
-            self._arm_heartbeat(task, hb)
 
     def _fill_request(self, message: pb.PollWorkerTask, flow: FlowRow, step: StepRow) -> None:
         db = self.engine.store.db
@@ -151,12 +146,9 @@ class StepOps(Outcomes):
         if flow is None:
             return
         if heartbeat is not None:
-            task.generation += 1
-            step = engine.step(task.uid, task.seid)
-            if step is not None:
-                hb = policy.heartbeat_timeout(step.options, True)
-                if hb is not None:
-                    self._arm_heartbeat(task, hb)
+            if task.heartbeat_timeout is None:
+                task.heartbeat_timeout = policy.DEFAULT_HEARTBEAT_TIMEOUT
+            task.heartbeat_deadline = time.time() + task.heartbeat_timeout
             if first or heartbeat.HasField("value"):
                 with engine.store.transaction() as db:
                     db.execute("UPDATE steps SET output_seen=1, heartbeat=? WHERE uid=? AND seid=?",
@@ -169,14 +161,15 @@ class StepOps(Outcomes):
             engine.streams.write(flow.flow_type, write.stream_name, flow.flow_id, write.stream_capacity_bytes,
                                  write.value, f"#{task.seid}")
 
-    def _arm_heartbeat(self, task: Task, seconds: float) -> None:
-        generation = task.generation
-
-        def check() -> None:
-            if task.generation == generation:
-                self._timed_out(task, f"heartbeat timed out after {seconds:.0f}s", "dex.HeartbeatTimeout")
-
-        self.engine.scheduler.call_later(seconds, check)
+    def check_deadlines(self) -> None:
+        """Fail Step attempts past their method or heartbeat deadline (run every half second)."""
+        now = time.time()
+        for task in [t for t in self.engine.running.values() if not t.finished and not t.canceled]:
+            if task.deadline and task.stream is not None and now >= task.deadline:
+                self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
+            elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
+                self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
+                                "dex.HeartbeatTimeout")
 
     def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
         if task.finished or task.canceled or self.engine.tasks.get(task.task_id) is not task:
@@ -186,13 +179,13 @@ class StepOps(Outcomes):
         self.on_failure(task, detail, error_type, 0)
 
     def finish_task(self, task: Task) -> None:
-        """The task's outcome is decided (result, failure, loss or timeout): free its locks and slot.
+        """The task's outcome is decided (result, failure, loss or timeout): free its slot.
 
-        The worker stream stays busy until the worker sends its final frame for the task.
+        Its locks are released by the caller once the outcome is committed; the worker stream stays
+        busy until the worker sends its final frame for the task.
         """
         task.finished = True
         self.engine.untrack(task)
-        self.engine.release(task.uid, f"step:{task.seid}")
 
     def worker_lost(self, task: Task) -> None:
         """The task's stream broke: re-deliver the same attempt or fail it (see policy.DISPATCH_WAIT)."""
@@ -212,3 +205,4 @@ class StepOps(Outcomes):
             return
         self.engine.dispatcher.cancel(task)
         self.finish_task(task)
+        self.engine.release(uid, f"step:{seid}")

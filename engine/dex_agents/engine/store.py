@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS steps (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS steps_by_type ON steps (uid, step_type, n);
 CREATE INDEX IF NOT EXISTS steps_by_phase ON steps (phase);
+CREATE INDEX IF NOT EXISTS steps_by_seq ON steps (uid, seq);
 CREATE TABLE IF NOT EXISTS attributes (
     uid INTEGER NOT NULL,
     key TEXT NOT NULL,

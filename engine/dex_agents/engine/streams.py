@@ -64,7 +64,7 @@ class StreamOps:
                 db.execute("DELETE FROM streams WHERE seq=?", (row[0],))
                 used -= int(row[1])
             self._usage[key] = used
-        self.engine.changed.notify_all()
+        self.engine.notify("stream")
 
     def _message(self, row: tuple[int, bytes, str, int]) -> pb.StreamMessage:
         seq, blob, source, created_ms = row
@@ -92,7 +92,7 @@ class StreamOps:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.engine.stopped:
                 raise long_poll_timeout("no stream message before the wait expired")
-            self.engine.changed.wait(remaining)
+            self.engine.wait_change("stream", remaining)
 
     def list(self, request: pb.ListStreamMessagesRequest) -> pb.ListStreamMessagesResponse:
         """One newest-first page before the page token."""
