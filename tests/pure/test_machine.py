@@ -64,7 +64,7 @@ from tests.pure.session_machine import (
     PendingStep,
     SessionMachineBase,
 )
-from tests.pure.strategies import build_user_message, model_messages, small_usages, tool_call_drafts, user_texts
+from tests.pure.session_strategies import build_user_message, model_messages, small_usages, tool_call_drafts, user_texts
 
 RUNNER_DEFECTS = ["empty_run_state", "no_tool_calls", "empty_id", "slash_id", "duplicate_id", "already_recorded"]
 
