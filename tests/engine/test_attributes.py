@@ -253,3 +253,44 @@ def test_step_execution_locals_live_per_step_execution(dex: DexFixture) -> None:
     harness.client.start_flow(flow, flow_id, "first")
     assert harness.result(flow_id).single_output(str) == ABSENT
     assert flow.probe.values("local") == [(1, "noted first"), (2, "noted first"), (1, None), (2, None)]
+
+
+big_text = Attribute("BigText", str)
+
+
+class Bulky(Step[str]):
+    """Takes a large input, stores a larger Attribute, and echoes a large output."""
+
+    def __init__(self, flow: BulkyFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        big_text.set(context, input * 4)
+        return graceful_complete(input[::-1])
+
+
+class BulkyFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Bulky(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(big_text)
+
+    @rpc
+    def read_big(self, context: Context) -> RPCResult[str]:
+        return RPCResult(text_of(context))
+
+
+def text_of(context: Context) -> str:
+    value = cast(str | None, big_text.get(context))
+    return ABSENT if value is None else value
+
+
+def test_large_and_unicode_values_round_trip(dex: DexFixture) -> None:
+    flow = BulkyFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id("unicode") + "-ключ-é"
+    chunk = "Dex ✓ ключ é 😀 " * 3000
+    harness.client.start_flow(flow, flow_id, chunk)
+    assert harness.result(flow_id).single_output(str) == chunk[::-1]
+    assert harness.client.invoke_rpc(flow.read_big, flow_id) == chunk * 4

@@ -240,3 +240,19 @@ def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex:
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
     assert flow.probe.values("parked-ran") == []
+
+
+def test_allow_if_previous_failed_reuses_only_after_a_failure(dex: DexFixture) -> None:
+    flow = CompletionFlow(dex.flow_type())
+    harness = dex.start(flow)
+    failed_id, completed_id = dex.flow_id("failed"), dex.flow_id("completed")
+    reuse = StartFlowOptions(id_reuse_policy=IdReusePolicy.ALLOW_IF_PREVIOUS_FAILED)
+    harness.client.start_flow(flow, failed_id, "fail")
+    assert harness.result(failed_id).status is FlowStatus.FAILED
+    harness.client.start_flow(flow, completed_id, "wait-on-channel")
+    assert harness.result(completed_id).status is FlowStatus.COMPLETED
+    with pytest.raises(FlowAlreadyStartedError):
+        harness.client.start_flow(flow, completed_id, "fail", reuse)
+    harness.client.start_flow(flow, failed_id, "wait-on-channel", reuse)
+    result = harness.result(failed_id)
+    assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "forced")
