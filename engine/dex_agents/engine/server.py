@@ -24,7 +24,7 @@ from .store import Store
 from .worker_service import WorkerTaskService
 
 _LOGGER = logging.getLogger(__name__)
-MAX_THREADS = 512
+MAX_THREADS = 1024
 DEADLINE_CHECK_SECONDS = 0.25
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
@@ -51,6 +51,7 @@ class EngineServer:
         self._port = 0
         self._server: grpc.Server | None = None
         self._engine: Engine | None = None
+        self._worker_service: WorkerTaskService | None = None
 
     @property
     def port(self) -> int:
@@ -78,7 +79,8 @@ class EngineServer:
                              interceptors=list(self._interceptors), options=_OPTIONS,
                              maximum_concurrent_rpcs=None)
         dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine), server)  # type: ignore[no-untyped-call]
-        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(WorkerTaskService(engine), server)  # type: ignore[no-untyped-call]
+        self._worker_service = WorkerTaskService(engine)
+        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(self._worker_service, server)  # type: ignore[no-untyped-call]
         port = server.add_insecure_port(f"{self._host}:{self._requested_port}")
         if port == 0:
             engine.store.close()
@@ -113,6 +115,8 @@ class EngineServer:
                 stream.close()
             engine.notify_all()
         server.stop(grace).wait()
+        if self._worker_service is not None:
+            self._worker_service.close()
         engine.scheduler.stop()
         with engine.lock:
             engine.store.close()

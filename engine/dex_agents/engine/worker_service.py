@@ -9,8 +9,8 @@ ends for any reason the engine learns it at once (a running task is re-delivered
 from __future__ import annotations
 
 import logging
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 _LOGGER = logging.getLogger(__name__)
 UNKNOWN_NAME_BACKOFF_SECONDS = 1.0
+MAX_STREAMS = 1024
+"""Concurrent worker streams served (one reader thread each, pooled)."""
 
 
 class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
@@ -34,6 +36,11 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._readers = ThreadPoolExecutor(max_workers=MAX_STREAMS, thread_name_prefix="dex-engine-stream")
+
+    def close(self) -> None:
+        """Stop the reader pool (streams end when the server stops)."""
+        self._readers.shutdown(wait=False, cancel_futures=True)
 
     def PollWorkerTask(  # noqa: N802 - gRPC method name
         self, request_iterator: Iterator[pb.PollWorkerTaskRequest], context: grpc.ServicerContext
@@ -54,9 +61,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if self.engine.stopped:
                 return
             self.engine.dispatcher.register(stream)
-        reader = threading.Thread(target=self._read, args=(request_iterator, stream), daemon=True,
-                                  name=f"dex-engine-stream-{register.queue}")
-        reader.start()
+        self._readers.submit(self._read, request_iterator, stream)
         while True:
             response = stream.outbox.get()
             if response is None:
