@@ -70,6 +70,10 @@ class Hold(Step[str]):
         return Wait.until(go.for_one())
 
     def execute(self, context: Context, input: str) -> StepDecision:
+        try:
+            self.flow.probe.record("hold-pending", [str(m.value) for m in data.pending_messages(context)])
+        except ChannelMessagesNotLoadedError:
+            self.flow.probe.record("hold-pending", NOT_LOADED)
         return go_to(Consume, input)
 
 
@@ -78,7 +82,7 @@ class Consume(Step[str]):
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
-        return StepOptions(execute_retry=RetryPolicy(initial_interval=None, maximum_attempts=3))
+        return StepOptions(execute_retry=RetryPolicy(maximum_attempts=3), execute_load_channels=(data,))
 
     def wait_for(self, context: Context, input: str) -> Wait:
         return wait_for_mode(input.removesuffix("-retry"))
@@ -87,6 +91,7 @@ class Consume(Step[str]):
         got: list[object] = list(inbox.results(context, "b")) if input.startswith("inbox") else list(
             data.results(context))
         self.flow.probe.record("consumed", (context.attempt, got))
+        self.flow.probe.record("pending-after", [m.value for m in data.pending_messages(context)])
         if input.endswith("-retry") and context.attempt == 1:
             raise RuntimeError("fail once after the wait consumed")
         return dead_end()
@@ -199,6 +204,9 @@ def test_channel_conditions_consume_exactly_what_they_promise(dex: DexFixture, c
     assert harness.client.invoke_rpc(flow.publish, flow_id, case.queued) == len(case.queued)
     harness.client.invoke_rpc(flow.release, flow_id)
     assert flow.probe.wait("consumed") == [(1, case.consumed)]
+    assert flow.probe.wait("hold-pending") == [NOT_LOADED], "a Step without execute_load_channels"
+    assert flow.probe.wait("pending-after") == [case.queued[len(case.consumed):]], (
+        "execute's snapshot is taken after its wait consumed")
     eventually(lambda: harness.client.invoke_rpc(flow.size, flow_id) == case.left,
                what=f"{case.left} message(s) left queued")
 
