@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hypothesis.stateful import RuleBasedStateMachine, invariant
+from hypothesis.stateful import RuleBasedStateMachine
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
@@ -35,14 +35,13 @@ from dex_agents.pure.effects import (
 from dex_agents.pure.keys import message_sequence_key
 from dex_agents.pure.persistence import MapName, StepType
 from dex_agents.pure.reducers import ApprovalWait, SkipWait, WaitForResolution, approval_wait, reduce
-from dex_agents.pure.replay import replay
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import Invocation, SessionInput
 from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
 from dex_agents.pure.transition import Transition
 from dex_agents.pure.usage import add_agent_usage
 from dex_agents.pure.values import AgentStatus, AgentToolCall, AgentUsage, ToolEffect
-from tests.pure.golden_values import SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
 from tests.pure.session_world import SessionWorld
 
 FLOW_ID = "session-machine"

@@ -30,15 +30,8 @@ from dex_agents.pure.step_inputs import (
     ToolStepStarted,
 )
 from dex_agents.pure.transition import Transition
-from tests.pure.session_strategies import (
-    call_ids,
-    hostile_session_states,
-    reachable_sessions,
-    session_configs,
-    session_inputs_any,
-    session_states,
-    times_ms,
-)
+from tests.pure.session_strategies import call_ids, session_configs, session_inputs_any, times_ms
+from tests.pure.state_strategies import hostile_session_states, reachable_sessions, session_states
 
 TOTALITY_SETTINGS = settings(max_examples=200)
 RPC_CALLS = (SendUserMessageCalled, ResolveInterruptCalled, AgentSnapshotRequested, AgentMessagesListed)

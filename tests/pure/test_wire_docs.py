@@ -12,7 +12,8 @@ import pytest
 
 from dex_agents.pure import persistence
 from dex_agents.pure.values import AgentStatus, MessageRole, ToolCallStatus, ToolEffect
-from tests.pure.golden_values import GOLDEN_CASES, SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_values import GOLDEN_CASES
 
 WIRE_DOC = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text(encoding="utf-8")
 RECORDS = sorted({type(case.value) for case in GOLDEN_CASES if dataclasses.is_dataclass(case.value)}, key=lambda r: r.__name__)

@@ -1,16 +1,13 @@
-"""Named error paths of the wire codec: every kind of bad input gives a ``WireError`` with the JSON path,
-what was expected and what was found; bad values and unsupported record types fail loudly on encode."""
+"""Named decode error paths of the wire codec: every kind of bad input gives a ``WireError`` with the JSON
+path, what was expected and what was found, and never an exception."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 from pyrsistent import pmap, pvector
-from pyrsistent.typing import PMap, PVector
 from returns.result import Success
 
-from dex_agents.pure.json_value import JsonObject, JsonValue
+from dex_agents.pure.json_value import JsonValue
 from dex_agents.pure.rpc_values import AgentSnapshot, ListAgentMessagesInput
 from dex_agents.pure.values import (
     AgentEvent,
@@ -18,14 +15,12 @@ from dex_agents.pure.values import (
     AgentSessionStartInput,
     AgentUsage,
     AgentUserMessage,
-    MessageRole,
     ToolCallCompleted,
     ToolEffect,
 )
 from dex_agents.pure.wire import (
     INT64_MAX,
     JSON_VALUE_TYPE,
-    WireEncodeError,
     WireError,
     decode,
     decode_as,
@@ -34,32 +29,8 @@ from dex_agents.pure.wire import (
     from_json_data,
     record_type,
 )
-from dex_agents.pure.wire_schema import (
-    BoolNode,
-    EnumNode,
-    FloatNode,
-    IntNode,
-    JsonObjectNode,
-    JsonValueNode,
-    MapNode,
-    OptionalNode,
-    RecordNode,
-    StrNode,
-    VectorNode,
-    WireNode,
-    describe_node,
-)
 from tests.pure.golden_values import GOLDEN_DIRECTORY
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Measurement:
-    """A test-only record covering the field types no session record uses (float, PMap[str, X])."""
-
-    ratio: float
-    labels: PMap[str, int]
-    effects: PVector[ToolEffect]
-    extra: JsonValue = None
+from tests.pure.wire_test_records import Measurement, Percentage
 
 
 def _error(text: str, record: type[object]) -> WireError:
@@ -210,108 +181,10 @@ def test_data_of_a_python_type_json_never_produces_is_refused() -> None:
     assert from_json_data((1, 2), JSON_VALUE_TYPE).failure().got == "Python tuple"
 
 
-# Encoding: a value that breaks its own declared type is a programmer error and raises, naming the path.
-
-
-def test_encoding_a_wrongly_typed_field_raises_with_the_path() -> None:
-    with pytest.raises(WireEncodeError, match=r"cannot encode AgentUsage: at \$\.requests: expected int, got string \"3\""):
-        encode(AgentUsage(requests="3"))  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        (Measurement(ratio=float("nan"), labels=pmap(), effects=pvector()), r"at \$\.ratio: expected finite number"),
-        (Measurement(ratio=1.0, labels=pmap({"a": 2**63}), effects=pvector()), r'at \$\.labels\["a"\]: expected integer \(int64\)'),
-        # The type: ignore comments below mark values that break their declared types on purpose.
-        (Measurement(ratio=1.0, labels=pmap({1: 1}), effects=pvector()), r"at \$\.labels: expected object keys that are strings"),  # type: ignore[arg-type]
-        (Measurement(ratio=1.0, labels=pmap(), effects=[ToolEffect.READ]), r"at \$\.effects: expected PVector, got Python list"),  # type: ignore[arg-type]
-        (Measurement(ratio=1.0, labels=pmap(), effects=pvector(["read"])), r"at \$\.effects\[0\]: expected ToolEffect member"),  # type: ignore[list-item]
-        (Measurement(ratio=1.0, labels=pmap(), effects=pvector(), extra={"a": 1}), r"at \$\.extra: expected a JsonValue"),  # type: ignore[arg-type]
-        (Measurement(ratio=True, labels=pmap(), effects=pvector()), r"at \$\.ratio: expected float, got boolean true"),
-    ],
-)
-def test_encoding_invalid_values_raises_with_the_path(value: Measurement, message: str) -> None:
-    with pytest.raises(WireEncodeError, match=message):
-        encode(value)
-
-
-def test_encoding_a_record_in_place_of_another_raises() -> None:
-    event_type = record_type(AgentEvent)
-    wrong: object = AgentUsage()
-    with pytest.raises(WireEncodeError, match=r"at \$: expected AgentEvent instance, got Python AgentUsage"):
-        encode_as(wrong, event_type)  # type: ignore[misc]
-
-
-def test_str_subclasses_encode_as_plain_strings() -> None:
-    payload: JsonObject = pmap({"effect": ToolEffect.READ})
-    event = AgentEvent(type=ToolEffect.READ, turn_id=None, attempt=1, step_execution_id="s", payload=payload)
-    assert encode(event) == '{"attempt":1,"payload":{"effect":"read"},"step_execution_id":"s","turn_id":null,"type":"read"}'
-    assert decode(encode(event), AgentEvent) == Success(event)
-
-
-# Unsupported record types are refused when their schema is read, naming the field.
-
-
-@dataclass(frozen=True)
-class WithList:
-    items: list[int]
-
-
-@dataclass(frozen=True)
-class WithUnion:
-    choice: AgentUsage | ToolCallCompleted
-
-
-@dataclass(frozen=True)
-class WithIntKeys:
-    table: PMap[int, str]
-
-
-class NotARecord:
-    pass
-
-
-@pytest.mark.parametrize(
-    ("record", "message"),
-    [
-        (WithList, r"WithList\.items: unsupported wire type list\[int\]"),
-        (WithUnion, r"WithUnion\.choice: only 'X \| None' unions are supported"),
-        (WithIntKeys, r"WithIntKeys\.table: map keys must be str"),
-        (NotARecord, r"NotARecord is not a dataclass record"),
-    ],
-)
-def test_unsupported_record_types_are_refused_with_the_field_named(record: type[object], message: str) -> None:
-    with pytest.raises(TypeError, match=message):
-        record_type(record)
-
-
-def test_encode_refuses_a_non_record() -> None:
-    with pytest.raises(TypeError, match="str is not a dataclass record"):
-        encode("text")
-
-
 def test_decoding_json_values_keeps_integers_and_floats_apart() -> None:
     assert decode_as("[1,1.0,-0.0,1e2]", JSON_VALUE_TYPE) == Success(pvector([1, 1.0, -0.0, 100.0]))
     numbers: JsonValue = pvector([1, 1.0, 100.0])
     assert encode_as(numbers, JSON_VALUE_TYPE) == "[1,1.0,100.0]"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Percentage:
-    """A test-only record whose constructor validates its value."""
-
-    value: int
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.value <= 100:
-            raise ValueError(f"percentage out of range: {self.value}")
-
-
-@dataclass(frozen=True)
-class WithDerivedField:
-    base: int
-    derived: int = field(init=False, default=0)
 
 
 def test_a_value_the_record_constructor_refuses_is_an_error_at_that_record() -> None:
@@ -321,11 +194,6 @@ def test_a_value_the_record_constructor_refuses_is_an_error_at_that_record() -> 
         "a valid Percentage",
         "a value its constructor refused: percentage out of range: 140",
     )
-
-
-def test_fields_outside_init_are_refused() -> None:
-    with pytest.raises(TypeError, match=r"WithDerivedField\.derived: fields outside __init__ are not supported"):
-        record_type(WithDerivedField)
 
 
 def test_deeply_nested_python_data_is_an_error_not_a_crash() -> None:
@@ -343,34 +211,3 @@ def test_non_string_keys_in_python_data_are_refused() -> None:
 def test_a_wire_error_prints_as_its_message() -> None:
     error = _error('{"text":{"a":1}}', AgentUserMessage)
     assert str(error) == error.message == "cannot decode AgentUserMessage: at $.text: expected string, got object with 1 keys"
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        (AgentUserMessage(text=5), r"at \$\.text: expected str, got integer 5"),  # type: ignore[arg-type]
-        (AgentInterruptResolution(interrupt_id="i", approved="yes", rejection_message=None), r"at \$\.approved: expected bool"),  # type: ignore[arg-type]
-        (Measurement(ratio=1.0, labels={"a": 1}, effects=pvector()), r"at \$\.labels: expected PMap with str keys, got Python dict"),  # type: ignore[arg-type]
-        (AgentEvent(type="t", turn_id=None, attempt=1, step_execution_id="s", payload={}), r"at \$\.payload: expected PMap with str keys"),  # type: ignore[arg-type]
-    ],
-)
-def test_encoding_python_values_of_the_wrong_kind_raises(value: object, message: str) -> None:
-    with pytest.raises(WireEncodeError, match=message):
-        encode(value)
-
-
-@pytest.mark.parametrize(
-    ("node", "description"),
-    [
-        (StrNode(), "string"),
-        (IntNode(), "integer (int64)"),
-        (FloatNode(), "number"),
-        (BoolNode(), "boolean"),
-        (EnumNode(MessageRole), 'MessageRole (one of "user", "assistant", "tool")'),
-        (OptionalNode(VectorNode(RecordNode(AgentUsage))), "null or array of AgentUsage object"),
-        (MapNode(JsonValueNode()), "object of any JSON value"),
-        (JsonObjectNode(), "JSON object"),
-    ],
-)
-def test_node_descriptions(node: WireNode, description: str) -> None:
-    assert describe_node(node) == description

@@ -21,7 +21,8 @@ from dex_agents.pure import rpc_values, runner_values, values
 from dex_agents.pure.json_value import JsonValue
 from dex_agents.pure.values import AgentEvent
 from dex_agents.pure.wire import canonical_json, decode
-from tests.pure.golden_values import EVENTS, GOLDEN_CASES, GOLDEN_DIRECTORY, SPEC_EVENT_PAYLOAD_KEYS, GoldenCase
+from tests.pure.golden_fixtures import EVENTS, SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_values import GOLDEN_CASES, GOLDEN_DIRECTORY, GoldenCase
 
 CASE_IDS = [case.stem for case in GOLDEN_CASES]
 
