@@ -20,6 +20,7 @@ from dex import (
     StepList,
     StepMovement,
     StepOptions,
+    Wait,
     dead_end,
     go_to_many,
     rpc,
@@ -37,6 +38,8 @@ class Fan(Step[list[str]]):
         self.flow = flow
 
     def execute(self, context: Context, input: list[str]) -> StepDecision:
+        if input == ["wait-lock"]:
+            return go_to_many(StepMovement.of(WaitHolder, "w"))
         return go_to_many(*[StepMovement.of(Holder, name) for name in input])
 
 
@@ -59,9 +62,29 @@ class Holder(Step[str]):
         return dead_end()
 
 
+class WaitHolder(Step[str]):
+    """Holds the Counter lock during ``wait_for`` (gated), not during ``execute``."""
+
+    def __init__(self, flow: LockFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(wait_for_lock_attributes=(counter.lock(),))
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        self.flow.probe.record("wait-holding")
+        self.flow.gate.block(context.is_cancellation_requested)
+        return Wait.skip_immediately()
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        self.flow.probe.record("executing")
+        self.flow.gate.block(context.is_cancellation_requested)
+        return dead_end()
+
+
 class LockFlow(NamedFlow[list[str]]):
     def get_steps(self) -> StepList[list[str]]:
-        return StepList.start_step(Fan(self)).other_steps(Holder(self))
+        return StepList.start_step(Fan(self)).other_steps(Holder(self), WaitHolder(self))
 
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(counter, slots)
@@ -139,3 +162,16 @@ def test_a_step_needing_a_held_lock_runs_after_the_holder_commits(dex: DexFixtur
     assert holders[1] == ("two" if first[0] == "one" else "one", 1), "the second holder saw the first's write"
     assert flow.probe.wait("releasing", 2) == [first[0], "two" if first[0] == "one" else "one"]
     eventually(lambda: harness.client.invoke_rpc(flow.peek, flow_id) == 2, what="both increments committed")
+
+
+def test_wait_for_locks_are_held_only_during_wait_for(dex: DexFixture) -> None:
+    flow = LockFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, ["wait-lock"])
+    flow.probe.wait("wait-holding")
+    with pytest.raises(RpcLockConflictError):
+        harness.client.invoke_rpc(flow.locked_bump, flow_id)
+    flow.gate.open()
+    flow.probe.wait("executing")
+    assert eventually(lambda: _bump_or_none(flow, harness.client, flow_id), what="the lock after wait_for") == 100
