@@ -44,6 +44,10 @@ def wait_for_mode(mode: str) -> Wait:
             return Wait.until(Timer.by_duration(timedelta(0)))
         case "long-id":
             return Wait.until(Timer.by_duration(timedelta(hours=1), condition_id="long"))
+        case "two-timers":
+            return Wait.any_of(Timer.by_duration(timedelta(hours=1)), Timer.by_duration(timedelta(hours=2)))
+        case "channel-and-1s":
+            return Wait.all_of(nudge.for_one(), Timer.by_duration(timedelta(seconds=1)))
         case "long-index":
             return Wait.any_of(nudge.for_one(), Timer.by_duration(timedelta(hours=1)))
         case _:
@@ -61,6 +65,8 @@ class Sleep(Step[str]):
     def execute(self, context: Context, input: str) -> StepDecision:
         self.flow.probe.record("fired", (context.has_timer_fired(), context.has_timer_fired(0),
                                          time.monotonic()))
+        self.flow.probe.record("second-timer", context.has_timer_fired(1))
+        self.flow.probe.record("nudges", list(nudge.results(context)))
         if input == "long-id":
             return go_to(Sleep, "long-index")
         return graceful_complete(context.step_execution_id)
@@ -167,3 +173,29 @@ def test_async_worker_timer_is_skippable(dex: DexFixture) -> None:
                                                   TimerId.by_condition_id("nap")),
                 what="skip the armed Timer", retry_on=(DexServiceError,))
     assert harness.result(flow_id).single_output(bool) is True
+
+
+def test_skip_timer_by_index_selects_among_several_timers(dex: DexFixture) -> None:
+    flow = TimerFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "two-timers")
+    retry_until(lambda: harness.client.skip_timer(flow_id, StepExecutionId("Sleep", 1), TimerId.by_condition_index(1)),
+                what="skip the second Timer of Sleep-1", retry_on=(DexServiceError,))
+    assert harness.result(flow_id).single_output(str) == "Sleep-1"
+    assert [f[:2] for f in flow.probe.values("fired") if isinstance(f, tuple)] == [(True, False)]
+    assert flow.probe.values("second-timer") == [True]
+
+
+def test_all_of_a_channel_and_a_timer_waits_for_the_timer_too(dex: DexFixture) -> None:
+    flow = TimerFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "channel-and-1s")
+    assert harness.client.invoke_rpc(flow.poke, flow_id) is True
+    assert harness.result(flow_id).single_output(str) == "Sleep-1"
+    (waiting,) = flow.probe.values("waiting")
+    (fired,) = flow.probe.values("fired")
+    assert isinstance(waiting, float) and isinstance(fired, tuple)
+    assert fired[:2] == (True, True) and fired[2] - waiting >= 0.9
+    assert flow.probe.values("nudges") == [["poke"]]
