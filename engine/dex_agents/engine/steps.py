@@ -9,6 +9,7 @@ are handled in :mod:`outcomes`.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from typing import TYPE_CHECKING
@@ -17,11 +18,14 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
 from .dispatch import Task, new_task_id
+from .errors import ServiceError
 from .outcomes import Outcomes
 from .rows import Effects, FlowRow, StepRow
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+_LOGGER = logging.getLogger(__name__)
 
 
 class StepOps(Outcomes):
@@ -149,17 +153,19 @@ class StepOps(Outcomes):
             if task.heartbeat_timeout is None:
                 task.heartbeat_timeout = policy.DEFAULT_HEARTBEAT_TIMEOUT
             task.heartbeat_deadline = time.time() + task.heartbeat_timeout
-            if first or heartbeat.HasField("value"):
-                with engine.store.transaction() as db:
-                    db.execute("UPDATE steps SET output_seen=1, heartbeat=? WHERE uid=? AND seid=?",
-                               (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
-                                task.uid, task.seid))
+            with engine.store.transaction() as db:
+                db.execute("UPDATE steps SET output_seen=1, heartbeat=? WHERE uid=? AND seid=?",
+                           (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
+                            task.uid, task.seid))
         if write is not None:
-            if first:
-                with engine.store.transaction() as db:
+            with engine.store.transaction() as db:
+                if first:
                     db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
-            engine.streams.write(flow.flow_type, write.stream_name, flow.flow_id, write.stream_capacity_bytes,
-                                 write.value, f"#{task.seid}")
+                try:
+                    engine.streams.write(flow.flow_type, write.stream_name, flow.flow_id,
+                                         write.stream_capacity_bytes, write.value, f"#{task.seid}")
+                except ServiceError:
+                    _LOGGER.warning("dropped an invalid Stream write from %s", task.seid)
 
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every half second)."""

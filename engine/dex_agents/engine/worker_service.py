@@ -72,7 +72,10 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         try:
             for request in requests:
                 with self.engine.lock:
-                    self._on_request(stream, request)
+                    try:
+                        self._on_request(stream, request)
+                    except Exception:
+                        _LOGGER.exception("worker frame could not be applied; the frame is dropped")
         except grpc.RpcError:
             pass
         except Exception:
