@@ -114,7 +114,7 @@ class Harness:
 
 
 def read_history(address: str, flow_id: str, credential: Credential | None = None,
-                 run_id: str = "") -> list[pb.FlowHistoryEvent]:
+                 run_id: str = "", page_size: int = 0) -> list[pb.FlowHistoryEvent]:
     """Page through ``GetHistoryEvents`` and return every event in server order."""
     import grpc
 
@@ -129,7 +129,8 @@ def read_history(address: str, flow_id: str, credential: Credential | None = Non
         token_bytes = b""
         while True:
             response = cast(pb.GetHistoryEventsResponse, stub.GetHistoryEvents(
-                pb.GetHistoryEventsRequest(flow_id=flow_id, run_id=run_id, next_page_token=token_bytes),
+                pb.GetHistoryEventsRequest(flow_id=flow_id, run_id=run_id, next_page_token=token_bytes,
+                                           estimate_page_size=page_size),
                 metadata=metadata, timeout=WAIT_SECONDS))
             events.extend(response.events)
             if not response.next_page_token:

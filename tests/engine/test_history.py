@@ -25,7 +25,7 @@ from dex import (
 from dex.dexpb import dex_pb2 as pb
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, eventually
+from tests.engine.harness import NamedFlow, eventually, read_history
 
 reply = Channel("Reply", str)
 replies = Attribute("Replies", int)
@@ -164,3 +164,30 @@ def test_pending_method_events_precede_their_completion(dex: DexFixture) -> None
             completed_at[(method, found[1])] = position
     for key, position in pending_at.items():
         assert key in completed_at and position < completed_at[key], key
+
+
+class Loop(Step[int]):
+    def __init__(self, flow: LoopFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to(Loop, input - 1) if input > 0 else graceful_complete(context.step_execution_id)
+
+
+class LoopFlow(NamedFlow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Loop(self))
+
+
+def test_history_pages_cover_a_long_run_exactly_once(dex: DexFixture) -> None:
+    flow = LoopFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, 59)
+    assert harness.result(flow_id).single_output(str) == "Loop-60"
+    whole = harness.history(flow_id)
+    paged = read_history(harness.address, flow_id, harness.credential, page_size=7)
+    assert [e.event_id for e in paged] == [e.event_id for e in whole]
+    assert [e.SerializeToString() for e in paged] == [e.SerializeToString() for e in whole]
+    completed = [s for s in map(shape, whole) if s is not None]
+    assert completed == [("step_execute_completed", f"Loop-{n}") for n in range(1, 61)]
