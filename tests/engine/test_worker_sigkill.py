@@ -1,6 +1,7 @@
 """Worker loss: a pull Worker process is SIGKILLed while its handler runs. A task that sent no
 output frame is re-delivered to the next Worker with the same attempt number; a task that had
-sent an output frame (a heartbeat) counts as a failed attempt and is retried by policy."""
+sent an output frame (a heartbeat) counts as a failed attempt and is retried by policy. Two Workers
+may serve one Flow type, and one may leave (graceful stop) while the other finishes the work."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dex import FlowStatus
 from tests.engine.conftest import DexFixture
 from tests.engine.harness import FLOW_WAIT, eventually
 from tests.engine.kill_flow import RELEASE, KillFlow, logged_attempts, reached_marker
+from tests.engine.test_basic_flow import ChainFlow
 
 
 @pytest.mark.parametrize(("mode", "second_attempt"), [("silent", 1), ("frame", 2)],
@@ -33,3 +35,16 @@ def test_worker_sigkill_during_a_task(dex: DexFixture, tmp_path: Path, mode: str
     assert result.status is FlowStatus.COMPLETED
     assert result.single_output(int) == second_attempt
     assert logged_attempts(gate_dir) == [(1, first.pid), (second_attempt, second.pid)]
+
+
+def test_two_workers_share_a_flow_type_and_one_can_leave(dex: DexFixture) -> None:
+    flow = ChainFlow(dex.flow_type())
+    leaving = dex.start(flow)
+    staying = dex.start(flow, async_worker=True)
+    flow_ids = [dex.flow_id(f"w{n}") for n in range(8)]
+    for n, flow_id in enumerate(flow_ids):
+        staying.client.start_flow(flow, flow_id, n)
+    leaving.stop_worker()
+    for n, flow_id in enumerate(flow_ids):
+        result = staying.result(flow_id)
+        assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, 2 * n)
