@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -89,3 +90,25 @@ def test_unusable_token_file_fails_in_process_start(tmp_path: Path) -> None:
     with pytest.raises(TokenFileError, match="does not exist"):
         with start_engine(token_file=tmp_path / "absent"):
             pass
+
+
+def test_async_client_file_credential_is_served_and_none_refused(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("async-token", encoding="utf-8")
+    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+
+    async def probe(address: str, credential: dex.Credential | None) -> bool:
+        client = dex.AsyncClient(
+            dex.Registry([]), cache, dex.ClientOptions(server_address=address, credential=credential)
+        )
+        try:
+            return await client.health_check()
+        finally:
+            await client.close()
+
+    with start_engine(token_file=token) as engine:
+        assert asyncio.run(probe(engine.address, dex.FileCredential(token)))
+        with pytest.raises(dex.DexServiceError) as raised:
+            asyncio.run(probe(engine.address, None))
+    cache.close()
+    assert raised.value.code == grpc.StatusCode.UNAUTHENTICATED
