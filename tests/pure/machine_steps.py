@@ -7,10 +7,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 from pyrsistent import pvector
 
-from dex_agents.pure.deadlines import is_late, parse_instant
+from dex_agents.pure.deadlines import format_instant, is_late, parse_instant
 from dex_agents.pure.effects import ExecuteDeferredToolCall
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.reducers import SkipWait, WaitForResolution, turn_failure_note
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.step_inputs import (
@@ -29,10 +28,11 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     WaitSkipped,
 )
-from dex_agents.pure.values import ToolCallStatus, ToolEffect
+from dex_agents.pure.values import MessageRole, ToolCallStatus
 from tests.pure.machine_invariants import SessionInvariants
-from tests.pure.session_machine import SINGLE_ATTEMPT_EFFECTS, PendingStep
+from tests.pure.session_machine import FLOW_ID, SINGLE_ATTEMPT_EFFECTS, PendingStep
 from tests.pure.session_strategies import build_user_message, model_messages, small_usages, tool_call_drafts
+from tests.pure.spec_tables import EXHAUSTED_STATUS_BY_EFFECT, TOOL_STEP_BY_EFFECT
 
 
 class SessionSteps(SessionInvariants):
@@ -97,10 +97,19 @@ class SessionSteps(SessionInvariants):
             assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
             return
         expected = [
-            (StepType.AWAIT_TOOL_APPROVAL if call.policy.requires_approval else StepType(tool_step_type(call.policy.effect).value), call.tool_call_id)
+            (StepType.AWAIT_TOOL_APPROVAL if call.policy.requires_approval else TOOL_STEP_BY_EFFECT[call.policy.effect], call.tool_call_id)
             for call in outcome.tool_calls
         ]
         assert [(m.step_type, m.input) for m in moved] == [*expected, (StepType.RESUME_TURN, len(outcome.tool_calls))]
+        turn_id = self.world.agent_state.current_turn_id if self.world.agent_state else None
+        raised_at = self.config.interrupt_deadline_ms
+        deadline = None if raised_at is None else format_instant(finished.invocation.now_ms + raised_at)
+        for call in outcome.tool_calls:
+            record = self.record_of(call.tool_call_id)
+            assert record.interrupt_id == (f"{turn_id}:{call.tool_call_id}" if call.policy.requires_approval else None)
+            if record.interrupt_id is not None:
+                interrupt = next(i for i in self.world.pending_interrupts if i.interrupt_id == record.interrupt_id)
+                assert interrupt.deadline == deadline, "deadline = raise time + interrupt_deadline_ms, ISO-8601 ms Z"
 
     def _await_tool_approval(self, step: PendingStep, early_timer: bool) -> None:
         wait = step.wait
@@ -123,7 +132,7 @@ class SessionSteps(SessionInvariants):
         after = self.record_of(step.tool_call_id)
         event(f"approval: {type(outcome).__name__}{' early' if early_timer else ''} -> {after.status.value}")
         if after.status is ToolCallStatus.PENDING:
-            assert [(m.step_type, m.input) for m in moved] == [(StepType(tool_step_type(record.effect).value), record.tool_call_id)]
+            assert [(m.step_type, m.input) for m in moved] == [(TOOL_STEP_BY_EFFECT[record.effect], record.tool_call_id)]
         elif after.status is ToolCallStatus.REJECTED:
             assert moved == []
             if isinstance(outcome, ResolutionReceived):
@@ -150,6 +159,10 @@ class SessionSteps(SessionInvariants):
             return
         record = self.record_of(step.tool_call_id)
         assert record.status is ToolCallStatus.PENDING, f"ran a {record.status} call"
+        execute = first.effects[-1]
+        assert isinstance(execute, ExecuteDeferredToolCall)
+        assert execute.tool_call == record
+        assert execute.idempotency_key == f"{FLOW_ID}/{record.turn_id}/{record.tool_call_id}", "same key on every attempt"
         key = (record.turn_id, record.tool_call_id)
         self.performed[key] += 1
         if record.effect in SINGLE_ATTEMPT_EFFECTS:
@@ -185,8 +198,10 @@ class SessionSteps(SessionInvariants):
         self.finish(step)
         self.commit([recorded], result, step.movement.options, invocation)
         record = self.record_of(step.tool_call_id)
-        read_failed = step.step_type is StepType.RECORD_TOOL_FAILURE and record.effect is ToolEffect.READ
-        assert record.status is (ToolCallStatus.FAILED if read_failed else ToolCallStatus.OUTCOME_UNKNOWN)
+        if step.step_type is StepType.RECORD_TOOL_FAILURE:
+            assert record.status is EXHAUSTED_STATUS_BY_EFFECT[record.effect]
+        else:
+            assert record.status is ToolCallStatus.OUTCOME_UNKNOWN
         assert record.error == error
 
     def _resume_turn(self, step: PendingStep) -> None:
@@ -214,12 +229,16 @@ class SessionSteps(SessionInvariants):
             failure_note_message=None if note is None else build_user_message(note),
         )
         count_before = len(self.world.messages)
+        failed_turn = loaded.current_turn_id
         result = self.reduce_checked(loaded, failed)
         self.finish(step)
         moved = self.commit([failed], result, step.movement.options, failed.invocation)
         event(f"turn failed {'with' if note else 'without'} a failure note")
         assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
         assert len(self.world.messages) == count_before + (0 if note is None else 1)
+        if note is not None:
+            last = max(self.world.messages.values(), key=lambda message: message.sequence)
+            assert (last.role, last.text, last.turn_id) == (MessageRole.USER, note, failed_turn), "the note ends the turn"
 
 
 __all__ = ["SessionSteps"]

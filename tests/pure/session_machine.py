@@ -43,6 +43,7 @@ from dex_agents.pure.usage import add_agent_usage
 from dex_agents.pure.values import AgentStatus, AgentToolCall, AgentUsage, ToolEffect
 from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
 from tests.pure.session_world import SessionWorld
+from tests.pure.spec_tables import check_movement_against_spec
 
 FLOW_ID = "session-machine"
 T0_MS = 1_767_323_045_000
@@ -131,6 +132,7 @@ class SessionMachineBase(RuleBasedStateMachine):
         return movements
 
     def schedule(self, movement: StepMovement) -> None:
+        check_movement_against_spec(movement)
         self.executions += 1
         step = PendingStep(execution=self.executions, movement=movement)
         if movement.step_type is StepType.AWAIT_TOOL_APPROVAL:
@@ -162,6 +164,7 @@ class SessionMachineBase(RuleBasedStateMachine):
         self.finish(step)
         self.executions += 1
         failure = StepMovement(step_type=route.step_type, input=step.movement.input, options=route.options)
+        check_movement_against_spec(failure)
         self.pending.append(PendingStep(execution=self.executions, movement=failure))
 
     # -- checks on every commit ----------------------------------------------------------------
