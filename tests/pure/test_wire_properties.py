@@ -18,7 +18,7 @@ from returns.pipeline import is_successful
 from returns.result import Success
 
 from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.values import AgentInterrupt
+from dex_agents.pure.values import AgentInterrupt, AgentUserMessage
 from dex_agents.pure.wire import (
     JSON_VALUE_TYPE,
     JsonData,
@@ -146,3 +146,10 @@ def test_decoding_arbitrary_text_never_raises(text: str) -> None:
     for record in RECORDS:
         result = decode(text, record)
         assert is_successful(result) or result.failure().path.startswith("$")
+
+
+def test_lone_surrogates_and_control_characters_round_trip_as_ascii_escapes() -> None:
+    message = AgentUserMessage(text="\ud800 half a pair, \x00 and \u2028")
+    text = encode(message)
+    assert text == '{"text":"\\ud800 half a pair, \\u0000 and \\u2028"}'
+    assert decode(text, AgentUserMessage) == Success(message)
