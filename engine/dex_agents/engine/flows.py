@@ -94,7 +94,8 @@ class FlowOps:
                 initial_start=pb.FlowInitialStart(
                     start_step_type=request.start_step_type, step_input=request.step_input,
                     step_options=request.step_options,
-                    initial_attributes=[pb.KV(key=w.key, value=w.value) for w in options.attributes]),
+                    initial_attributes=[pb.KV(key=w.key, value=w.value) for w in options.attributes
+                                        if not w.is_hard_delete_on_null]),
             )))
             if request.start_step_type:
                 movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,

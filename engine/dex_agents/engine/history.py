@@ -4,12 +4,14 @@ Per Step method the order is: ``step_<method>_pending`` (phase STARTED, when the
 scheduled), then ``step_<method>_completed``, or ``step_<method>_failed`` once retries are spent
 (attempts that are retried leave no event; the completion's ``final_attempt`` counts them).
 RPCs that change state record ``rpc_execution_completed``. A run starts with
-``flow_started_or_continued`` and ends with ``flow_closed``.
+``flow_started_or_continued`` and ends with ``flow_closed``. Values of hard-delete Attributes
+(``is_hard_delete_on_null``) never enter history.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
@@ -38,6 +40,18 @@ def _context(step: StepRow, attempt: int, config: pb.FlowConfig, method: Method)
         durability=durability(config, step.options, method),
         final_attempt=attempt,
     )
+
+
+def redact(writes: Sequence[pb.AttributeWrite]) -> list[pb.AttributeWrite]:
+    """Attribute writes as history keeps them: hard-delete Attributes lose their value."""
+    kept: list[pb.AttributeWrite] = []
+    for write in writes:
+        copy = pb.AttributeWrite()
+        copy.CopyFrom(write)
+        if copy.is_hard_delete_on_null:
+            copy.ClearField("value")
+        kept.append(copy)
+    return kept
 
 
 def method_pending(db: sqlite3.Connection, step: StepRow, method: Method, config: pb.FlowConfig) -> None:
@@ -84,7 +98,7 @@ def wait_for_completed(db: sqlite3.Connection, step: StepRow, response: pb.Invok
         input=pb.StepMethodEventInput(step_input=step.input),
         output=pb.StepWaitForCompletedOutput(
             wait_for_condition=response.waiting_condition,
-            upsert_attributes=response.upsert_attributes,
+            upsert_attributes=redact(response.upsert_attributes),
             publish_to_channel=response.publish_to_channel,
             record_events=response.record_events,
             upsert_step_execution_locals=response.upsert_step_exe_locals,
@@ -103,7 +117,7 @@ def execute_completed(db: sqlite3.Connection, step: StepRow, response: pb.Invoke
         ),
         output=pb.StepExecuteCompletedOutput(
             step_decision=response.step_decision,
-            upsert_attributes=response.upsert_attributes,
+            upsert_attributes=redact(response.upsert_attributes),
             publish_to_channel=response.publish_to_channel,
             record_events=response.record_events,
             upsert_step_execution_locals=response.upsert_step_exe_locals,
@@ -118,7 +132,7 @@ def rpc_completed(db: sqlite3.Connection, uid: int, name: str, request_input: pb
     """An RPC committed its effects."""
     record(db, uid, pb.FlowHistoryEvent(rpc_execution_completed=pb.RpcExecutionCompletedEvent(
         rpc_name=name, input=request_input, output=response.output,
-        step_decision=response.step_decision, upsert_attributes=response.upsert_attributes,
+        step_decision=response.step_decision, upsert_attributes=redact(response.upsert_attributes),
         record_events=response.record_events, publish_to_channel=response.publish_to_channel,
         delete_from_channel=response.delete_from_channel, served_by_app_worker_id=worker_id,
     )))
