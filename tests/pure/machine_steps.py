@@ -11,7 +11,7 @@ from dex_agents.pure.deadlines import format_instant, is_late, parse_instant
 from dex_agents.pure.effects import ExecuteDeferredToolCall
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.reducers import SkipWait, WaitForResolution, turn_failure_note
-from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
     ApprovalWaitOutcome,
@@ -31,8 +31,8 @@ from dex_agents.pure.step_inputs import (
 from dex_agents.pure.values import MessageRole, ToolCallStatus
 from tests.pure.machine_invariants import SessionInvariants
 from tests.pure.session_machine import FLOW_ID, SINGLE_ATTEMPT_EFFECTS, PendingStep
-from tests.pure.session_strategies import build_user_message, model_messages, small_usages, tool_call_drafts
-from tests.pure.spec_tables import EXHAUSTED_STATUS_BY_EFFECT, TOOL_STEP_BY_EFFECT
+from tests.pure.session_strategies import build_user_message, model_messages, runner_tool_requests, small_usages
+from tests.pure.spec_tables import EXHAUSTED_STATUS_BY_EFFECT, TOOL_STEP_BY_EFFECT, expected_policy
 
 
 class SessionSteps(SessionInvariants):
@@ -75,17 +75,17 @@ class SessionSteps(SessionInvariants):
                 new_messages=pvector(data.draw(st.lists(model_messages, max_size=3), label="messages")), usage=usage
             )
         else:
-            drafts = data.draw(st.lists(tool_call_drafts, min_size=1, max_size=3), label="calls")
+            requests = data.draw(st.lists(runner_tool_requests, min_size=1, max_size=3), label="calls")
             first = len(loaded.tool_calls) + 1
-            calls = [
-                DeferredToolCall(
-                    tool_call_id=f"call-{first + i}",
-                    tool_name=f"{effect.value}_tool",
-                    arguments=f'{{"n":{first + i}}}',
-                    policy=ResolvedToolPolicy(effect=effect, requires_approval=approval),
+            calls = []
+            for i, (tool_name, framework_effect) in enumerate(requests):
+                policy = self.config.resolve_tool_policy(tool_name, framework_effect)
+                assert policy == expected_policy(tool_name, framework_effect, self.config.tool_policies, self.config.default_tool_effect)
+                calls.append(
+                    DeferredToolCall(
+                        tool_call_id=f"call-{first + i}", tool_name=tool_name, arguments=f'{{"n":{first + i}}}', policy=policy
+                    )
                 )
-                for i, (effect, approval) in enumerate(drafts)
-            ]
             outcome = ToolCallsRequested(framework_run_state=f"run-state-{first}", tool_calls=pvector(calls), usage=usage)
         finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
         result = self.reduce_checked(loaded, finished)

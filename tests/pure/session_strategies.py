@@ -13,7 +13,7 @@ from pyrsistent import pmap
 
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageInput
-from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
@@ -116,6 +116,21 @@ model_messages: SearchStrategy[FrameworkMessage] = st.one_of(
 """Messages a final model call returns (``TurnCompleted.new_messages``)."""
 
 tool_call_drafts: SearchStrategy[tuple[ToolEffect, bool]] = st.tuples(tool_effects, st.booleans())
+"""One call with its resolved policy drawn directly: an effect and whether it requires approval."""
+
+MACHINE_TOOL_POLICIES: dict[str, ToolPolicy] = {
+    "search_orders": ToolPolicy(effect=ToolEffect.READ),
+    "send_email": ToolPolicy(effect=ToolEffect.IDEMPOTENT_WRITE, requires_approval=True),
+    "charge_card": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE),
+    "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+    "legacy_script": ToolPolicy(effect=ToolEffect.UNCLASSIFIED, requires_approval=False),
+}
+"""The state machine Flow's ``tool_policies``; tools not listed here resolve by framework effect or default."""
+
+runner_tool_requests: SearchStrategy[tuple[str, ToolEffect | None]] = st.tuples(
+    st.sampled_from([*MACHINE_TOOL_POLICIES, "lookup", "mcp_tool"]), st.none() | tool_effects
+)
+"""What a runner asks for: a tool name and the framework effect it passes (``None``: no metadata)."""
 """One requested call: its effect and whether it requires approval."""
 
 

@@ -3,7 +3,10 @@ machine checks every movement it receives against the spec rather than against t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dex_agents.pure.persistence import AttributeName, MapName, StepType
+from dex_agents.pure.runner_values import ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.step_options import Durability, MapInstanceRef, StepMovement, StepOptionsSpec
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
 
@@ -74,3 +77,23 @@ def check_movement_against_spec(movement: StepMovement) -> None:
             _check_recording_route(options)
         case StepType.START_AGENT_SESSION:
             raise AssertionError("nothing moves to StartAgentSession")
+
+
+APPROVAL_BY_DEFAULT: dict[ToolEffect, bool] = {
+    ToolEffect.READ: False,
+    ToolEffect.IDEMPOTENT_WRITE: False,
+    ToolEffect.NON_IDEMPOTENT_WRITE: True,
+    ToolEffect.UNCLASSIFIED: True,
+}
+"""Effects table, "Default approval" column."""
+
+
+def expected_policy(
+    tool_name: str, framework_effect: ToolEffect | None, policies: Mapping[str, ToolPolicy], default_effect: ToolEffect
+) -> ResolvedToolPolicy:
+    """The spec's precedence: the tool's ``ToolPolicy``, then the framework effect, then ``defaultToolEffect``;
+    ``requiresApproval`` from the policy when it sets one, else the effect's default."""
+    policy = policies.get(tool_name)
+    effect = policy.effect if policy is not None else framework_effect if framework_effect is not None else default_effect
+    explicit = None if policy is None else policy.requires_approval
+    return ResolvedToolPolicy(effect=effect, requires_approval=APPROVAL_BY_DEFAULT[effect] if explicit is None else explicit)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
 from dex_agents.pure.deadlines import is_late, parse_instant
 from dex_agents.pure.effects import AnswerRpc
@@ -49,7 +49,8 @@ from tests.pure.session_machine import (
     LOAD_SINGLETONS,
     PendingStep,
 )
-from tests.pure.session_strategies import build_user_message, user_texts
+from tests.pure.session_strategies import MACHINE_TOOL_POLICIES, build_user_message, user_texts
+from tests.pure.strategies import tool_effects
 
 RUNNER_DEFECTS = ["empty_run_state", "no_tool_calls", "empty_id", "slash_id", "duplicate_id", "already_recorded"]
 
@@ -66,9 +67,12 @@ class SessionMachine(SessionSteps):
     @initialize(
         deadline=st.sampled_from([None, None, 0, 1_500, 60_000]),
         initial=st.sampled_from([None, "", " ", "Where is order 42?"]),
+        default_effect=tool_effects,
     )
-    def start_session(self, deadline: int | None, initial: str | None) -> None:
-        self.config = SessionConfig(interrupt_deadline_ms=deadline)
+    def start_session(self, deadline: int | None, initial: str | None, default_effect: ToolEffect) -> None:
+        self.config = SessionConfig(
+            tool_policies=pmap(MACHINE_TOOL_POLICIES), default_tool_effect=default_effect, interrupt_deadline_ms=deadline
+        )
         self.executions += 1
         invocation = Invocation(flow_id=FLOW_ID, step_execution_id=f"se-{self.executions}", attempt=1, now_ms=self.now_ms)
         user = None if initial is None or is_blank(initial) else build_user_message(initial)
