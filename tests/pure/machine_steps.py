@@ -69,6 +69,11 @@ class SessionSteps(SessionInvariants):
     def _run_model(self, step: PendingStep, data: st.DataObject) -> None:
         loaded = self.world.load(step.movement.options)
         assert all(record.status.is_final for record in loaded.tool_calls.values()), "RunModel runs with open records"
+        agent_state = loaded.agent_state
+        assert agent_state is not None and agent_state.current_turn_sequence is not None
+        user_message = loaded.messages[agent_state.current_turn_sequence - 1]
+        assert (user_message.role, user_message.turn_id) == (MessageRole.USER, agent_state.current_turn_id), "the turn's user message"
+        assert loaded.framework_run_state == (self.last_run_state if loaded.tool_calls else None), "run state of the turn's last request"
         usage = data.draw(small_usages, label="usage")
         if data.draw(st.booleans(), label="final answer"):
             outcome: TurnCompleted | ToolCallsRequested = TurnCompleted(
@@ -87,6 +92,7 @@ class SessionSteps(SessionInvariants):
                     )
                 )
             outcome = ToolCallsRequested(framework_run_state=f"run-state-{first}", tool_calls=pvector(calls), usage=usage)
+            self.last_run_state = outcome.framework_run_state
         finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
         result = self.reduce_checked(loaded, finished)
         self.finish(step)

@@ -88,6 +88,7 @@ class SessionMachineBase(RuleBasedStateMachine):
         self.recorded_usage = AgentUsage()
         self.performed: Counter[tuple[str, str]] = Counter()
         self.single_attempt_calls: set[tuple[str, str]] = set()
+        self.last_run_state: str | None = None
 
     # -- reducing and committing ---------------------------------------------------------------
 
