@@ -1,9 +1,14 @@
 """Durability modes: SYNC is the default; ``FlowConfig(step_durability=ASYNC)`` applies to the
 Flow's Steps and a StepOptions method override beats it (as history records); a Step's writes are
 committed before the next Step is dispatched; ASYNC Steps retry with shared attempt numbers; the
-pull worker target can come from the start-time ``FlowConfig`` instead of the Client default."""
+pull worker target can come from the start-time ``FlowConfig`` instead of the Client default; the
+ASYNC local phase drops heartbeat checkpoints and ignores the method timeout (Dex step-options)."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from datetime import timedelta
 
 from dex import (
     Attribute,
@@ -21,9 +26,11 @@ from dex import (
     StepDurability,
     StepList,
     StepOptions,
+    StepOutput,
     WorkerTarget,
     go_to,
     graceful_complete,
+    heartbeat,
     rpc,
 )
 from dex.dexpb import dex_pb2 as pb
@@ -118,3 +125,46 @@ def test_worker_target_from_the_start_time_flow_config(dex: DexFixture) -> None:
         flow.probe.wait("pinned-running")
         flow.gate.open()
         assert harness.result(flow_id).single_output(int) == 2
+
+
+class LocalPhase(Step[str]):
+    """ASYNC local phase: attempt 1 checkpoints then fails; attempt 1 of ``slow`` outlives 1 s."""
+
+    def __init__(self, flow: LocalPhaseFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_durability=StepDurability.ASYNC, execute_method_timeout=timedelta(seconds=1),
+                           execute_retry=RetryPolicy(maximum_attempts=3))
+
+    def execute(self, context: Context, input: str) -> Generator[StepOutput, None, StepDecision]:
+        self.flow.probe.record("attempt", (context.attempt, context.has_last_heartbeat_value()))
+        if input == "checkpoint" and context.attempt == 1:
+            yield heartbeat(5)
+            raise RuntimeError("fail after a checkpoint in the local phase")
+        if input == "slow" and context.attempt == 1:
+            time.sleep(2.0)
+        return graceful_complete(context.attempt)
+
+
+class LocalPhaseFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(LocalPhase(self))
+
+
+def test_async_local_phase_drops_checkpoints(dex: DexFixture) -> None:
+    flow = LocalPhaseFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "checkpoint")
+    assert harness.result(flow_id).single_output(int) == 2
+    assert flow.probe.values("attempt") == [(1, False), (2, False)], "no checkpoint from the local phase"
+
+
+def test_async_local_phase_ignores_the_method_timeout(dex: DexFixture) -> None:
+    flow = LocalPhaseFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "slow")
+    assert harness.result(flow_id).single_output(int) == 1, "a 2 s local attempt with a 1 s method timeout"
+    assert flow.probe.values("attempt") == [(1, False)]
