@@ -8,7 +8,7 @@ import pytest
 from pyrsistent import pmap, pvector
 from returns.result import Success
 
-from dex_agents.pure.json_value import JsonObject
+from dex_agents.pure.json_value import JsonObject, JsonValue
 from dex_agents.pure.values import (
     AgentEvent,
     AgentInterruptResolution,
@@ -18,6 +18,7 @@ from dex_agents.pure.values import (
     ToolEffect,
 )
 from dex_agents.pure.wire import (
+    JSON_VALUE_TYPE,
     WireEncodeError,
     decode,
     encode,
@@ -133,3 +134,11 @@ def test_encoding_python_values_of_the_wrong_kind_raises(value: object, message:
 )
 def test_node_descriptions(node: WireNode, description: str) -> None:
     assert describe_node(node) == description
+
+
+def test_a_value_nested_too_deeply_raises_a_clear_encode_error() -> None:
+    deep: JsonValue = pvector()
+    for _ in range(100_000):
+        deep = pvector([deep])
+    with pytest.raises(WireEncodeError, match="cannot encode JsonValue: the value is nested too deeply"):
+        encode_as(deep, JSON_VALUE_TYPE)

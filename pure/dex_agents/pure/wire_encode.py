@@ -15,7 +15,7 @@ from typing import TypeAlias, TypeVar, assert_never
 
 import pyrsistent
 
-from dex_agents.pure.wire_errors import WireFault, describe_found
+from dex_agents.pure.wire_errors import WireEncodeError, WireFault, describe_found
 from dex_agents.pure.wire_schema import (
     BoolNode,
     EnumNode,
@@ -68,12 +68,15 @@ def to_json_data(value: T, wire_type: WireType[T]) -> JsonData:
 
     Raises:
         WireEncodeError: ``value`` does not match ``wire_type`` (wrong type, int outside int64,
-            non-finite float, non-``str`` map key), with the JSON path of the offending value.
+            non-finite float, non-``str`` map key), with the JSON path of the offending value, or it is
+            nested too deeply to encode.
     """
     try:
         return _encode_node(value, wire_type.node)
     except WireFault as fault:
         raise fault.to_encode_error(wire_type.name) from None
+    except RecursionError:
+        raise WireEncodeError(f"cannot encode {wire_type.name}: the value is nested too deeply") from None
 
 
 def _encode_node(value: object, node: WireNode) -> JsonData:
