@@ -5,7 +5,11 @@ answers ``RunModel`` with a final answer or parallel tool calls of every effect 
 approval), attempts crash (tools after running, model calls) and exhausted attempts take the failure
 routes; the model's runner defects are injected and must be rejected; users send messages (also during
 turns, also blank), answer approvals (approve, reject, unknown, late), read snapshots and pages; the clock
-moves and Timers fire, also early. Invariants and the end-of-run replay check live in ``session_machine``.
+moves and Timers fire, also early.
+
+The pieces: ``session_world`` (Dex's side, fed only by effects), ``session_machine`` (committing the way
+the shell does), ``machine_invariants`` (checked after every rule, plus the end-of-run replay),
+``machine_steps`` (how each Step type runs) and ``spec_tables`` (the spec's tables, the oracle).
 """
 
 from __future__ import annotations
