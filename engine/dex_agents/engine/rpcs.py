@@ -113,6 +113,15 @@ class RpcOps:
         assert frame is not None
         return frame
 
+    def abort_all(self) -> None:
+        """Fail every waiting RPC call (the engine is stopping)."""
+        for pending in self._pending.values():
+            if not pending.done.is_set():
+                pending.frame = pb.PollWorkerTaskFrame(worker_error=pb.WorkerErrorResponse(
+                    detail="the engine is stopping", error_type="dex.EngineStopping",
+                    grpc_status=grpc.StatusCode.UNAVAILABLE.value[0]))
+                pending.done.set()
+
     def on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame, stream: WorkerStream | None) -> None:
         """The Worker's final frame for an RPC task (or a synthesized failure)."""
         pending = self._pending.get(task.task_id)

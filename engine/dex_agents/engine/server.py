@@ -111,6 +111,7 @@ class EngineServer:
             return
         with engine.lock:
             engine.stopped = True
+            engine.rpcs.abort_all()
             for stream in list(engine.dispatcher.streams):
                 stream.close()
             engine.notify_all()

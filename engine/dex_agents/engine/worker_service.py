@@ -72,6 +72,8 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         try:
             for request in requests:
                 with self.engine.lock:
+                    if self.engine.stopped:
+                        break
                     try:
                         self._on_request(stream, request)
                     except Exception:
@@ -136,7 +138,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
 
     def _on_closed(self, stream: WorkerStream) -> None:
         task = self.engine.dispatcher.stream_closed(stream)
-        if task is None or task.finished or task.canceled:
+        if task is None or task.finished or task.canceled or self.engine.stopped:
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task)
