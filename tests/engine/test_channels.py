@@ -1,7 +1,7 @@
-"""Channels and ChannelMaps: ``for_one``/``for_n``/``at_least``/``at_most``/``for_range`` consume
-exactly what Dex documents, FIFO; consumed values reach ``execute`` atomically with the wait (and
-again on its retry); Steps and RPCs publish; sizes by default; pending messages only when loaded;
-deletes (transactional ones abort on a missing message); ChannelMap instances are independent."""
+"""Channels: ``for_one``/``for_n``/``at_least``/``at_most``/``for_range`` consume exactly what Dex
+documents, FIFO; consumed values reach ``execute`` atomically with the wait (and again on its
+retry), and ``execute``'s loaded snapshot no longer holds them; Steps and RPCs publish; sizes are
+always there. (Pending messages, deletes and ChannelMaps: test_channel_maps.)"""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from dex import (
     Attribute,
     Channel,
     ChannelMap,
-    ChannelMessageNotFoundError,
     ChannelMessagesNotLoadedError,
     Context,
     PersistenceSchema,
     RetryPolicy,
-    RPCInvokeOptions,
     RPCResult,
     Step,
     StepDecision,
@@ -168,6 +166,17 @@ class ChannelFlow(NamedFlow[str]):
     def inbox_sizes(self, context: Context) -> RPCResult[dict[str, int]]:
         return RPCResult({key: inbox.size(context, key) for key in ("a", "b", "c")})
 
+    @rpc(load_channel_maps=(inbox,))
+    def inbox_all(self, context: Context) -> RPCResult[dict[str, list[str]]]:
+        return RPCResult({key: [m.value for m in inbox.pending_messages(context, key)]
+                          for key in inbox.get_all_instance_keys(context)})
+
+    @rpc(load_channel_maps=(inbox,))
+    def inbox_drop_first(self, context: Context, input: str) -> RPCResult[str]:
+        first = inbox.pending_messages(context, input)[0]
+        inbox.delete(context, input, first.message_id)
+        return RPCResult(first.value)
+
     @rpc
     def inbox_pending(self, context: Context, input: str) -> RPCResult[list[str]]:
         try:
@@ -250,43 +259,3 @@ def test_step_publish_feeds_another_step(dex: DexFixture) -> None:
 class ProducerFlow(ChannelFlow):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Produce(self)).other_steps(Consume(self), Hold(self))
-
-
-def test_pending_messages_need_a_load_and_rpcs_delete_them(dex: DexFixture) -> None:
-    flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "one")
-    harness.client.invoke_rpc(flow.publish, flow_id, [21, 22, 23])
-    assert harness.client.invoke_rpc(flow.pending_unloaded, flow_id) == NOT_LOADED
-    pending = harness.client.invoke_rpc(flow.pending, flow_id)
-    assert [entry.split("=")[1] for entry in pending] == ["21", "22", "23"]
-    assert len({entry.split("=")[0] for entry in pending}) == 3, "message ids are distinct"
-    assert harness.client.invoke_rpc(flow.delete_first, flow_id) == 21
-    assert [e.split("=")[1] for e in harness.client.invoke_rpc(flow.pending, flow_id)] == ["22", "23"]
-    with pytest.raises(ChannelMessageNotFoundError):
-        harness.client.invoke_rpc(flow.delete_strict, flow_id, pending[0].split("=")[0])
-    assert harness.client.invoke_rpc(flow.read_marker, flow_id) == "<absent>", "the aborted RPC wrote nothing"
-    assert harness.client.invoke_rpc(flow.size, flow_id) == 2
-    harness.client.invoke_rpc(flow.release, flow_id)
-    assert flow.probe.wait("consumed") == [(1, [22])]
-
-
-def test_channel_map_instances_are_independent(dex: DexFixture) -> None:
-    flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "inbox-b-n2")
-    assert harness.client.invoke_rpc(flow.post, flow_id, ["a", "a1"]) == ["a"]
-    assert harness.client.invoke_rpc(flow.post, flow_id, ["b", "b1"]) == ["a", "b"]
-    harness.client.invoke_rpc(flow.release, flow_id)
-    assert harness.client.invoke_rpc(flow.inbox_pending, flow_id, "a") == NOT_LOADED
-    assert harness.client.invoke_rpc(flow.inbox_pending, flow_id, "a", options=RPCInvokeOptions(
-        load_channel_map_instances=(inbox.load_messages("a"),))) == ["a1"]
-    harness.client.invoke_rpc(flow.post, flow_id, ["a", "a2"])
-    assert harness.client.invoke_rpc(flow.inbox_sizes, flow_id) == {"a": 2, "b": 1, "c": 0}, (
-        "instance b has one message of two: nothing consumed")
-    harness.client.invoke_rpc(flow.post, flow_id, ["b", "b2"])
-    assert flow.probe.wait("consumed") == [(1, ["b1", "b2"])]
-    eventually(lambda: harness.client.invoke_rpc(flow.inbox_sizes, flow_id) == {"a": 2, "b": 0, "c": 0},
-               what="instance a untouched, b consumed")
