@@ -71,7 +71,7 @@ def launch_api() -> LaunchApi:
     return cast(LaunchApi, importlib.import_module("dex_agents.engine.launch"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineEndpoint:
     """The session's engine: its address and whether it is the local engine we control."""
 

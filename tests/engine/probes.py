@@ -167,7 +167,7 @@ def unique_name(prefix: str) -> str:
     return f"{safe}-{_RUN_TAG}-{next(_COUNTER)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Box(Generic[T]):
     """An immutable holder used to hand one value from a helper thread to a test."""
 
@@ -181,7 +181,7 @@ def in_thread(action: Callable[[], T]) -> Callable[[float], T]:
 
     def run() -> None:
         try:
-            outcome.append(Box(action()))
+            outcome.append(Box(value=action()))
         except BaseException as error:  # noqa: BLE001 - re-raised in join
             failure.append(error)
 

@@ -37,7 +37,7 @@ scores = AttributeMap("Scores", int)
 notes = AttributeMap("Notes", str)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MapView:
     keys: list[str]
     size: int
@@ -61,7 +61,7 @@ def read_score(context: Context, key: str) -> str:
 
 def whole_map(context: Context) -> MapView:
     keys = sorted(scores.get_all_instance_keys(context))
-    return MapView(keys, scores.get_map_size(context), {key: scores.get(context, key) for key in keys})
+    return MapView(keys=keys, size=scores.get_map_size(context), values={key: scores.get(context, key) for key in keys})
 
 
 class Fill(Step[list[str]]):
@@ -157,7 +157,7 @@ def test_step_loads_whole_maps_instances_and_per_movement_options(dex: DexFixtur
     harness = dex.start(flow)
     harness.client.start_flow(flow, dex.flow_id(), ["a", "b", "c"])
     assert flow.probe.wait("own-write") == [NOT_LOADED], "a write does not load the instance"
-    assert flow.probe.wait("all") == [MapView(["a", "b", "c"], 3, {"a": 10, "b": 20, "c": 30})]
+    assert flow.probe.wait("all") == [MapView(keys=["a", "b", "c"], size=3, values={"a": 10, "b": 20, "c": 30})]
     assert flow.probe.wait("all-notes") == [["note-a", "note-b", "note-c", ABSENT]]
     assert flow.probe.wait("none") == [[NOT_LOADED, NOT_LOADED]]
     assert flow.probe.wait("none-keys") == [NOT_LOADED]
@@ -174,7 +174,7 @@ def test_rpc_loads_by_decorator_and_by_invoke_options(dex: DexFixture) -> None:
     flow.probe.wait("all")
     view = eventually(lambda: (v := harness.client.invoke_rpc(flow.view, flow_id)).keys == ["b", "c"] and v,
                       what="ReadAll's delete of instance a to commit")
-    assert view == MapView(["b", "c"], 2, {"b": 20, "c": 30})
+    assert view == MapView(keys=["b", "c"], size=2, values={"b": 20, "c": 30})
     assert harness.client.invoke_rpc(flow.note, flow_id, "b") == NOT_LOADED
     assert harness.client.invoke_rpc(flow.note, flow_id, "b", options=RPCInvokeOptions(
         load_attribute_map_instances=(notes.load("b"),))) == "note-b"

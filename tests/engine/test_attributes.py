@@ -35,13 +35,13 @@ from tests.engine.harness import NamedFlow, eventually, in_thread
 ABSENT = "<absent>"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     name: str
     tags: list[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Snapshot:
     count: int
     label: str
@@ -66,8 +66,9 @@ def text(context: Context) -> str:
 
 def snapshot(context: Context) -> Snapshot:
     value = cast(Profile | None, profile.get(context))
-    return Snapshot(count.get(context), text(context), enabled.get(context), ratio.get(context),
-                    [] if value is None else [value])
+    return Snapshot(count=count.get(context), label=text(context), enabled=enabled.get(context),
+                    ratio=ratio.get(context),
+                    profile=[] if value is None else [value])
 
 
 class Write(Step[str]):
@@ -134,11 +135,12 @@ def test_writes_commit_with_the_decision_and_absent_values_read_as_defaults(dex:
     harness = dex.start(flow)
     flow_id = dex.flow_id()
     harness.client.start_flow(flow, flow_id, "alpha")
-    assert flow.probe.wait("before") == [Snapshot(0, ABSENT, False, 0.0, [])]
-    staged = Snapshot(5, "alpha", True, 0.5, [Profile("alpha", ["a", "b"])])
+    assert flow.probe.wait("before") == [Snapshot(count=0, label=ABSENT, enabled=False, ratio=0.0, profile=[])]
+    staged = Snapshot(count=5, label="alpha", enabled=True, ratio=0.5, profile=[Profile(name="alpha", tags=["a", "b"])])
     assert flow.probe.wait("staged") == [staged]
     assert flow.probe.wait("read") == [staged]
-    expected = Snapshot(5, ABSENT, True, 0.5, [Profile("alpha", ["a", "b"])])
+    expected = Snapshot(count=5, label=ABSENT, enabled=True, ratio=0.5,
+                        profile=[Profile(name="alpha", tags=["a", "b"])])
     eventually(lambda: harness.client.invoke_rpc(flow.snapshot, flow_id) == expected,
                what="the Read Step's delete to commit (query RPC)")
 
@@ -148,10 +150,10 @@ def test_start_flow_initial_attributes_reach_the_first_step(dex: DexFixture) -> 
     harness = dex.start(flow)
     flow_id = dex.flow_id()
     harness.client.start_flow(flow, flow_id, "beta", StartFlowOptions().with_attribute(count, 37)
-                              .with_attribute(profile, Profile("seed", [])))
+                              .with_attribute(profile, Profile(name="seed", tags=[])))
     before = flow.probe.wait("before")[0]
     assert isinstance(before, Snapshot)
-    assert (before.count, before.profile) == (37, [Profile("seed", [])])
+    assert (before.count, before.profile) == (37, [Profile(name="seed", tags=[])])
     eventually(lambda: harness.client.invoke_rpc(flow.snapshot, flow_id).count == 42,
                what="Count 37 + 5 committed by the first Step")
 

@@ -26,13 +26,13 @@ from tests.engine.conftest import DexFixture
 from tests.engine.harness import FLOW_WAIT, LoopThread, NamedFlow
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Countdown:
     remaining: int
     value: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Seen:
     step_execution_id: str
     from_step_execution_id: str
@@ -40,7 +40,8 @@ class Seen:
 
 
 def seen(context: Context) -> Seen:
-    return Seen(context.step_execution_id, context.from_step_execution_id, context.attempt)
+    return Seen(step_execution_id=context.step_execution_id,
+                from_step_execution_id=context.from_step_execution_id, attempt=context.attempt)
 
 
 class Begin(Step[int]):
@@ -87,11 +88,11 @@ def test_chain_and_loop_complete_with_output_and_execution_ids(dex: DexFixture) 
     assert result.single_output(int) == 42
     assert result.completions[0].step_execution_id == "Double-1"
     assert flow.probe.values("seen") == [
-        Seen("Begin-1", "", 1),
-        Seen("CountDown-1", "Begin-1", 1),
-        Seen("CountDown-2", "CountDown-1", 1),
-        Seen("CountDown-3", "CountDown-2", 1),
-        Seen("Double-1", "CountDown-3", 1),
+        Seen(step_execution_id="Begin-1", from_step_execution_id="", attempt=1),
+        Seen(step_execution_id="CountDown-1", from_step_execution_id="Begin-1", attempt=1),
+        Seen(step_execution_id="CountDown-2", from_step_execution_id="CountDown-1", attempt=1),
+        Seen(step_execution_id="CountDown-3", from_step_execution_id="CountDown-2", attempt=1),
+        Seen(step_execution_id="Double-1", from_step_execution_id="CountDown-3", attempt=1),
     ]
     info = harness.client.describe_flow(flow_id)
     assert (info.flow_id, info.run_id, info.flow_type, info.status) == (
@@ -176,7 +177,9 @@ def test_async_worker_and_async_client_run_a_chain(dex: DexFixture) -> None:
         assert loop.call(scenario()) == 50
     finally:
         loop.close()
-    assert flow.probe.values("seen") == [Seen("AsyncBegin-1", "", 1), Seen("AsyncEnd-1", "AsyncBegin-1", 1)]
+    assert flow.probe.values("seen") == [
+        Seen(step_execution_id="AsyncBegin-1", from_step_execution_id="", attempt=1),
+        Seen(step_execution_id="AsyncEnd-1", from_step_execution_id="AsyncBegin-1", attempt=1)]
 
 
 def test_concurrent_flows_complete_independently(dex: DexFixture) -> None:

@@ -185,7 +185,7 @@ class ChannelFlow(NamedFlow[str]):
             return RPCResult(NOT_LOADED)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Case:
     mode: str
     queued: list[int]
@@ -194,13 +194,13 @@ class Case:
 
 
 CASES = [
-    Case("one", [1, 2], [1], 1),
-    Case("n3", [1, 2, 3, 4], [1, 2, 3], 1),
-    Case("least2", [1, 2, 3], [1, 2, 3], 0),
-    Case("most2", [1, 2, 3], [1, 2], 1),
-    Case("most2", [], [], 0),
-    Case("range1-2", [5, 6, 7], [5, 6], 1),
-    Case("range1-2", [5], [5], 0),
+    Case(mode="one", queued=[1, 2], consumed=[1], left=1),
+    Case(mode="n3", queued=[1, 2, 3, 4], consumed=[1, 2, 3], left=1),
+    Case(mode="least2", queued=[1, 2, 3], consumed=[1, 2, 3], left=0),
+    Case(mode="most2", queued=[1, 2, 3], consumed=[1, 2], left=1),
+    Case(mode="most2", queued=[], consumed=[], left=0),
+    Case(mode="range1-2", queued=[5, 6, 7], consumed=[5, 6], left=1),
+    Case(mode="range1-2", queued=[5], consumed=[5], left=0),
 ]
 
 

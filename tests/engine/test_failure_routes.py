@@ -35,7 +35,7 @@ class Boom(RuntimeError):
     """The planned failure of these tests."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Recovered:
     step_execution_id: str
     from_step_execution_id: str
@@ -47,8 +47,9 @@ class Recovered:
 
 def recovered(context: Context, input: str) -> Recovered:
     error = context.recovery_error
-    return Recovered(context.step_execution_id, context.from_step_execution_id, context.attempt, input,
-                     "" if error is None else error.detail, "" if error is None else error.error_type)
+    return Recovered(step_execution_id=context.step_execution_id,
+                     from_step_execution_id=context.from_step_execution_id, attempt=context.attempt, input=input,
+                     detail="" if error is None else error.detail, error_type="" if error is None else error.error_type)
 
 
 class Failing(Step[str]):
@@ -109,7 +110,8 @@ def test_exhausted_execute_moves_to_the_recovery_step_with_input_and_error(dex: 
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "recovered:order-7")
     assert flow.probe.values("failing") == [1, 2]
     assert flow.probe.values("recovered") == [
-        Recovered("Recover-1", "Failing-1", 1, "order-7", "boom:order-7:2", BOOM_TYPE)]
+        Recovered(step_execution_id="Recover-1", from_step_execution_id="Failing-1", attempt=1, input="order-7",
+                  detail="boom:order-7:2", error_type=BOOM_TYPE)]
 
 
 def test_route_options_govern_the_recovery_step(dex: DexFixture) -> None:
@@ -214,4 +216,5 @@ def test_async_worker_failure_route(dex: DexFixture) -> None:
     harness.client.start_flow(flow, flow_id, "a1")
     assert harness.result(flow_id).single_output(str) == "a1"
     assert flow.probe.values("recovered") == [
-        Recovered("AsyncRecover-1", "AsyncFailing-1", 1, "a1", "async boom:a1", BOOM_TYPE)]
+        Recovered(step_execution_id="AsyncRecover-1", from_step_execution_id="AsyncFailing-1", attempt=1,
+                  input="a1", detail="async boom:a1", error_type=BOOM_TYPE)]

@@ -35,7 +35,7 @@ class Boom(RuntimeError):
     """The planned failure of these tests."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Attempt:
     step_execution_id: str
     attempt: int
@@ -43,7 +43,7 @@ class Attempt:
     at: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """How a Flaky execution behaves: fail ``failures`` times, optionally via ``retry_after``."""
 
@@ -91,8 +91,8 @@ class Flaky(Step[Plan]):
             initial_interval=SECOND, backoff_coefficient=2.0, maximum_attempts=5))
 
     def execute(self, context: Context, input: Plan) -> StepDecision:
-        self.flow.probe.record("attempt", Attempt(context.step_execution_id, context.attempt,
-                                                  context.first_attempt_at, time.monotonic()))
+        self.flow.probe.record("attempt", Attempt(step_execution_id=context.step_execution_id, attempt=context.attempt,
+                                                  first_attempt_at=context.first_attempt_at, at=time.monotonic()))
         if context.attempt <= input.failures:
             if input.retry_after_seconds:
                 raise retry_after(input.retry_after_seconds, Boom(f"not yet ({context.attempt})"))

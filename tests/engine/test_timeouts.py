@@ -36,7 +36,7 @@ class Boom(RuntimeError):
     """The planned failure of these tests."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoint:
     attempt: int
     has_value: bool
@@ -45,7 +45,8 @@ class Checkpoint:
 
 def checkpoint(context: Context) -> Checkpoint:
     has = context.has_last_heartbeat_value()
-    return Checkpoint(context.attempt, has, context.get_last_heartbeat_value(int) if has else None)
+    return Checkpoint(attempt=context.attempt, has_value=has,
+                      value=context.get_last_heartbeat_value(int) if has else None)
 
 
 def hold_first_attempt(flow: NamedFlow[str], context: Context) -> None:
@@ -165,7 +166,8 @@ def test_heartbeat_timeout_retries_with_the_last_checkpoint(dex: DexFixture) -> 
     harness.client.start_flow(flow, flow_id, "silent")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, 2)
-    assert flow.probe.values("attempt") == [Checkpoint(1, False, None), Checkpoint(2, True, 7)]
+    assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None),
+                                            Checkpoint(attempt=2, has_value=True, value=7)]
 
 
 def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
@@ -174,7 +176,7 @@ def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
     flow_id = dex.flow_id()
     harness.client.start_flow(flow, flow_id, "steady")
     assert harness.result(flow_id).single_output(int) == 1
-    assert flow.probe.values("attempt") == [Checkpoint(1, False, None)]
+    assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None)]
 
 
 class Checkpoints(Step[str]):
@@ -209,7 +211,8 @@ def test_checkpoints_survive_failed_attempts_and_an_empty_heartbeat_clears_them(
     harness.client.start_flow(flow, flow_id, "c")
     assert harness.result(flow_id).single_output(int) == 3
     assert flow.probe.values("attempt") == [
-        Checkpoint(1, False, None), Checkpoint(2, True, 3), Checkpoint(3, False, None)]
+        Checkpoint(attempt=1, has_value=False, value=None), Checkpoint(attempt=2, has_value=True, value=3),
+        Checkpoint(attempt=3, has_value=False, value=None)]
 
 
 class AsyncCheckpoints(Step[str]):
@@ -239,4 +242,5 @@ def test_async_worker_checkpoint_reaches_the_next_attempt(dex: DexFixture) -> No
     flow_id = dex.flow_id()
     harness.client.start_flow(flow, flow_id, "a")
     assert harness.result(flow_id).single_output(int) == 2
-    assert flow.probe.values("attempt") == [Checkpoint(1, False, None), Checkpoint(2, True, 6)]
+    assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None),
+                                            Checkpoint(attempt=2, has_value=True, value=6)]

@@ -36,7 +36,7 @@ go = Channel("Go", str)
 HOUR = timedelta(hours=1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
     timer: bool
     a: list[str]
@@ -65,8 +65,8 @@ def wait_for_mode(mode: str) -> Wait:
 
 
 def outcome(context: Context) -> Outcome:
-    return Outcome(context.has_timer_fired(), list(ch_a.results(context)), list(ch_b.results(context)),
-                   list(ch_c.results(context)))
+    return Outcome(timer=context.has_timer_fired(), a=list(ch_a.results(context)), b=list(ch_b.results(context)),
+                   c=list(ch_c.results(context)))
 
 
 class Hold(Step[list[str]]):
@@ -132,15 +132,15 @@ def test_any_of_takes_the_ready_channel_while_a_timer_is_pending(dex: DexFixture
     flow, flow_id, client = start(dex, ["timer-or-a"])
     client.invoke_rpc(flow.send, flow_id, ["go=1"])
     client.invoke_rpc(flow.send, flow_id, ["a=x"])
-    assert flow.probe.wait("timer-or-a") == [Outcome(False, ["x"], [], [])]
+    assert flow.probe.wait("timer-or-a") == [Outcome(timer=False, a=["x"], b=[], c=[])]
 
 
 def test_any_of_uses_canonical_order_and_consumes_only_the_winner(dex: DexFixture) -> None:
     flow, flow_id, client = start(dex, ["b-or-a", "a-or-zero-timer"])
     assert client.invoke_rpc(flow.send, flow_id, ["a=a1", "b=b1"]) == [1, 1, 0]
     client.invoke_rpc(flow.send, flow_id, ["go=1"])
-    assert flow.probe.wait("b-or-a") == [Outcome(False, [], ["b1"], [])], "first ready in argument order"
-    assert flow.probe.wait("a-or-zero-timer") == [Outcome(True, [], [], [])], "Timers before Channels"
+    assert flow.probe.wait("b-or-a") == [Outcome(timer=False, a=[], b=["b1"], c=[])], "first ready in argument order"
+    assert flow.probe.wait("a-or-zero-timer") == [Outcome(timer=True, a=[], b=[], c=[])], "Timers before Channels"
     eventually(lambda: client.invoke_rpc(flow.queued, flow_id) == [1, 0, 0],
                what="a1 left queued: losers consume nothing")
 
@@ -151,7 +151,7 @@ def test_all_of_waits_for_every_condition(dex: DexFixture) -> None:
     client.invoke_rpc(flow.send, flow_id, ["a=a1", "b=b1"])
     assert client.invoke_rpc(flow.queued, flow_id) == [1, 1, 0], "not all ready: nothing consumed"
     client.invoke_rpc(flow.send, flow_id, ["a=a2", "b=b2", "b=b3"])
-    assert flow.probe.wait("a-and-2b") == [Outcome(False, ["a1"], ["b1", "b2"], [])]
+    assert flow.probe.wait("a-and-2b") == [Outcome(timer=False, a=["a1"], b=["b1", "b2"], c=[])]
     eventually(lambda: client.invoke_rpc(flow.queued, flow_id) == [1, 1, 0], what="a2 and b3 left queued")
 
 
@@ -162,16 +162,16 @@ def test_any_combination_of_consumes_only_the_chosen_combination(dex: DexFixture
     assert client.invoke_rpc(flow.queued, flow_id) == [1, 0, 0], "combination a+b incomplete"
     client.invoke_rpc(flow.send, flow_id, ["c=c1"])
     first = flow.probe.wait("ab-or-c")[0]
-    assert first == Outcome(False, [], [], ["c1"])
+    assert first == Outcome(timer=False, a=[], b=[], c=["c1"])
     client.invoke_rpc(flow.send, flow_id, ["b=b1"])
-    assert flow.probe.wait("ab-or-c", 2)[1] == Outcome(False, ["a1"], ["b1"], [])
+    assert flow.probe.wait("ab-or-c", 2)[1] == Outcome(timer=False, a=["a1"], b=["b1"], c=[])
     eventually(lambda: client.invoke_rpc(flow.queued, flow_id) == [0, 0, 0], what="all consumed")
 
 
 def test_skip_immediately_runs_execute_at_once(dex: DexFixture) -> None:
     flow, flow_id, client = start(dex, ["skip"])
     client.invoke_rpc(flow.send, flow_id, ["go=1"])
-    assert flow.probe.wait("skip") == [Outcome(False, [], [], [])]
+    assert flow.probe.wait("skip") == [Outcome(timer=False, a=[], b=[], c=[])]
 
 
 class AsyncAwait(Step[list[str]]):
@@ -194,4 +194,4 @@ class AsyncWaitFlow(WaitFlow):
 def test_async_worker_any_of(dex: DexFixture) -> None:
     flow, flow_id, client = start(dex, ["b-or-a"], async_worker=True)
     client.invoke_rpc(flow.send, flow_id, ["a=only-a"])
-    assert flow.probe.wait("b-or-a") == [Outcome(False, ["only-a"], [], [])]
+    assert flow.probe.wait("b-or-a") == [Outcome(timer=False, a=["only-a"], b=[], c=[])]
