@@ -1,6 +1,7 @@
 """Attributes: writes commit atomically with the handler's decision, reads see earlier commits
 and the handler's own staged writes, absent values read as type defaults, initial values from
-``start_flow``, deletes, query RPCs on open and closed Flows, and ``wait_for_attribute_match``."""
+``start_flow``, deletes, query RPCs on open and closed Flows, ``wait_for_attribute_match``,
+Step-execution locals (durable per Step execution), and large and unicode values."""
 
 from __future__ import annotations
 
