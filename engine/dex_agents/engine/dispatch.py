@@ -3,7 +3,7 @@
 A pull Worker opens one ``PollWorkerTask`` stream per queue (its app worker id and each Flow type)
 and runs at most one task per stream. The engine keeps, per queue, the idle registered streams
 (oldest first) and the tasks waiting for one; a task is handed to an idle stream the moment either
-appears, with no polling. A stream that rejects a task for capacity is skipped for Step tasks for a
+appears, with no polling. A stream that rejects a task (no capacity, or retiring) is skipped for a
 short back-off (or until its Worker finishes a task), so a busy Worker never spins the dispatcher.
 
 All methods run under the engine lock.
@@ -51,6 +51,7 @@ class Task:
     finished: bool = False
     canceled: bool = False
     timeout: float = 0.0
+    local_phase: bool = False
     deadline: float = 0.0
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
@@ -181,7 +182,7 @@ class Dispatcher:
                 (
                     s
                     for s in idle
-                    if not s.closed and (task.kind == "rpc" or s.declined_until <= now)
+                    if not s.closed and s.declined_until <= now
                 ),
                 None,
             )

@@ -24,8 +24,9 @@ MINIMUM_HEARTBEAT_TIMEOUT = 10.0
 DEFAULT_RPC_TIMEOUT = 60.0
 DISPATCH_WAIT = 10.0
 ASYNC_LOCAL_ATTEMPTS = 3
-"""ASYNC durability: the first attempts (within ASYNC_LOCAL_SECONDS) retry at once, like Dex's
-local activity phase; later retries continue the backoff sequence."""
+"""ASYNC durability, Dex's local phase: the first attempts within ASYNC_LOCAL_SECONDS of the first
+retry at once, ignore method and heartbeat timeouts (bounded by the phase's end instead) and do
+not keep heartbeat checkpoints; later retries continue the backoff sequence."""
 ASYNC_LOCAL_SECONDS = 7.0
 
 

@@ -98,8 +98,14 @@ class StepOps(Outcomes):
         self._fill_request(message, flow, step)
         task = Task(task_id=message.task_id, kind=method, flow_type=flow.flow_type, message=message,
                     uid=uid, seid=seid, attempt=step.attempt)
-        task.timeout = timeout
-        task.heartbeat_timeout = policy.heartbeat_timeout(step.options, False)
+        elapsed = now - step.first_attempt_ms / 1000
+        if (history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
+                and step.attempt <= policy.ASYNC_LOCAL_ATTEMPTS and elapsed < policy.ASYNC_LOCAL_SECONDS):
+            task.local_phase = True
+            task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0)
+        else:
+            task.timeout = timeout
+            task.heartbeat_timeout = policy.heartbeat_timeout(step.options, False)
         engine.track(task)
         engine.dispatcher.submit(task)
 
@@ -149,7 +155,11 @@ class StepOps(Outcomes):
         flow = engine.flow(task.uid)
         if flow is None:
             return
-        if heartbeat is not None:
+        if heartbeat is not None and task.local_phase:
+            if first:
+                with engine.store.transaction() as db:
+                    db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
+        elif heartbeat is not None:
             if task.heartbeat_timeout is None:
                 task.heartbeat_timeout = policy.DEFAULT_HEARTBEAT_TIMEOUT
             task.heartbeat_deadline = time.time() + task.heartbeat_timeout
