@@ -23,6 +23,7 @@ from dex.dexpb import dex_pb2 as pb
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
 DECLINE_BACKOFF_SECONDS = 0.02
+SATURATED_SECONDS = 1.0
 _ids = itertools.count(1)
 
 
@@ -67,6 +68,7 @@ class WorkerStream:
         self.outbox: queue.SimpleQueue[pb.PollWorkerTaskResponse | None] = queue.SimpleQueue()
         self.task: Task | None = None
         self.closed = False
+        self.registered = False
         self.declined_until = 0.0
 
     def send(self, response: pb.PollWorkerTaskResponse) -> None:
@@ -85,15 +87,32 @@ class Dispatcher:
 
     def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None]) -> None:
         self._idle: dict[str, list[WorkerStream]] = {}
+        self._held: dict[str, list[WorkerStream]] = {}
+        self._saturated: dict[str, float] = {}
         self._pending: dict[str, deque[Task]] = {}
         self._schedule = schedule_retry
         self.streams: set[WorkerStream] = set()
 
     def register(self, stream: WorkerStream) -> None:
-        """A new stream registered: it is idle and may take a waiting task."""
+        """A new stream asked to register.
+
+        The first stream of a (queue, Worker) is acknowledged at once. Further ones are held
+        unacknowledged until a task needs them: the Worker counts a held stream as its idle spare
+        but never retires it, which spares it a stream open and close per task.
+        """
         self.streams.add(stream)
-        self._idle.setdefault(stream.queue_name, []).append(stream)
+        if any(s.registered and not s.closed and s.queue_name == stream.queue_name
+               and s.app_worker_id == stream.app_worker_id for s in self.streams):
+            self._held.setdefault(stream.queue_name, []).append(stream)
+        else:
+            self._acknowledge(stream)
         self._offer(stream.queue_name)
+
+    def _acknowledge(self, stream: WorkerStream) -> None:
+        stream.registered = True
+        stream.send(pb.PollWorkerTaskResponse(
+            registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)))
+        self._idle.setdefault(stream.queue_name, []).append(stream)
 
     def has_streams(self, queue_name: str) -> bool:
         """Whether any live stream serves ``queue_name``."""
@@ -123,6 +142,7 @@ class Dispatcher:
         if stream is None or stream.task is not task:
             return
         stream.task = None
+        self._saturated.pop(stream.app_worker_id, None)
         for other in self.streams:
             if other.app_worker_id == stream.app_worker_id:
                 other.declined_until = 0.0
@@ -139,9 +159,13 @@ class Dispatcher:
         stream.task = None
         task.stream = None
         if not stream.closed:
-            stream.declined_until = time.monotonic() + DECLINE_BACKOFF_SECONDS
+            now = time.monotonic()
+            stream.declined_until = now + DECLINE_BACKOFF_SECONDS
             self._idle.setdefault(stream.queue_name, []).append(stream)
             self._schedule(DECLINE_BACKOFF_SECONDS, lambda: self._offer(stream.queue_name))
+            if task.kind != "rpc":
+                # No spare stream of this Worker is acknowledged for Step tasks until it finishes one.
+                self._saturated[stream.app_worker_id] = now + SATURATED_SECONDS
         if not task.finished and not task.canceled:
             self.submit(task, front=True)
 
@@ -149,9 +173,18 @@ class Dispatcher:
         """The stream ended; returns the task it was running, if any."""
         stream.closed = True
         self.streams.discard(stream)
-        idle = self._idle.get(stream.queue_name)
-        if idle is not None and stream in idle:
-            idle.remove(stream)
+        for pool in (self._idle.get(stream.queue_name), self._held.get(stream.queue_name)):
+            if pool is not None and stream in pool:
+                pool.remove(stream)
+        held = self._held.get(stream.queue_name)
+        if stream.registered and held and not any(
+                s.registered and s.queue_name == stream.queue_name and s.app_worker_id == stream.app_worker_id
+                for s in self.streams):
+            spare = next((s for s in held if s.app_worker_id == stream.app_worker_id), None)
+            if spare is not None:
+                held.remove(spare)
+                self._acknowledge(spare)
+                self._offer(stream.queue_name)
         task = stream.task
         stream.task = None
         if task is not None:
@@ -171,23 +204,26 @@ class Dispatcher:
                 )
             )
 
+    @staticmethod
+    def _usable(stream: WorkerStream, now: float) -> bool:
+        return not stream.closed and stream.declined_until <= now
+
     def _offer(self, queue_name: str) -> None:
         pending = self._pending.get(queue_name)
-        idle = self._idle.get(queue_name)
-        if not pending or not idle:
+        if not pending:
             return
+        idle = self._idle.setdefault(queue_name, [])
+        held = self._held.setdefault(queue_name, [])
         now = time.monotonic()
         for task in list(pending):
-            chosen = next(
-                (
-                    s
-                    for s in idle
-                    if not s.closed and s.declined_until <= now
-                ),
-                None,
-            )
+            chosen = next((s for s in idle if self._usable(s, now)), None)
             if chosen is None:
-                continue
+                chosen = next((s for s in held if self._usable(s, now) and (
+                    task.kind == "rpc" or self._saturated.get(s.app_worker_id, 0.0) <= now)), None)
+                if chosen is None:
+                    continue
+                held.remove(chosen)
+                self._acknowledge(chosen)
             idle.remove(chosen)
             pending.remove(task)
             chosen.task = task
@@ -200,5 +236,3 @@ class Dispatcher:
                 if task.heartbeat_timeout is not None:
                     task.heartbeat_deadline = wall + task.heartbeat_timeout
             chosen.send(pb.PollWorkerTaskResponse(task=task.message))
-            if not idle:
-                return

@@ -1,7 +1,8 @@
 """``WorkerTaskService.PollWorkerTask``: the pull Worker's stream, adapted onto the engine.
 
-Each stream: the first request must ``register`` a queue; the engine answers ``registered`` and
-then writes tasks and ``cancel_task`` frames from the stream's outbox. A reader thread feeds the
+Each stream: the first request must ``register`` a queue; the engine answers ``registered`` (at
+once, or when a task needs the stream: see ``Dispatcher.register``) and then writes tasks and
+``cancel_task`` frames from the stream's outbox. A reader thread feeds the
 Worker's frames (progress, results, rejects, pongs) to the engine under its lock. When the stream
 ends for any reason the engine learns it at once (a running task is re-delivered or failed).
 """
@@ -54,9 +55,6 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         register = first.register
         stream = WorkerStream(register.queue, register.app_worker_id or f"anonymous-{id(context)}")
         context.add_callback(stream.close)
-        yield pb.PollWorkerTaskResponse(
-            registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
-        )
         with self.engine.lock:
             if self.engine.stopped:
                 return
