@@ -1,7 +1,8 @@
 """Streams: Step writes (in ``wait_for`` and ``execute``, sync and async) are read in order with
 resume tokens and source ``#<stepExecutionId>``; reads long-poll; listing is newest first with
 page tokens; Clients may write to any Flow ID; the byte capacity is shared by every Flow of the
-type and the oldest messages go first; a token older than the retained head resumes at the head."""
+type and the oldest messages go first; a token older than the retained head resumes at the head;
+a failed attempt's writes stay, and a write is an implicit heartbeat that keeps the checkpoint."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from dex import (
     Context,
     LongPollTimeoutError,
     PersistenceSchema,
+    RetryPolicy,
     Step,
     StepDecision,
     StepList,
+    StepOptions,
     StepOutput,
     Stream,
     StreamMessage,
     Wait,
     dead_end,
+    heartbeat,
 )
 
 from tests.engine.conftest import DexFixture
@@ -39,7 +43,19 @@ class Writer(Step[list[str]]):
         yield self.flow.events.write(context, "from wait_for")
         return Wait.skip_immediately()
 
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(maximum_attempts=2))
+
     def execute(self, context: Context, input: list[str]) -> Generator[StepOutput, None, StepDecision]:
+        if input == ["fail-once"]:
+            self.flow.probe.record("checkpoint", context.get_last_heartbeat_value(int)
+                                   if context.has_last_heartbeat_value() else None)
+            if context.attempt == 1:
+                yield heartbeat(4)
+                yield self.flow.events.write(context, "written before the failure")
+                raise RuntimeError("fail after writing")
+            yield self.flow.events.write(context, "written by the retry")
+            return dead_end()
         for value in input:
             yield self.flow.events.write(context, value)
         return dead_end()
@@ -81,6 +97,17 @@ def test_step_writes_are_read_in_order_with_resume_tokens_and_source(dex: DexFix
     assert again.value == "m2", "a token resumes after its own message"
     with pytest.raises(LongPollTimeoutError):
         harness.client.read_stream(flow_id, flow.events, messages[-1].resume_token, timeout=SHORT)
+
+
+def test_a_failed_attempt_keeps_its_writes_and_a_write_keeps_the_checkpoint(dex: DexFixture) -> None:
+    flow = StreamFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, ["fail-once"])
+    messages = read_all(harness.client, flow_id, flow.events, 3)
+    assert [m.value for m in messages] == ["from wait_for", "written before the failure", "written by the retry"]
+    assert {m.source for m in messages} == {"#Writer-1"}, "attempts of one execution share the source"
+    assert flow.probe.values("checkpoint") == [None, 4], "a Stream write is an implicit heartbeat that keeps it"
 
 
 def test_listing_is_newest_first_with_page_tokens(dex: DexFixture) -> None:
