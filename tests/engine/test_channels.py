@@ -1,10 +1,12 @@
 """Channels: ``for_one``/``for_n``/``at_least``/``at_most``/``for_range`` consume exactly what Dex
 documents, FIFO; consumed values reach ``execute`` atomically with the wait (and again on its
 retry), and ``execute``'s loaded snapshot no longer holds them; Steps and RPCs publish; sizes are
-always there. (Pending messages, deletes and ChannelMaps: test_channel_maps.)"""
+always there; concurrent publishers lose nothing and keep their order. (Pending messages, deletes
+and ChannelMaps: test_channel_maps.)"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -28,7 +30,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, eventually
+from tests.engine.harness import NamedFlow, eventually, in_thread
 
 data = Channel("Data", int)
 go = Channel("Go", str)
@@ -259,3 +261,26 @@ def test_step_publish_feeds_another_step(dex: DexFixture) -> None:
 class ProducerFlow(ChannelFlow):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Produce(self)).other_steps(Consume(self), Hold(self))
+
+
+def test_concurrent_publishers_lose_nothing_and_keep_their_order(dex: DexFixture) -> None:
+    flow = ChannelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "least2")
+
+    def publisher(sender: int) -> Callable[[], None]:
+        def publish_all() -> None:
+            for index in range(20):
+                harness.client.invoke_rpc(flow.publish, flow_id, [sender * 1000 + index])
+        return publish_all
+
+    joins = [in_thread(publisher(sender)) for sender in range(1, 5)]
+    for join in joins:
+        join(60.0)
+    harness.client.invoke_rpc(flow.release, flow_id)
+    ((_, got),) = [c for c in flow.probe.wait("consumed") if isinstance(c, tuple)]
+    assert isinstance(got, list) and sorted(got) == sorted(s * 1000 + i for s in range(1, 5) for i in range(20))
+    for sender in range(1, 5):
+        mine = [value for value in got if isinstance(value, int) and value // 1000 == sender]
+        assert mine == sorted(mine), f"sender {sender}'s messages stay in publish order"
