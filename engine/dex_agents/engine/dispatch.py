@@ -3,8 +3,14 @@
 A pull Worker opens one ``PollWorkerTask`` stream per queue (its app worker id and each Flow type)
 and runs at most one task per stream. The engine keeps, per queue, the idle registered streams
 (oldest first) and the tasks waiting for one; a task is handed to an idle stream the moment either
-appears, with no polling. A stream that rejects a task (no capacity, or retiring) is skipped for a
-short back-off (or until its Worker finishes a task), so a busy Worker never spins the dispatcher.
+appears, with no polling. Spare streams are held unacknowledged until a task needs them (the
+Worker counts them as idle spares, so it does not open and close a stream per task).
+
+A stream that rejects a task (no capacity, or retiring) is skipped for a short back-off (or until its
+Worker finishes a task), so a busy Worker never spins the dispatcher. A Worker that declined a Step
+task recently is "saturated": no spare of it is acknowledged for Step tasks, and a stream it frees
+is offered after a 1 ms settle (the SDK frees the slot just after sending the result), which avoids
+a decline per task at full capacity.
 
 All methods run under the engine lock.
 """
@@ -23,7 +29,11 @@ from dex.dexpb import dex_pb2 as pb
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
 DECLINE_BACKOFF_SECONDS = 0.02
+"""A stream that declined a task gets none for this long (unless its Worker finishes a task)."""
 SATURATED_SECONDS = 1.0
+"""How long after a declined Step task a Worker counts as running at its Step capacity."""
+SETTLE_SECONDS = 0.001
+"""Delay before a saturated Worker's freed stream is offered the next task."""
 _ids = itertools.count(1)
 
 
@@ -89,6 +99,7 @@ class Dispatcher:
         self._idle: dict[str, list[WorkerStream]] = {}
         self._held: dict[str, list[WorkerStream]] = {}
         self._saturated: dict[str, float] = {}
+        """app worker id -> when it last declined a Step task (it runs at its Step capacity)."""
         self._pending: dict[str, deque[Task]] = {}
         self._schedule = schedule_retry
         self.streams: set[WorkerStream] = set()
@@ -142,13 +153,24 @@ class Dispatcher:
         if stream is None or stream.task is not task:
             return
         stream.task = None
-        self._saturated.pop(stream.app_worker_id, None)
+        now = time.monotonic()
+        worker = stream.app_worker_id
+        # A saturated Worker frees the slot only after its handler bookkeeping: offer a moment later
+        # so the next task is not declined for capacity; otherwise hand the stream over at once.
+        settle = SETTLE_SECONDS if now - self._saturated.get(worker, -SATURATED_SECONDS) < SATURATED_SECONDS else 0.0
         for other in self.streams:
-            if other.app_worker_id == stream.app_worker_id:
-                other.declined_until = 0.0
+            if other.app_worker_id == worker:
+                other.declined_until = now + settle
         if not stream.closed:
             self._idle.setdefault(stream.queue_name, []).append(stream)
-        for queue_name in {s.queue_name for s in self.streams if s.app_worker_id == stream.app_worker_id}:
+        queues = {s.queue_name for s in self.streams if s.app_worker_id == worker}
+        if settle:
+            self._schedule(settle, lambda: self._offer_all(queues))
+        else:
+            self._offer_all(queues)
+
+    def _offer_all(self, queues: set[str]) -> None:
+        for queue_name in queues:
             self._offer(queue_name)
 
     def reject(self, stream: WorkerStream, task_id: str) -> None:
@@ -164,8 +186,7 @@ class Dispatcher:
             self._idle.setdefault(stream.queue_name, []).append(stream)
             self._schedule(DECLINE_BACKOFF_SECONDS, lambda: self._offer(stream.queue_name))
             if task.kind != "rpc":
-                # No spare stream of this Worker is acknowledged for Step tasks until it finishes one.
-                self._saturated[stream.app_worker_id] = now + SATURATED_SECONDS
+                self._saturated[stream.app_worker_id] = now
         if not task.finished and not task.canceled:
             self.submit(task, front=True)
 
@@ -219,7 +240,8 @@ class Dispatcher:
             chosen = next((s for s in idle if self._usable(s, now)), None)
             if chosen is None:
                 chosen = next((s for s in held if self._usable(s, now) and (
-                    task.kind == "rpc" or self._saturated.get(s.app_worker_id, 0.0) <= now)), None)
+                    task.kind == "rpc"
+                    or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
                 if chosen is None:
                     continue
                 held.remove(chosen)
