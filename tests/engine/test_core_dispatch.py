@@ -1,0 +1,96 @@
+"""Engine core, task dispatch (no server): the first stream of a Worker's queue is acknowledged at
+once and spares are held until a task needs them; a task goes to an idle stream directly; a
+declined task is requeued and that stream backs off; a stream that breaks hands back its task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dex.dexpb import dex_pb2 as pb
+
+from dex_agents.engine.dispatch import Dispatcher, Task, WorkerStream
+
+Scheduled = list[tuple[float, Callable[[], None]]]
+
+
+def dispatcher() -> tuple[Dispatcher, Scheduled]:
+    scheduled: Scheduled = []
+    return Dispatcher(lambda delay, callback: scheduled.append((delay, callback))), scheduled
+
+
+def task(task_id: str, kind: str = "execute") -> Task:
+    return Task(task_id=task_id, kind=kind, flow_type="Q", message=pb.PollWorkerTask(task_id=task_id),  # type: ignore[arg-type]
+                uid=1, seid="S-1", attempt=1)
+
+
+def sent(stream: WorkerStream) -> list[str]:
+    frames: list[str] = []
+    while not stream.outbox.empty():
+        frame = stream.outbox.get_nowait()
+        assert frame is not None
+        kind = frame.WhichOneof("frame")
+        frames.append(f"task:{frame.task.task_id}" if kind == "task" else str(kind))
+    return frames
+
+
+def test_first_stream_is_acknowledged_and_spares_are_held_until_needed() -> None:
+    d, _ = dispatcher()
+    first, spare = WorkerStream("Q", "w1"), WorkerStream("Q", "w1")
+    d.register(first)
+    d.register(spare)
+    assert (sent(first), sent(spare)) == (["registered"], []), "the spare waits unacknowledged"
+    d.submit(task("a"))
+    d.submit(task("b"))
+    assert sent(first) == ["task:a"]
+    assert sent(spare) == ["registered", "task:b"], "acknowledged together with the task that needs it"
+
+
+def test_another_worker_gets_its_own_acknowledged_stream() -> None:
+    d, _ = dispatcher()
+    one, other = WorkerStream("Q", "w1"), WorkerStream("Q", "w2")
+    d.register(one)
+    d.register(other)
+    assert (sent(one), sent(other)) == (["registered"], ["registered"])
+
+
+def test_a_declined_task_is_requeued_and_the_stream_backs_off() -> None:
+    d, scheduled = dispatcher()
+    stream = WorkerStream("Q", "w1")
+    d.register(stream)
+    t = task("a")
+    d.submit(t)
+    assert sent(stream) == ["registered", "task:a"]
+    d.reject(stream, "a")
+    assert t.stream is None and sent(stream) == [], "not offered again at once"
+    assert scheduled, "a retry is scheduled"
+    stream.declined_until = 0.0
+    for _, callback in scheduled:
+        callback()
+    assert sent(stream) == ["task:a"]
+
+
+def test_a_finished_task_frees_its_stream_for_the_next() -> None:
+    d, _ = dispatcher()
+    stream = WorkerStream("Q", "w1")
+    d.register(stream)
+    first, second = task("a"), task("b")
+    d.submit(first)
+    d.submit(second)
+    assert sent(stream) == ["registered", "task:a"]
+    d.finish(first)
+    assert sent(stream) == ["task:b"]
+
+
+def test_a_broken_stream_returns_its_task_and_cancel_reaches_the_worker() -> None:
+    d, _ = dispatcher()
+    stream, spare = WorkerStream("Q", "w1"), WorkerStream("Q", "w1")
+    d.register(stream)
+    d.register(spare)
+    running = task("a")
+    d.submit(running)
+    assert d.stream_closed(stream) is running and running.stream is None
+    assert sent(spare) == ["registered"], "the held spare takes over as the registered stream"
+    d.submit(running, front=True)
+    d.cancel(running)
+    assert sent(spare) == ["task:a", "cancel_task"]
+    assert d.withdraw(task("never-queued")) is False
