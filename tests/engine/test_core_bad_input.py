@@ -127,3 +127,19 @@ def test_a_worker_stream_must_register_first(tmp_path: Path) -> None:
             assert health.condition == "OK", "the engine still serves"
     finally:
         server.stop()
+
+
+
+def test_methods_of_other_services_name_themselves(tmp_path: Path) -> None:
+    server = EngineServer(tmp_path / "engine.db")
+    server.start()
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            push = dex_pb2_grpc.WorkerServiceStub(channel)  # type: ignore[no-untyped-call]
+            code, detail = code_of(lambda: push.InvokeWorkerRPC(pb.InvokeWorkerRPCRequest()))
+            assert code == grpc.StatusCode.UNIMPLEMENTED and "InvokeWorkerRPC" in detail
+            matching = dex_pb2_grpc.MatchingServiceStub(channel)  # type: ignore[no-untyped-call]
+            code, detail = code_of(lambda: list(matching.ForwardPollWorkerTask(iter(()))))
+            assert code == grpc.StatusCode.UNIMPLEMENTED and "ForwardPollWorkerTask" in detail
+    finally:
+        server.stop()

@@ -19,7 +19,7 @@ from dex.dexpb import dex_pb2_grpc
 
 from .engine import Engine
 from .recovery import recover
-from .service import FlowService
+from .service import FlowService, UnknownMethods
 from .store import Store
 from .worker_service import WorkerTaskService
 
@@ -81,6 +81,7 @@ class EngineServer:
         dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine), server)  # type: ignore[no-untyped-call]
         self._worker_service = WorkerTaskService(engine)
         dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(self._worker_service, server)  # type: ignore[no-untyped-call]
+        server.add_generic_rpc_handlers((UnknownMethods(),))
         port = server.add_insecure_port(f"{self._host}:{self._requested_port}")
         if port == 0:
             engine.store.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import grpc
@@ -172,6 +172,21 @@ def _unimplemented(name: str) -> Callable[..., object]:
         raise AssertionError("abort returned")
     handler.__name__ = name
     return handler
+
+
+class UnknownMethods(grpc.GenericRpcHandler):
+    """Last-resort handler: any other method (push WorkerService, MatchingService, ...) answers
+    UNIMPLEMENTED naming itself."""
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[bytes, bytes] | None:
+        name = str(handler_call_details.method).lstrip("/")
+
+        def reject(requests: object, context: grpc.ServicerContext) -> Iterator[bytes]:
+            message = f"{name} is not implemented by the local Dex engine"
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
+            raise AssertionError(message)
+
+        return grpc.stream_stream_rpc_method_handler(reject)
 
 
 for _name in dir(dex_pb2_grpc.FlowServiceServicer):
