@@ -143,3 +143,20 @@ def test_methods_of_other_services_name_themselves(tmp_path: Path) -> None:
             assert code == grpc.StatusCode.UNIMPLEMENTED and "ForwardPollWorkerTask" in detail
     finally:
         server.stop()
+
+
+def test_raw_channel_publish_read_and_delete(stub: dex_pb2_grpc.FlowServiceStub) -> None:
+    start(stub, "chan")
+    stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="chan", messages=[
+        pb.ChannelMessage(channel_name="C", value=pb.Value(string_value="one"), message_id="m1"),
+        pb.ChannelMessage(channel_name="C", value=pb.Value(string_value="two"), message_id="m2")]))
+    stub.DeleteChannelMessage(pb.DeleteChannelMessageRequest(flow_id="chan", channel_name="C", message_id="m1"))
+    code, _ = code_of(lambda: stub.DeleteChannelMessage(pb.DeleteChannelMessageRequest(
+        flow_id="chan", channel_name="C", message_id="m1")))
+    assert code == grpc.StatusCode.NOT_FOUND, "a message is deleted once"
+    left: pb.GetChannelMessagesResponse = stub.GetChannelMessages(pb.GetChannelMessagesRequest(
+        flow_id="chan", channel_name="C"))
+    assert [(m.message_id, m.value.string_value) for m in left.messages] == [("m2", "two")]
+    assert code_of(lambda: stub.PublishToChannel(pb.PublishToChannelRequest(
+        flow_id="chan", messages=[pb.ChannelMessage(value=pb.Value(string_value="x"))])))[0] == (
+        grpc.StatusCode.INVALID_ARGUMENT)

@@ -34,6 +34,7 @@ SERVED = frozenset({
     "GetServerInfo", "HealthCheck", "SyncAttributeIndexes", "StartFlow", "StopFlow", "InvokeRPC", "WriteStream",
     "ReadStream", "ListStreamMessages", "GetFlowSummary", "WaitForFlow", "SearchFlows", "SkipTimer",
     "WaitForStepCompletion", "WaitForAttribute", "GetHistoryEvents", "LoadBlobs", "GetAttributes", "PublishToChannel",
+    "GetChannelMessages", "DeleteChannelMessage",
 })
 
 
@@ -153,6 +154,38 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
                 state.publish(db, flow.uid, request.messages)
             self.engine.apply(Effects(wait_checks={flow.uid}))
         self._run(context, publish)
+        return empty_pb2.Empty()
+
+    def GetChannelMessages(self, request: pb.GetChannelMessagesRequest,  # noqa: N802
+                           context: grpc.ServicerContext) -> pb.GetChannelMessagesResponse:
+        def read() -> pb.GetChannelMessagesResponse:
+            from . import state
+            if not request.channel_name:
+                raise invalid("channel_name is required")
+            flow = self.queries._flow(request.flow_id, request.run_id)
+            loaded = state.loaded_messages(self.engine.store.db, flow.uid, [request.channel_name], [])
+            values = loaded.get(request.channel_name)
+            return pb.GetChannelMessagesResponse(messages=values.messages if values is not None else [])
+        return self._run(context, read)
+
+    def DeleteChannelMessage(self, request: pb.DeleteChannelMessageRequest,  # noqa: N802
+                             context: grpc.ServicerContext) -> empty_pb2.Empty:
+        def delete() -> None:
+            from . import state
+            if not request.channel_name or not request.message_id:
+                raise invalid("channel_name and message_id are required")
+            flow = self.queries._flow(request.flow_id, request.run_id)
+            if not flow.running:
+                raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
+                                   pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
+            with self.engine.store.transaction() as db:
+                missing = state.delete_messages(db, flow.uid, [pb.ChannelMessageDeletion(
+                    channel_name=request.channel_name, message_id=request.message_id)])
+                if missing:
+                    raise ServiceError(grpc.StatusCode.NOT_FOUND, f"channel message not found: {request.message_id}",
+                                       pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
+            self.engine.apply(Effects())
+        self._run(context, delete)
         return empty_pb2.Empty()
 
     def LoadBlobs(self, request: pb.LoadBlobsRequest, context: grpc.ServicerContext) -> pb.LoadBlobsResponse:  # noqa: N802
