@@ -10,11 +10,10 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
-from dex import FileCredential, Registry, Worker, WorkerOptions, open_blob_cache, BlobCacheConfig
+from dex import BlobCacheConfig, FileCredential, Registry, Worker, WorkerOptions, open_blob_cache
 
 from tests.engine.harness import WAIT_SECONDS, pull_options
 from tests.engine.kill_flow import KillFlow
@@ -31,8 +30,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     flow = KillFlow(args.flow_type, args.gate_dir)
     registry = Registry([flow])
-    cache_dir = tempfile.mkdtemp(prefix="dex-child-cache-")
-    cache = open_blob_cache(BlobCacheConfig(cache_dir, 16 * 1024 * 1024))
+    cache_dir = args.gate_dir / f"blob-cache-{os.getpid()}"
+    cache_dir.mkdir()
+    cache = open_blob_cache(BlobCacheConfig(str(cache_dir), 16 * 1024 * 1024))
     credential = FileCredential(args.token_file) if args.token_file else None
     worker = Worker(registry, cache, WorkerOptions(server_address=args.address, pull=pull_options(),
                                                    credential=credential))
