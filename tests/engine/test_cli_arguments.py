@@ -79,3 +79,14 @@ def test_database_path_that_is_a_directory_exits_2(tmp_path: Path) -> None:
 def test_ready_line_format() -> None:
     assert ready_line("127.0.0.1", 8801) == "dex-agents engine ready on 127.0.0.1:8801"
     assert ready_line("::1", 9) == "dex-agents engine ready on [::1]:9"
+
+
+def test_help_lists_the_public_options_only(tmp_path: Path) -> None:
+    top = _run("--help", cwd=tmp_path)
+    engine = _run("engine", "--help", cwd=tmp_path)
+    assert top.returncode == 0 and "engine" in top.stdout
+    assert engine.returncode == 0
+    for option in ("--host", "--port", "--db", "--token-file", "--log-level"):
+        assert option in engine.stdout
+    assert "--stop-on-stdin-eof" not in engine.stdout, "the launcher's flag stays hidden"
+    assert list(tmp_path.iterdir()) == []
