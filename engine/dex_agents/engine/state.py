@@ -28,12 +28,19 @@ def _value(blob: bytes) -> pb.Value:
 
 def load_attributes(db: sqlite3.Connection, uid: int, map_loads: Iterable[str]) -> list[pb.KV]:
     """Singleton Attributes plus the loaded map instances (``Name/`` loads a whole map)."""
-    loads = list(map_loads)
-    prefixes = tuple(load for load in loads if load.endswith("/"))
-    exact = {load for load in loads if not load.endswith("/")}
+    rows = db.execute("SELECT key, value FROM attributes WHERE uid=? AND is_instance=0", (uid,)).fetchall()
+    for load in dict.fromkeys(map_loads):
+        if load.endswith("/"):
+            # Keys of the map sort between "Name/" and "Name0" ("0" follows "/").
+            rows += db.execute("SELECT key, value FROM attributes WHERE uid=? AND key>=? AND key<?",
+                               (uid, load, load[:-1] + "0")).fetchall()
+        elif "/" in load:
+            rows += db.execute("SELECT key, value FROM attributes WHERE uid=? AND key=?", (uid, load)).fetchall()
+    seen: set[str] = set()
     out: list[pb.KV] = []
-    for key, blob in db.execute("SELECT key, value FROM attributes WHERE uid=?", (uid,)):
-        if "/" not in key or key in exact or (prefixes and key.startswith(prefixes)):
+    for key, blob in rows:
+        if key not in seen:
+            seen.add(key)
             out.append(pb.KV(key=key, value=_value(blob)))
     return out
 
@@ -71,10 +78,10 @@ def upsert_attributes(db: sqlite3.Connection, uid: int, writes: Sequence[pb.Attr
             db.execute("DELETE FROM attributes WHERE uid=? AND key=?", (uid, write.key))
             continue
         db.execute(
-            "INSERT INTO attributes (uid, key, value, indexed) VALUES (?, ?, ?, ?) "
+            "INSERT INTO attributes (uid, key, value, indexed, is_instance) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (uid, key) DO UPDATE SET value=excluded.value, "
             "indexed=MAX(indexed, excluded.indexed)",
-            (uid, write.key, write.value.SerializeToString(), int(write.index_config.enable)),
+            (uid, write.key, write.value.SerializeToString(), int(write.index_config.enable), int("/" in write.key)),
         )
 
 

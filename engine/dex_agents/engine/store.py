@@ -60,13 +60,16 @@ CREATE TABLE IF NOT EXISTS steps (
 CREATE INDEX IF NOT EXISTS steps_by_type ON steps (uid, step_type, n);
 CREATE INDEX IF NOT EXISTS steps_by_phase ON steps (phase);
 CREATE INDEX IF NOT EXISTS steps_by_seq ON steps (uid, seq);
+CREATE INDEX IF NOT EXISTS steps_by_run_phase ON steps (uid, phase);
 CREATE TABLE IF NOT EXISTS attributes (
     uid INTEGER NOT NULL,
     key TEXT NOT NULL,
     value BLOB NOT NULL,
     indexed INTEGER NOT NULL DEFAULT 0,
+    is_instance INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (uid, key)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS attributes_singletons ON attributes (uid, is_instance);
 CREATE TABLE IF NOT EXISTS channels (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     uid INTEGER NOT NULL,
