@@ -1,7 +1,8 @@
 """Stop, describe, wait and search: describe reports the run; cancel/terminate/fail close the Flow
 with the matching status (and a running handler learns of it); unknown Flows get the SDK's
-not-found errors; ``wait_for_step_completion`` returns once the Step completed; search finds Flows
-by type; malformed raw requests get a clear gRPC status and leave the engine serving."""
+not-found errors; ``wait_for_step_completion`` returns once the Step completed, and client waits
+with a request timeout end in ``RequestTimeoutError``; a repeated request id is idempotent; search
+finds Flows by type; malformed raw requests get a clear gRPC status and leave the engine serving."""
 
 from __future__ import annotations
 
@@ -12,14 +13,19 @@ from datetime import datetime, timedelta, timezone
 import grpc
 import pytest
 from dex import (
+    Attribute,
+    AttributeMatch,
     Channel,
     Context,
+    FlowAlreadyStartedError,
     FlowErrorType,
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
     FlowStatus,
     PersistenceSchema,
+    RequestTimeoutError,
     RPCResult,
+    StartFlowOptions,
     Step,
     StepDecision,
     StepExecutionId,
@@ -28,6 +34,7 @@ from dex import (
     StopFlowOptions,
     StopType,
     Wait,
+    WaitForAttributeOptions,
     WaitForStepCompletionOptions,
     dead_end,
     go_to,
@@ -41,6 +48,7 @@ from tests.engine.conftest import DexFixture
 from tests.engine.harness import GATE_SECONDS, NamedFlow, in_thread
 
 ticket = Channel("Ticket", str)
+waits = Attribute("Waits", int)
 REFUSALS = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION)
 
 
@@ -78,7 +86,7 @@ class StopFlow(NamedFlow[str]):
         return StepList.start_step(First(self)).other_steps(Busy(self))
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(ticket)
+        return PersistenceSchema.of(ticket, waits)
 
     @rpc
     def admit(self, context: Context) -> RPCResult[bool]:
@@ -199,3 +207,29 @@ def test_malformed_raw_requests_get_clear_statuses(dex: DexFixture) -> None:
     assert harness.client.health_check() is True
     assert harness.client.invoke_rpc(flow.admit, flow_id) is True, "the Flow is unharmed"
     flow.probe.wait("busy")
+
+
+def test_waits_with_a_request_timeout_end_with_request_timeout_error(dex: DexFixture) -> None:
+    flow = StopFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "park")
+    second = timedelta(seconds=1)
+    with pytest.raises(RequestTimeoutError):
+        harness.client.wait_for_step_completion(flow_id, StepExecutionId("First", 1),
+                                                WaitForStepCompletionOptions(request_timeout=second))
+    with pytest.raises(RequestTimeoutError):
+        harness.client.wait_for_attribute_match(flow_id, waits, AttributeMatch.greater_than(0),
+                                                WaitForAttributeOptions(request_timeout=second))
+    assert harness.client.describe_flow(flow_id).status is FlowStatus.RUNNING
+
+
+def test_start_with_the_same_request_id_is_idempotent(dex: DexFixture) -> None:
+    flow = StopFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    options = StartFlowOptions(request_id=dex.flow_id("request"))
+    first = harness.client.start_flow(flow, flow_id, "park", options)
+    assert harness.client.start_flow(flow, flow_id, "park", options) == first
+    with pytest.raises(FlowAlreadyStartedError):
+        harness.client.start_flow(flow, flow_id, "park")
