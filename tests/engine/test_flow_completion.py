@@ -1,10 +1,13 @@
 """Flow completion and lifecycle: dead ends keep a Flow open with no active Step until an RPC
 moves it; graceful completion waits for the other active Steps; forced completion and forced
-failure close at once; Step decisions cancel waiting Steps (Flow-wide or siblings); already-started
+failure close at once; Step decisions cancel waiting Steps (Flow-wide or siblings) and running ones
+(the handler is told, its late result ignored); already-started
 errors and every id reuse policy."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Generator
 from datetime import timedelta
 
 import pytest
@@ -23,6 +26,7 @@ from dex import (
     StepDecision,
     StepList,
     StepMovement,
+    StepOutput,
     Wait,
     dead_end,
     force_complete,
@@ -30,11 +34,12 @@ from dex import (
     go_to,
     go_to_many,
     graceful_complete,
+    heartbeat,
     rpc,
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow
+from tests.engine.harness import GATE_SECONDS, NamedFlow
 
 
 never = Channel("Never", str)
@@ -207,7 +212,27 @@ class Split(Step[str]):
         self.flow = flow
 
     def execute(self, context: Context, input: str) -> StepDecision:
+        if input == "running":
+            return go_to_many(StepMovement.of(Spinner, "s"), StepMovement.of(Canceller, input))
         return go_to_many(StepMovement.of(Parked, "p"), StepMovement.of(Canceller, input))
+
+
+class Spinner(Step[str]):
+    """Runs (heartbeating, so a real Dex can deliver the cancel) until it is cancelled."""
+
+    def __init__(self, flow: CancelFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> Generator[StepOutput, None, StepDecision]:
+        self.flow.probe.record("spinning")
+        deadline = time.monotonic() + GATE_SECONDS
+        while time.monotonic() < deadline:
+            yield heartbeat()
+            if context.is_cancellation_requested():
+                self.flow.probe.record("spinner-cancelled")
+                return graceful_complete("spinner finished after all")
+            time.sleep(0.05)
+        return graceful_complete("spinner never cancelled")
 
 
 class Canceller(Step[str]):
@@ -218,6 +243,9 @@ class Canceller(Step[str]):
 
     def execute(self, context: Context, input: str) -> StepDecision:
         decision = graceful_complete(f"cancelled by {context.step_execution_id}")
+        if input == "running":
+            self.flow.probe.wait("spinning")
+            return decision.with_canceling_steps(Spinner)
         if input == "siblings":
             return decision.with_canceling_sibling_steps(Parked)
         return decision.with_canceling_steps(Parked)
@@ -225,7 +253,7 @@ class Canceller(Step[str]):
 
 class CancelFlow(NamedFlow[str]):
     def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Split(self)).other_steps(Parked(self), Canceller(self))
+        return StepList.start_step(Split(self)).other_steps(Parked(self), Canceller(self), Spinner(self))
 
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(never)
@@ -256,3 +284,15 @@ def test_allow_if_previous_failed_reuses_only_after_a_failure(dex: DexFixture) -
     harness.client.start_flow(flow, failed_id, "wait-on-channel", reuse)
     result = harness.result(failed_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "forced")
+
+
+def test_a_decision_cancels_a_running_step_and_ignores_its_late_result(dex: DexFixture) -> None:
+    flow = CancelFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "running")
+    result = harness.result(flow_id)
+    assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
+    flow.probe.wait("spinner-cancelled")
+    again = harness.result(flow_id)
+    assert [c.decode(str) for c in again.completions] == ["cancelled by Canceller-1"]
