@@ -1,8 +1,7 @@
 """Flow completion and lifecycle: dead ends keep a Flow open with no active Step until an RPC
 moves it; graceful completion waits for the other active Steps; forced completion and forced
 failure close at once; Step decisions cancel waiting Steps (Flow-wide or siblings) and running ones
-(the handler is told, its late result ignored); already-started
-errors and every id reuse policy."""
+(the handler is told, its late result ignored); already-started errors and every id reuse policy."""
 
 from __future__ import annotations
 
