@@ -1,8 +1,8 @@
 """The Flow served by worker child processes in the worker-SIGKILL tests.
 
-``Victim`` logs ``<attempt> <pid>`` to ``attempts.log`` in the gate directory, optionally sends
-one output frame (a heartbeat), then touches ``reached-<pid>`` and blocks until the file
-``release`` exists. The test kills the child while it blocks, then starts another child.
+``Victim`` (holding the ``Holder`` lock) logs ``<attempt> <pid>`` to ``attempts.log`` in the gate
+directory, optionally sends one output frame (a heartbeat), then touches ``reached-<pid>`` and
+blocks until the file ``release`` exists; it then writes its pid into ``Holder``. The test kills the child while it blocks, then starts another child.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from dex import (
+    Attribute,
     Context,
+    PersistenceSchema,
     RetryPolicy,
+    RPCResult,
     Step,
     StepDecision,
     StepList,
@@ -23,11 +26,13 @@ from dex import (
     StepOutput,
     graceful_complete,
     heartbeat,
+    rpc,
 )
 
 from tests.engine.harness import GATE_SECONDS, NamedFlow
 
 ATTEMPTS_LOG = "attempts.log"
+holder = Attribute("Holder", str)
 RELEASE = "release"
 
 
@@ -52,7 +57,8 @@ class Victim(Step[str]):
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
-        return StepOptions(execute_retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+        return StepOptions(execute_retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3),
+                           execute_lock_attributes=(holder.lock(),))
 
     def execute(self, context: Context, input: str) -> Generator[StepOutput, None, StepDecision]:
         gate_dir = self.flow.gate_dir
@@ -66,6 +72,7 @@ class Victim(Step[str]):
             if context.is_cancellation_requested() or time.monotonic() > deadline:
                 raise RuntimeError("gate never opened")
             time.sleep(0.02)
+        holder.set(context, f"pid {os.getpid()}")
         return graceful_complete(context.attempt)
 
 
@@ -76,3 +83,15 @@ class KillFlow(NamedFlow[str]):
 
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Victim(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(holder)
+
+    @rpc(lock_attributes=(holder.lock(),))
+    def locked_read(self, context: Context) -> RPCResult[str]:
+        return self.read_holder(context)
+
+    @rpc
+    def read_holder(self, context: Context) -> RPCResult[str]:
+        value: str | None = holder.get(context)
+        return RPCResult("" if value is None else value)

@@ -1,6 +1,7 @@
 """Worker loss: a pull Worker process is SIGKILLed while its handler runs. A task that sent no
 output frame is re-delivered to the next Worker with the same attempt number; a task that had
-sent an output frame (a heartbeat) counts as a failed attempt and is retried by policy. Two Workers
+sent an output frame (a heartbeat) counts as a failed attempt and is retried by policy; the Step's
+lock is held while it runs and does not outlive the loss (no deadlock, the next run commits). Two Workers
 may serve one Flow type, and one may leave (graceful stop) while the other finishes the work."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dex import FlowStatus
+from dex import FlowStatus, RpcLockConflictError
 
 from tests.engine.conftest import DexFixture
 from tests.engine.harness import FLOW_WAIT, eventually
@@ -28,6 +29,8 @@ def test_worker_sigkill_during_a_task(dex: DexFixture, tmp_path: Path, mode: str
     flow_id = dex.flow_id(mode)
     client.start_flow(flow, flow_id, mode)
     eventually(lambda: reached_marker(gate_dir, first.pid).exists(), what="the first worker's handler at the gate")
+    with pytest.raises(RpcLockConflictError):
+        client.invoke_rpc(flow.locked_read, flow_id)
     first.kill()
     (gate_dir / RELEASE).touch()
     second = dex.worker_process(flow_type=flow_type, gate_dir=gate_dir)
@@ -35,6 +38,7 @@ def test_worker_sigkill_during_a_task(dex: DexFixture, tmp_path: Path, mode: str
     assert result.status is FlowStatus.COMPLETED
     assert result.single_output(int) == second_attempt
     assert logged_attempts(gate_dir) == [(1, first.pid), (second_attempt, second.pid)]
+    assert client.invoke_rpc(flow.read_holder, flow_id) == f"pid {second.pid}", "the lock did not outlive the loss"
 
 
 def test_two_workers_share_a_flow_type_and_one_can_leave(dex: DexFixture) -> None:
