@@ -2,7 +2,8 @@
 
 ``Victim`` (holding the ``Holder`` lock) logs ``<attempt> <pid>`` to ``attempts.log`` in the gate
 directory, optionally sends one output frame (a heartbeat), then touches ``reached-<pid>`` and
-blocks until the file ``release`` exists; it then writes its pid into ``Holder``. The test kills the child while it blocks, then starts another child.
+blocks until the file ``release`` exists; it then writes its pid into ``Holder``. The test kills
+the child while it blocks, then starts another child.
 """
 
 from __future__ import annotations
