@@ -107,18 +107,19 @@ def loaded_messages(
     db: sqlite3.Connection, uid: int, names: Iterable[str], map_instances: Iterable[str]
 ) -> dict[str, pb.ChannelValues]:
     """Pending messages of loaded Channels and ChannelMap instances (``Name/`` loads a map)."""
-    exact = set(names) | {m for m in map_instances if not m.endswith("/")}
-    prefixes = tuple(m for m in map_instances if m.endswith("/"))
-    if not exact and not prefixes:
-        return {}
     out: dict[str, pb.ChannelValues] = {}
-    for name, message_id, blob in db.execute(
-        "SELECT name, message_id, value FROM channels WHERE uid=? ORDER BY seq", (uid,)
-    ):
-        if name in exact or (prefixes and name.startswith(prefixes)):
-            out.setdefault(name, pb.ChannelValues()).messages.add(
-                channel_name=name, message_id=message_id, value=_value(blob)
-            )
+    for load in dict.fromkeys([*names, *map_instances]):
+        if load.endswith("/"):
+            rows = db.execute("SELECT name, message_id, value FROM channels WHERE uid=? AND name>=? AND name<? "
+                              "ORDER BY seq", (uid, load, load[:-1] + "0"))
+        else:
+            rows = db.execute("SELECT name, message_id, value FROM channels WHERE uid=? AND name=? ORDER BY seq",
+                              (uid, load))
+        loaded_before = set(out)
+        for name, message_id, blob in rows:
+            if name not in loaded_before:
+                out.setdefault(name, pb.ChannelValues()).messages.add(
+                    channel_name=name, message_id=message_id, value=_value(blob))
     return out
 
 
