@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+import grpc
 from dex import (
     AsyncWorker,
     BlobCache,
@@ -116,8 +117,6 @@ class Harness:
 def read_history(address: str, flow_id: str, credential: Credential | None = None,
                  run_id: str = "", page_size: int = 0) -> list[pb.FlowHistoryEvent]:
     """Page through ``GetHistoryEvents`` and return every event in server order."""
-    import grpc
-
     metadata: tuple[tuple[str, str], ...] = ()
     if credential is not None:
         token = credential.token()
