@@ -1,5 +1,8 @@
 """Flow runs: start (id reuse, already-started, config override), decisions, close, stop.
 
+A positive Flow timeout closes the run (``FAIL``: failed with FLOW_TIMEOUT, ``CANCEL``: canceled) or,
+with ``HANDLER``, runs ``Flow.handle_timeout`` as Step ``sys:timeout_handler-1`` after the timeout.
+
 Close semantics: ``force_complete`` and ``force_fail`` close at once and cancel the other active
 Steps; ``graceful_complete`` marks the run closing and completes it when no Step is active;
 ``dead_end`` ends only the current branch (a run with no active Step stays open). A completing
@@ -20,6 +23,7 @@ from dex.dexpb import dex_pb2 as pb
 from . import state
 from .errors import ServiceError, flow_not_found, invalid
 from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
+from .steps import TIMEOUT_HANDLER
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -97,12 +101,15 @@ class FlowOps:
                     initial_attributes=[pb.KV(key=w.key, value=w.value) for w in options.attributes
                                         if not w.is_hard_delete_on_null]),
             )))
+            if timeout_ms and request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
+                self.engine.steps.create_timeout_handler(db, flow, request.flow_timeout_seconds,
+                                                         options.timeout_handler_options, effects)
             if request.start_step_type:
                 movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,
                                            step_options=request.step_options)
                 self.engine.steps.create(db, flow, movement, "", effects,
                                          delay_ms=max(options.flow_start_delay_seconds, 0) * 1000)
-        if timeout_ms:
+        if timeout_ms and request.flow_timeout_policy != pb.FLOW_TIMEOUT_POLICY_HANDLER:
             self.arm_timeout(uid, timeout_ms, request.flow_timeout_policy)
         self.engine.apply(effects)
         return run_id
@@ -183,7 +190,8 @@ class FlowOps:
         flow = self.engine.flow(uid)
         if flow is None or not flow.running or not flow.closing:
             return
-        active = db.execute("SELECT COUNT(*) FROM steps WHERE uid=? AND phase IN (?, ?, ?)", (uid, *ACTIVE_PHASES)).fetchone()[0]
+        active = db.execute("SELECT COUNT(*) FROM steps WHERE uid=? AND phase IN (?, ?, ?) AND step_type!=?",
+                            (uid, *ACTIVE_PHASES, TIMEOUT_HANDLER)).fetchone()[0]
         if not active:
             self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 _LOGGER = logging.getLogger(__name__)
+TIMEOUT_HANDLER = "sys:timeout_handler"
+"""The Step type under which the SDK runs ``Flow.handle_timeout``."""
 
 
 class StepOps(Outcomes):
@@ -69,6 +71,40 @@ class StepOps(Outcomes):
         history.method_pending(db, step, phase, flow.config)
         effects.launches.append((flow.uid, seid))
         return seid
+
+    def create_timeout_handler(self, db: sqlite3.Connection, flow: FlowRow, seconds: int,
+                               handler: pb.FlowTimeoutHandlerOptions, effects: Effects) -> None:
+        """Schedule ``Flow.handle_timeout`` as Step execution ``sys:timeout_handler-1``.
+
+        It waits on one Timer of the Flow timeout (skippable like any Timer), then its ``execute``
+        runs without input and its decision applies like any other. It never keeps a
+        gracefully completing run open.
+        """
+        options = pb.StepOptions(
+            execute_timeout_seconds=handler.method_timeout_seconds,
+            heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
+            execute_retry_policy=handler.retry_policy, execute_failure_policy=handler.failure_policy,
+            execute_failure_proceed_step_type=handler.failure_proceed_step_type,
+            execute_failure_proceed_step_options=handler.failure_proceed_step_options,
+            execute_durability_override=handler.durability_override,
+            execute_lock_attribute_keys=handler.lock_attribute_keys,
+            execute_load_attribute_map_instances=handler.load_attribute_map_instances,
+            execute_load_channel_names=handler.load_channel_names,
+            execute_load_channel_map_instances=handler.load_channel_map_instances,
+            skip_wait_for=True,
+        )
+        waiting = pb.WaitingCondition(waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
+                                      timer_conditions=[pb.TimerCondition(duration_seconds=seconds)])
+        seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
+        fire_ms = flow.start_ms + seconds * 1000
+        db.execute(
+            "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, phase, attempt, "
+            "first_attempt_ms, waiting) VALUES (?, ?, ?, 1, ?, x'', ?, '', 'waiting', 1, ?, ?)",
+            (flow.uid, f"{TIMEOUT_HANDLER}-1", TIMEOUT_HANDLER, seq, options.SerializeToString(), flow.start_ms,
+             waiting.SerializeToString()))
+        db.execute("INSERT INTO timers (uid, seid, idx, condition_id, fire_ms, status) VALUES (?, ?, 0, '', ?, ?)",
+                   (flow.uid, f"{TIMEOUT_HANDLER}-1", fire_ms, pb.INTERNAL_TIMER_STATUS_PENDING))
+        effects.timers.append((fire_ms / 1000, flow.uid, f"{TIMEOUT_HANDLER}-1", 0))
 
     def launch(self, uid: int, seid: str) -> None:
         """Dispatch the Step's current method unless it is running, delayed, or lock-blocked."""
@@ -136,7 +172,8 @@ class StepOps(Outcomes):
         request.context.CopyFrom(context)
         request.flow_type = flow.flow_type
         request.step_type = step.step_type
-        request.step_input.CopyFrom(step.input)
+        if step.step_type != TIMEOUT_HANDLER:
+            request.step_input.CopyFrom(step.input)
         request.attributes.extend(state.load_attributes(db, flow.uid, maps))
         for name, info in state.channel_infos(db, flow.uid).items():
             request.channel_infos[name].CopyFrom(info)
