@@ -28,8 +28,10 @@ from typing import Literal
 from dex.dexpb import dex_pb2 as pb
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
-DECLINE_BACKOFF_SECONDS = 0.02
-"""A stream that declined a task gets none for this long (unless its Worker finishes a task)."""
+DECLINE_BACKOFF_SECONDS = 0.002
+"""A stream that declined a task gets none for this long (doubling per decline of the same task, up
+to DECLINE_BACKOFF_MAX_SECONDS), unless its Worker finishes a task first."""
+DECLINE_BACKOFF_MAX_SECONDS = 0.1
 SATURATED_SECONDS = 1.0
 """How long after a declined Step task a Worker counts as running at its Step capacity."""
 SETTLE_SECONDS = 0.001
@@ -63,6 +65,7 @@ class Task:
     canceled: bool = False
     timeout: float = 0.0
     local_phase: bool = False
+    declines: int = 0
     deadline: float = 0.0
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
@@ -182,9 +185,11 @@ class Dispatcher:
         task.stream = None
         if not stream.closed:
             now = time.monotonic()
-            stream.declined_until = now + DECLINE_BACKOFF_SECONDS
+            backoff = min(DECLINE_BACKOFF_SECONDS * 2 ** task.declines, DECLINE_BACKOFF_MAX_SECONDS)
+            task.declines += 1
+            stream.declined_until = now + backoff
             self._idle.setdefault(stream.queue_name, []).append(stream)
-            self._schedule(DECLINE_BACKOFF_SECONDS, lambda: self._offer(stream.queue_name))
+            self._schedule(backoff, lambda: self._offer(stream.queue_name))
             if task.kind != "rpc":
                 self._saturated[stream.app_worker_id] = now
         if not task.finished and not task.canceled:
