@@ -1,7 +1,9 @@
 """Attribute locks are shared by Steps and RPCs: while a Step's ``execute`` holds a lock, an RPC
 asking for it fails fast with ``RpcLockConflictError`` (an RPC without the lock still runs), two
-RPCs contend the same way, AttributeMap instance locks only conflict per instance, and a second
-Step needing a held lock runs only after the holder committed (it sees the holder's write)."""
+RPCs contend the same way, AttributeMap instance locks only conflict per instance, a second
+Step needing a held lock runs only after the holder committed (it sees the holder's write),
+``wait_for`` locks cover only ``wait_for``, and locked increments from Steps and concurrent RPCs
+lose no update."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from dex import (
     StepOptions,
     Wait,
     dead_end,
+    go_to,
     go_to_many,
     rpc,
 )
@@ -175,3 +178,61 @@ def test_wait_for_locks_are_held_only_during_wait_for(dex: DexFixture) -> None:
     flow.gate.open()
     flow.probe.wait("executing")
     assert eventually(lambda: _bump_or_none(flow, harness.client, flow_id), what="the lock after wait_for") == 100
+
+
+ticks = Attribute("Ticks", int)
+
+
+class Tick(Step[int]):
+    """Increments Ticks under its lock ``input`` more times, one Step execution per increment."""
+
+    def __init__(self, flow: TickFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_lock_attributes=(ticks.lock(),))
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        ticks.set(context, ticks.get(context) + 1)
+        return go_to(Tick, input - 1) if input > 1 else dead_end()
+
+
+class TickFlow(NamedFlow[int]):
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Tick(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(ticks)
+
+    @rpc(lock_attributes=(ticks.lock(),))
+    def tick(self, context: Context) -> RPCResult[int]:
+        ticks.set(context, ticks.get(context) + 1)
+        return RPCResult(ticks.get(context))
+
+    @rpc
+    def total(self, context: Context) -> RPCResult[int]:
+        return RPCResult(ticks.get(context))
+
+
+def test_locked_increments_from_steps_and_rpcs_lose_no_update(dex: DexFixture) -> None:
+    flow = TickFlow(dex.flow_type())
+    harness = dex.start(flow)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, 30)
+
+    def tick_ten_times() -> int:
+        conflicts = 0
+        for _ in range(10):
+            while True:
+                try:
+                    harness.client.invoke_rpc(flow.tick, flow_id)
+                    break
+                except RpcLockConflictError:
+                    conflicts += 1
+        return conflicts
+
+    joins = [in_thread(tick_ten_times) for _ in range(4)]
+    for join in joins:
+        join(120.0)
+    eventually(lambda: harness.client.invoke_rpc(flow.total, flow_id) == 30 + 40,
+               what="30 Step increments and 40 RPC increments, none lost")
