@@ -2,7 +2,8 @@
 with the matching status (and a running handler learns of it); unknown Flows get the SDK's
 not-found errors; ``wait_for_step_completion`` returns once the Step completed, and client waits
 with a request timeout end in ``RequestTimeoutError``; a repeated request id is idempotent; search
-finds Flows by type; malformed raw requests get a clear gRPC status and leave the engine serving."""
+finds Flows by type and by indexed Attribute; malformed raw requests get a clear gRPC status and
+leave the engine serving."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import grpc
 import pytest
 from dex import (
     Attribute,
+    AttributeIndex,
     AttributeMatch,
     Channel,
     Context,
@@ -22,6 +24,7 @@ from dex import (
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
     FlowStatus,
+    IndexType,
     PersistenceSchema,
     RequestTimeoutError,
     RPCResult,
@@ -45,7 +48,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import GATE_SECONDS, NamedFlow, in_thread
+from tests.engine.harness import GATE_SECONDS, NamedFlow, eventually, in_thread
 
 ticket = Channel("Ticket", str)
 waits = Attribute("Waits", int)
@@ -233,3 +236,38 @@ def test_start_with_the_same_request_id_is_idempotent(dex: DexFixture) -> None:
     assert harness.client.start_flow(flow, flow_id, "park", options) == first
     with pytest.raises(FlowAlreadyStartedError):
         harness.client.start_flow(flow, flow_id, "park")
+
+
+tier = Attribute("Tier", str, index=AttributeIndex(IndexType.KEYWORD))
+
+
+class Classify(Step[str]):
+    def __init__(self, flow: TierFlow) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        tier.set(context, input)
+        return dead_end()
+
+
+class TierFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Classify(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(tier)
+
+
+def test_search_matches_indexed_attributes(dex: DexFixture) -> None:
+    flow = TierFlow(dex.flow_type())
+    harness = dex.start(flow)
+    gold = {dex.flow_id("gold1"), dex.flow_id("gold2")}
+    for flow_id in sorted(gold):
+        harness.client.start_flow(flow, flow_id, "gold")
+    harness.client.start_flow(flow, dex.flow_id("silver"), "silver")
+    query = f"FlowType = '{flow.get_flow_type()}' AND Tier = 'gold'"
+    found = eventually(lambda: {e.flow_id for e in harness.client.search_flows(query, 10).flows} == gold and gold,
+                       what="both gold Flows found by their indexed Tier")
+    assert found == gold
+    entries = harness.client.search_flows(query, 10).flows
+    assert all(entry.closed_at is None and entry.status is FlowStatus.RUNNING for entry in entries)
