@@ -28,6 +28,7 @@ from dex import (
     Credential,
     Flow,
     FlowResult,
+    LongPollTimeoutError,
     PullWorkerOptions,
     Registry,
     Worker,
@@ -90,8 +91,16 @@ class Harness:
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     def result(self, flow_id: str) -> FlowResult:
-        """Wait (long-poll, bounded) for the Flow to close and return its result."""
-        return self.client.wait_for_flow(flow_id, timeout=FLOW_WAIT)
+        """Wait (long-poll, bounded) for the Flow to close and return its result.
+
+        A Flow still open at the deadline fails the test with its history outline, so a stuck
+        Flow explains itself.
+        """
+        try:
+            return self.client.wait_for_flow(flow_id, timeout=FLOW_WAIT)
+        except LongPollTimeoutError as error:
+            raise AssertionError(f"Flow {flow_id} still open after {FLOW_WAIT}; history: "
+                                 f"{history_outline(self.history(flow_id))}") from error
 
     def history(self, flow_id: str) -> list[pb.FlowHistoryEvent]:
         """Read the whole history with the raw FlowService stub (the Client has no history API)."""
@@ -112,6 +121,18 @@ class Harness:
         self._closers.clear()
         if errors:
             raise errors[0]
+
+
+def history_outline(events: Sequence[pb.FlowHistoryEvent]) -> list[str]:
+    """``<event id> <kind> <step execution id or RPC name>`` per event, for failure messages."""
+    outline: list[str] = []
+    for event in events:
+        kind = event.WhichOneof("payload") or "?"
+        payload = getattr(event, kind, None)
+        context = getattr(payload, "context", None)
+        label = getattr(context, "step_execution_id", "") or getattr(payload, "rpc_name", "")
+        outline.append(f"{event.event_id} {kind} {label}".rstrip())
+    return outline
 
 
 def read_history(address: str, flow_id: str, credential: Credential | None = None,
