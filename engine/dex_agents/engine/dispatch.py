@@ -172,6 +172,10 @@ class Dispatcher:
         else:
             self._offer_all(queues)
 
+    def offer_pending(self) -> None:
+        """Offer every queued task again (a safety net run periodically; normally a no-op)."""
+        self._offer_all({name for name, pending in self._pending.items() if pending})
+
     def _offer_all(self, queues: set[str]) -> None:
         for queue_name in queues:
             self._offer(queue_name)
@@ -190,8 +194,12 @@ class Dispatcher:
             stream.declined_until = now + backoff
             self._idle.setdefault(stream.queue_name, []).append(stream)
             self._schedule(backoff, lambda: self._offer(stream.queue_name))
-            if task.kind != "rpc":
+            if task.kind != "rpc" and any(s.task is not None and s.app_worker_id == stream.app_worker_id
+                                          for s in self.streams):
+                # Declined while running others: at its Step capacity (not merely a retiring stream).
                 self._saturated[stream.app_worker_id] = now
+                queue_name = stream.queue_name
+                self._schedule(SATURATED_SECONDS + 0.001, lambda: self._offer(queue_name))
         if not task.finished and not task.canceled:
             self.submit(task, front=True)
 

@@ -101,6 +101,7 @@ class EngineServer:
             if engine.stopped:
                 return
             engine.steps.check_deadlines()
+            engine.dispatcher.offer_pending()
             engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
 
         engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
