@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import grpc
@@ -46,10 +47,18 @@ class Outcomes:
             return None
         return flow, step
 
-    def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
-        """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
+    @contextmanager
+    def _outcome(self, task: Task) -> Iterator[None]:
+        """Finish the task; release its locks once its outcome is committed (or abandoned)."""
         self.engine.steps.finish_task(task)
         try:
+            yield
+        finally:
+            self.engine.release(task.uid, f"step:{task.seid}")
+
+    def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
+        """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
+        with self._outcome(task):
             effects = Effects()
             try:
                 with self.engine.store.transaction() as db:
@@ -76,8 +85,6 @@ class Outcomes:
                 self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
                 return
             self.engine.apply(effects)
-        finally:
-            self.engine.release(task.uid, f"step:{task.seid}")
 
     def _start_wait(self, db: sqlite3.Connection, step: StepRow, waiting: pb.WaitingCondition, now: int,
                     effects: Effects) -> None:
@@ -95,8 +102,7 @@ class Outcomes:
 
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
-        self.engine.steps.finish_task(task)
-        try:
+        with self._outcome(task):
             effects = Effects()
             try:
                 with self.engine.store.transaction() as db:
@@ -113,13 +119,10 @@ class Outcomes:
                 self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
                 return
             self.engine.apply(effects)
-        finally:
-            self.engine.release(task.uid, f"step:{task.seid}")
 
     def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
         """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
-        self.engine.steps.finish_task(task)
-        try:
+        with self._outcome(task):
             effects = Effects()
             with self.engine.store.transaction() as db:
                 current = self._current(task)
@@ -160,8 +163,6 @@ class Outcomes:
                     self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
                                             f"{step.seid} {method} failed: {detail}", effects)
             self.engine.apply(effects)
-        finally:
-            self.engine.release(task.uid, f"step:{task.seid}")
 
     def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
         moved = self.engine.step(step.uid, step.seid)
