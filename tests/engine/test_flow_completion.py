@@ -1,7 +1,7 @@
 """Flow completion and lifecycle: dead ends keep a Flow open with no active Step until an RPC
 moves it; graceful completion waits for the other active Steps; forced completion and forced
 failure close at once; Step decisions cancel waiting Steps (Flow-wide or siblings) and running ones
-(the handler is told, its late result ignored); already-started errors and every id reuse policy."""
+(the handler is told, its late result ignored). (Already-started and id reuse: test_flow_reuse.)"""
 
 from __future__ import annotations
 
@@ -13,14 +13,11 @@ import pytest
 from dex import (
     Channel,
     Context,
-    FlowAlreadyStartedError,
     FlowErrorType,
     FlowStatus,
-    IdReusePolicy,
     LongPollTimeoutError,
     PersistenceSchema,
     RPCResult,
-    StartFlowOptions,
     Step,
     StepDecision,
     StepList,
@@ -179,33 +176,6 @@ def test_force_fail_fails_the_flow_with_the_reason(dex: DexFixture) -> None:
     assert "quick decided to fail" in (result.error_message or "")
 
 
-def test_already_started_and_id_reuse_policies(dex: DexFixture) -> None:
-    flow = OpenFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    first_run = harness.client.start_flow(flow, flow_id, "one")
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, flow_id, "two")
-    harness.client.start_flow(flow, flow_id, "three", StartFlowOptions(ignore_already_started=True))
-    assert harness.client.describe_flow(flow_id).run_id == first_run
-    harness.client.invoke_rpc(flow.finish, flow_id, "done")
-    assert harness.result(flow_id).status is FlowStatus.COMPLETED
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, flow_id, "again")
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, flow_id, "again", StartFlowOptions(
-            id_reuse_policy=IdReusePolicy.ALLOW_IF_PREVIOUS_FAILED))
-    second_run = harness.client.start_flow(flow, flow_id, "again", StartFlowOptions(
-        id_reuse_policy=IdReusePolicy.ALLOW_IF_NOT_RUNNING))
-    assert second_run != first_run
-    info = harness.client.describe_flow(flow_id)
-    assert (info.run_id, info.status) == (second_run, FlowStatus.RUNNING)
-    third_run = harness.client.start_flow(flow, flow_id, "replace", StartFlowOptions(
-        id_reuse_policy=IdReusePolicy.ALLOW_TERMINATE_IF_RUNNING))
-    assert third_run not in (first_run, second_run)
-    assert harness.client.describe_flow(flow_id).run_id == third_run
-
-
 class Split(Step[str]):
     def __init__(self, flow: CancelFlow) -> None:
         self.flow = flow
@@ -267,22 +237,6 @@ def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex:
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
     assert flow.probe.values("parked-ran") == []
-
-
-def test_allow_if_previous_failed_reuses_only_after_a_failure(dex: DexFixture) -> None:
-    flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    failed_id, completed_id = dex.flow_id("failed"), dex.flow_id("completed")
-    reuse = StartFlowOptions(id_reuse_policy=IdReusePolicy.ALLOW_IF_PREVIOUS_FAILED)
-    harness.client.start_flow(flow, failed_id, "fail")
-    assert harness.result(failed_id).status is FlowStatus.FAILED
-    harness.client.start_flow(flow, completed_id, "wait-on-channel")
-    assert harness.result(completed_id).status is FlowStatus.COMPLETED
-    with pytest.raises(FlowAlreadyStartedError):
-        harness.client.start_flow(flow, completed_id, "fail", reuse)
-    harness.client.start_flow(flow, failed_id, "wait-on-channel", reuse)
-    result = harness.result(failed_id)
-    assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "forced")
 
 
 def test_a_decision_cancels_a_running_step_and_ignores_its_late_result(dex: DexFixture) -> None:
