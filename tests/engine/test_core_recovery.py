@@ -1,0 +1,84 @@
+"""Engine core, recovery on start: an attempt in flight when the engine went away is re-delivered
+with the same attempt number when it had sent no output frame, and otherwise counts as failed and
+is retried with the next attempt number and its last heartbeat checkpoint. Runs in-process
+``EngineServer`` instances on one database and port; the Worker reconnects by itself."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from datetime import timedelta
+from pathlib import Path
+
+from dex import (
+    Context,
+    FlowStatus,
+    RetryPolicy,
+    Step,
+    StepDecision,
+    StepList,
+    StepOptions,
+    StepOutput,
+    graceful_complete,
+    heartbeat,
+)
+
+from dex_agents.engine.server import EngineServer
+from tests.engine.harness import NamedFlow, open_harness
+
+
+class Tool(Step[str]):
+    """Attempt 1 blocks (after a checkpoint heartbeat when the input says so); later ones finish."""
+
+    def __init__(self, flow: ToolFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3))
+
+    def execute(self, context: Context, input: str) -> Generator[StepOutput, None, StepDecision]:
+        checkpoint = context.get_last_heartbeat_value(int) if context.has_last_heartbeat_value() else None
+        self.flow.probe.record("attempt", (context.attempt, checkpoint))
+        if len(self.flow.probe.values("attempt")) == 1:
+            if input == "heartbeat-first":
+                yield heartbeat(7)
+            self.flow.probe.record("blocked")
+            self.flow.gate.block(context.is_cancellation_requested)
+        return graceful_complete(context.attempt)
+
+
+class ToolFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Tool(self))
+
+
+def run(tmp_path: Path, mode: str) -> tuple[list[object], int]:
+    first = EngineServer(tmp_path / "engine.db")
+    first.start()
+    port = first.port
+    flow = ToolFlow(f"Recovery-{mode}")
+    harness = open_harness([flow], address=first.address, cache_dir=tmp_path / "cache")
+    second: EngineServer | None = None
+    try:
+        harness.client.start_flow(flow, "f", mode)
+        flow.probe.wait("blocked")
+        first.stop(grace=0)
+        second = EngineServer(tmp_path / "engine.db", port=port)
+        second.start()
+        result = harness.client.wait_for_flow("f", timeout=timedelta(seconds=30))
+        assert result.status is FlowStatus.COMPLETED
+        return flow.probe.values("attempt"), result.single_output(int)
+    finally:
+        flow.gate.open()
+        harness.close()
+        if second is not None:
+            second.stop()
+
+
+def test_an_attempt_without_output_is_redelivered_with_the_same_number(tmp_path: Path) -> None:
+    attempts, output = run(tmp_path, "silent")
+    assert attempts == [(1, None), (1, None)] and output == 1
+
+
+def test_an_attempt_that_heartbeat_counts_as_failed_and_retries_with_its_checkpoint(tmp_path: Path) -> None:
+    attempts, output = run(tmp_path, "heartbeat-first")
+    assert attempts == [(1, None), (2, 7)] and output == 2
