@@ -9,6 +9,13 @@ idle worker stream directly after its decision is durable. Long polls wait on ``
 Locks (Attribute locks shared by Steps and RPCs) live in memory: a Step method acquires all its
 keys before it is dispatched and holds them until its result commits; a Step whose keys are held
 waits (FIFO) until they free. An RPC that finds a key held fails at once (``RpcLockConflictError``).
+
+Module map: ``server`` (EngineServer, gRPC wiring), ``service`` (FlowService adapter),
+``worker_service`` (PollWorkerTask adapter), ``dispatch`` (worker streams and task hand-off),
+``steps`` / ``outcomes`` (Step lifecycle, results, retries, Waits), ``waits`` (pure Wait
+evaluation), ``flows`` (start, decisions, close, stop), ``rpcs``, ``streams``, ``queries`` (describe,
+long polls, search, history), ``history``, ``state`` (Attributes, Channels), ``store`` (schema),
+``rows``, ``policy`` (retry and timeout defaults), ``scheduler``, ``recovery``, ``errors``.
 """
 
 from __future__ import annotations
