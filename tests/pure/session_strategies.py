@@ -121,6 +121,7 @@ tool_call_drafts: SearchStrategy[tuple[ToolEffect, bool]] = st.tuples(tool_effec
 MACHINE_TOOL_POLICIES: dict[str, ToolPolicy] = {
     "search_orders": ToolPolicy(effect=ToolEffect.READ),
     "send_email": ToolPolicy(effect=ToolEffect.IDEMPOTENT_WRITE, requires_approval=True),
+    "update_address": ToolPolicy(effect=ToolEffect.IDEMPOTENT_WRITE),
     "charge_card": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE),
     "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
     "legacy_script": ToolPolicy(effect=ToolEffect.UNCLASSIFIED, requires_approval=False),

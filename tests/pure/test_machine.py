@@ -235,5 +235,5 @@ def _defective(defect: str, recorded: list[str]) -> ToolCallsRequested:
     return ToolCallsRequested(framework_run_state=run_state, tool_calls=pvector(call(i) for i in ids), usage=AgentUsage())
 
 
-SessionMachine.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None)
+SessionMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=50, deadline=None)
 TestSessionMachine = SessionMachine.TestCase
