@@ -101,9 +101,13 @@ class RpcOps:
 
     def _await(self, task: Task, pending: _Pending, timeout: float) -> pb.PollWorkerTaskFrame:
         started = time.monotonic()
-        if not pending.done.wait(policy.DISPATCH_WAIT):
+        dispatch_wait = min(timeout, policy.DISPATCH_WAIT)
+        if not pending.done.wait(dispatch_wait):
             with self.engine.lock:
                 if task.stream is None and not pending.done.is_set() and self.engine.dispatcher.withdraw(task):
+                    if dispatch_wait < policy.DISPATCH_WAIT:
+                        raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                           f"rpc timed out after {timeout:.0f}s before a worker took it")
                     raise worker_failure(f"no worker available for flow type {task.flow_type}", None)
             if not pending.done.wait(max(timeout - (time.monotonic() - started), 0)):
                 with self.engine.lock:
