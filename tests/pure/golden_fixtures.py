@@ -174,7 +174,8 @@ def _event(event_type: str, step_execution_id: str, payload: dict[str, JsonValue
     return AgentEvent(type=event_type, turn_id=TURN, attempt=attempt, step_execution_id=step_execution_id, payload=turn_payload)
 
 
-def _usage_object(usage: AgentUsage) -> JsonValue:
+def usage_object(usage: AgentUsage) -> JsonValue:
+    """``usage`` as its JSON object, written out field by field (independent of ``events.usage_json``)."""
     return pmap(
         {
             "requests": usage.requests,
@@ -233,7 +234,7 @@ EVENTS: dict[str, AgentEvent] = {
         "se-approval-12",
         {"interrupt_id": "turn-2:call_charge_2", "approved": False, "rejection_message": None},
     ),
-    "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": _usage_object(CALL_USAGE), "session": _usage_object(SESSION_USAGE)}),
+    "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": usage_object(CALL_USAGE), "session": usage_object(SESSION_USAGE)}),
     "vercel_ai.step_finished": _event(
         "vercel_ai.step_finished",
         "se-model-8",

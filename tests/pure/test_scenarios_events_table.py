@@ -10,6 +10,7 @@ from dex_agents.pure.coalescing import EMPTY_DELTA_BUFFER, DeltaKind, add_delta,
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.values import AgentEvent, AgentUsage, ToolEffect
 
+from tests.pure.golden_fixtures import usage_object
 from tests.pure.scenario_support import (
     T0_MS,
     completed,
@@ -24,18 +25,6 @@ def only(events: list[AgentEvent], event_type: str) -> AgentEvent:
     matching = [event for event in events if event.type == event_type]
     assert len(matching) == 1, f"expected one {event_type} in {[e.type for e in events]}"
     return matching[0]
-
-
-def usage_object(usage: AgentUsage) -> object:
-    return pmap(
-        {
-            "requests": usage.requests,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens,
-        }
-    )
 
 
 def test_turn_started_carries_the_sequence_of_the_user_message() -> None:
