@@ -119,35 +119,43 @@ agent_states: SearchStrategy[AgentState] = st.builds(
     failed_turn_count=counts,
     last_turn_error=optional_texts,
 )
-framework_messages: SearchStrategy[FrameworkMessage] = st.builds(
-    FrameworkMessage,
-    role=roles,
-    text=optional_texts,
-    tool_call_id=optional_texts,
-    tool_name=optional_texts,
-    tool_arguments=optional_texts,
-    tool_output=optional_texts,
-    framework_item=texts,
-)
+MESSAGE_CONTENT_FIELDS: dict[str, SearchStrategy[object]] = {
+    "role": roles,
+    "text": optional_texts,
+    "tool_call_id": optional_texts,
+    "tool_name": optional_texts,
+    "tool_arguments": optional_texts,
+    "tool_output": optional_texts,
+    "framework_item": texts,
+}
+"""The fields ``FrameworkMessage`` and ``AgentMessage`` share (a stored message adds sequence and turn)."""
+
+DEFERRED_CALL_FIELDS: dict[str, SearchStrategy[object]] = {
+    "tool_call_id": identifiers,
+    "turn_id": turn_ids,
+    "tool_name": identifiers,
+    "arguments": texts,
+    "effect": tool_effects,
+}
+"""The fields ``AgentToolCall`` and ``AgentInterrupt`` share (the call an interrupt asks about)."""
+
+RESOLUTION_FIELDS: dict[str, SearchStrategy[object]] = {
+    "interrupt_id": texts,
+    "approved": st.booleans(),
+    "rejection_message": optional_texts,
+}
+"""The fields of ``AgentInterruptResolution`` and of its RPC input ``ResolveInterruptInput``."""
+
+framework_messages: SearchStrategy[FrameworkMessage] = st.builds(FrameworkMessage, **MESSAGE_CONTENT_FIELDS)
 agent_messages: SearchStrategy[AgentMessage] = st.builds(
     AgentMessage,
     sequence=st.integers(min_value=1, max_value=999_999_999_999),
     turn_id=turn_ids,
-    role=roles,
-    text=optional_texts,
-    tool_call_id=optional_texts,
-    tool_name=optional_texts,
-    tool_arguments=optional_texts,
-    tool_output=optional_texts,
-    framework_item=texts,
+    **MESSAGE_CONTENT_FIELDS,
 )
 agent_tool_calls: SearchStrategy[AgentToolCall] = st.builds(
     AgentToolCall,
-    tool_call_id=identifiers,
-    turn_id=turn_ids,
-    tool_name=identifiers,
-    arguments=texts,
-    effect=tool_effects,
+    **DEFERRED_CALL_FIELDS,
     requires_approval=st.booleans(),
     deferral_order=st.integers(min_value=0, max_value=1000),
     idempotency_key=texts,
@@ -158,18 +166,9 @@ agent_tool_calls: SearchStrategy[AgentToolCall] = st.builds(
     rejection_message=optional_texts,
 )
 agent_interrupts: SearchStrategy[AgentInterrupt] = st.builds(
-    AgentInterrupt,
-    interrupt_id=texts,
-    turn_id=turn_ids,
-    tool_call_id=identifiers,
-    tool_name=identifiers,
-    arguments=texts,
-    effect=tool_effects,
-    deadline=instants,
+    AgentInterrupt, interrupt_id=texts, deadline=instants, **DEFERRED_CALL_FIELDS
 )
-interrupt_resolutions: SearchStrategy[AgentInterruptResolution] = st.builds(
-    AgentInterruptResolution, interrupt_id=texts, approved=st.booleans(), rejection_message=optional_texts
-)
+interrupt_resolutions: SearchStrategy[AgentInterruptResolution] = st.builds(AgentInterruptResolution, **RESOLUTION_FIELDS)
 user_messages: SearchStrategy[AgentUserMessage] = st.builds(AgentUserMessage, text=texts)
 tool_call_completions: SearchStrategy[ToolCallCompleted] = st.builds(ToolCallCompleted, tool_call_id=identifiers)
 agent_events: SearchStrategy[AgentEvent] = st.builds(
@@ -182,9 +181,7 @@ agent_events: SearchStrategy[AgentEvent] = st.builds(
 )
 
 send_user_message_inputs: SearchStrategy[SendUserMessageInput] = st.builds(SendUserMessageInput, text=texts)
-resolve_interrupt_inputs: SearchStrategy[ResolveInterruptInput] = st.builds(
-    ResolveInterruptInput, interrupt_id=texts, approved=st.booleans(), rejection_message=optional_texts
-)
+resolve_interrupt_inputs: SearchStrategy[ResolveInterruptInput] = st.builds(ResolveInterruptInput, **RESOLUTION_FIELDS)
 list_agent_messages_inputs: SearchStrategy[ListAgentMessagesInput] = st.builds(
     ListAgentMessagesInput, before_sequence=st.none() | int64s, limit=st.none() | int64s
 )
