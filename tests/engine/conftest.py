@@ -15,15 +15,27 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import pytest
-from dex import BlobCacheConfig, Client, ClientOptions, Credential, Flow, Registry, WorkerTarget, open_blob_cache
+from dex import (
+    BlobCacheConfig,
+    Client,
+    ClientOptions,
+    Credential,
+    Flow,
+    Registry,
+    StartFlowOptions,
+    WorkerTarget,
+    open_blob_cache,
+)
 
 from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
 from tests.engine.processes import WorkerProcess
 
 ADDRESS_ENV = "DEX_SERVER_ADDRESS"
+
+InputT = TypeVar("InputT")
 
 
 class RunningEngine(Protocol):
@@ -153,6 +165,18 @@ class DexFixture:
                                async_worker=async_worker, credential=credential)
         self._harnesses.append(harness)
         return harness
+
+    def start_flow(self, flow: Flow[InputT], input: InputT, options: StartFlowOptions | None = None, *,
+                   async_worker: bool = False) -> tuple[Harness, str]:
+        """Open a harness serving ``flow`` and start one Flow of it with ``input``.
+
+        Returns:
+            The harness and the new Flow's unique ID.
+        """
+        harness = self.start(flow, async_worker=async_worker)
+        flow_id = self.flow_id()
+        harness.client.start_flow(flow, flow_id, input, options or StartFlowOptions())
+        return harness, flow_id
 
     def close(self) -> None:
         """Open every gate (so gated handlers return), then close harnesses newest first."""

@@ -168,9 +168,7 @@ def test_step_loads_whole_maps_instances_and_per_movement_options(dex: DexFixtur
 
 def test_rpc_loads_by_decorator_and_by_invoke_options(dex: DexFixture) -> None:
     flow = MapFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["a", "b", "c"])
+    harness, flow_id = dex.start_flow(flow, ["a", "b", "c"])
     flow.probe.wait("all")
     view = eventually(lambda: (v := harness.client.invoke_rpc(flow.view, flow_id)).keys == ["b", "c"] and v,
                       what="ReadAll's delete of instance a to commit")

@@ -133,9 +133,7 @@ class AttrFlow(NamedFlow[str]):
 
 def test_writes_commit_with_the_decision_and_absent_values_read_as_defaults(dex: DexFixture) -> None:
     flow = AttrFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "alpha")
+    harness, flow_id = dex.start_flow(flow, "alpha")
     assert flow.probe.wait("before") == [Snapshot(count=0, label=ABSENT, enabled=False, ratio=0.0, profile=[])]
     staged = Snapshot(count=5, label="alpha", enabled=True, ratio=0.5, profile=[Profile(name="alpha", tags=["a", "b"])])
     assert flow.probe.wait("staged") == [staged]
@@ -148,9 +146,7 @@ def test_writes_commit_with_the_decision_and_absent_values_read_as_defaults(dex:
 
 def test_start_flow_initial_attributes_reach_the_first_step(dex: DexFixture) -> None:
     flow = AttrFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "beta", StartFlowOptions().with_attribute(count, 37)
+    harness, flow_id = dex.start_flow(flow, "beta", StartFlowOptions().with_attribute(count, 37)
                               .with_attribute(profile, Profile(name="seed", tags=[])))
     before = flow.probe.wait("before")[0]
     assert isinstance(before, Snapshot)
@@ -161,9 +157,7 @@ def test_start_flow_initial_attributes_reach_the_first_step(dex: DexFixture) -> 
 
 def test_rpc_reads_committed_state_and_wait_for_attribute_match_sees_updates(dex: DexFixture) -> None:
     flow = AttrFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "gamma")
+    harness, flow_id = dex.start_flow(flow, "gamma")
     flow.probe.wait("read")
     waiting = in_thread(lambda: harness.client.wait_for_attribute_match(
         flow_id, count, AttributeMatch.greater_than_or_equal(50), WaitForAttributeOptions()))
@@ -211,9 +205,7 @@ class AtomicFlow(NamedFlow[str]):
 
 def test_a_failed_attempt_commits_none_of_its_writes(dex: DexFixture) -> None:
     flow = AtomicFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "x")
+    harness, flow_id = dex.start_flow(flow, "x")
     assert flow.probe.wait("attempt", 2) == [(1, 0, ABSENT), (2, 0, ABSENT)]
     eventually(lambda: harness.client.invoke_rpc(flow.state, flow_id) == ["99", "attempt-2", "1"],
                what="only attempt 2's writes and publish committed")
@@ -251,9 +243,7 @@ class LocalsFlow(NamedFlow[str]):
 
 def test_step_execution_locals_live_per_step_execution(dex: DexFixture) -> None:
     flow = LocalsFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "first")
+    harness, flow_id = dex.start_flow(flow, "first")
     assert harness.result(flow_id).single_output(str) == ABSENT
     assert flow.probe.values("local") == [(1, "noted first"), (2, "noted first"), (1, None), (2, None)]
 

@@ -123,9 +123,7 @@ class FanFlow(NamedFlow[list[str]]):
 
 def test_go_to_many_runs_every_movement_and_collects_every_output(dex: DexFixture) -> None:
     flow = FanFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["a", "b", "c"])
+    harness, flow_id = dex.start_flow(flow, ["a", "b", "c"])
     result = harness.result(flow_id)
     assert result.status is FlowStatus.COMPLETED
     assert sorted(c.decode(str) for c in result.completions) == ["leaf:a", "leaf:b", "leaf:c"]

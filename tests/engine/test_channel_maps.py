@@ -14,9 +14,7 @@ from tests.engine.test_channels import NOT_LOADED, ChannelFlow, inbox
 
 def test_pending_messages_need_a_load_and_rpcs_delete_them(dex: DexFixture) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "one")
+    harness, flow_id = dex.start_flow(flow, "one")
     harness.client.invoke_rpc(flow.publish, flow_id, [21, 22, 23])
     assert harness.client.invoke_rpc(flow.pending_unloaded, flow_id) == NOT_LOADED
     pending = harness.client.invoke_rpc(flow.pending, flow_id)
@@ -34,9 +32,7 @@ def test_pending_messages_need_a_load_and_rpcs_delete_them(dex: DexFixture) -> N
 
 def test_channel_map_instances_are_independent(dex: DexFixture) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "inbox-b-n2")
+    harness, flow_id = dex.start_flow(flow, "inbox-b-n2")
     assert harness.client.invoke_rpc(flow.post, flow_id, ["a", "a1"]) == ["a"]
     assert harness.client.invoke_rpc(flow.post, flow_id, ["b", "b1"]) == ["a", "b"]
     harness.client.invoke_rpc(flow.release, flow_id)
@@ -54,9 +50,7 @@ def test_channel_map_instances_are_independent(dex: DexFixture) -> None:
 
 def test_whole_channel_map_loads_and_instance_deletes(dex: DexFixture) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "inbox-b")
+    harness, flow_id = dex.start_flow(flow, "inbox-b")
     for key, value in (("a", "a1"), ("c", "c1"), ("a", "a2"), ("c", "c2")):
         harness.client.invoke_rpc(flow.post, flow_id, [key, value])
     assert harness.client.invoke_rpc(flow.inbox_all, flow_id) == {"a": ["a1", "a2"], "c": ["c1", "c2"]}

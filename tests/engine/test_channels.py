@@ -209,9 +209,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.mode}-{len(c.queued)}queued")
 def test_channel_conditions_consume_exactly_what_they_promise(dex: DexFixture, case: Case) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, case.mode)
+    harness, flow_id = dex.start_flow(flow, case.mode)
     assert harness.client.invoke_rpc(flow.publish, flow_id, case.queued) == len(case.queued)
     harness.client.invoke_rpc(flow.release, flow_id)
     assert flow.probe.wait("consumed") == [(1, case.consumed)]
@@ -224,9 +222,7 @@ def test_channel_conditions_consume_exactly_what_they_promise(dex: DexFixture, c
 
 def test_wait_blocks_until_enough_messages_arrive_then_consumes_in_order(dex: DexFixture) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "n3")
+    harness, flow_id = dex.start_flow(flow, "n3")
     harness.client.invoke_rpc(flow.release, flow_id)
     for value in (7, 8):
         harness.client.invoke_rpc(flow.publish, flow_id, [value])
@@ -239,9 +235,7 @@ def test_wait_blocks_until_enough_messages_arrive_then_consumes_in_order(dex: De
 
 def test_consumed_messages_are_delivered_again_to_a_retried_execute(dex: DexFixture) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "least2-retry")
+    harness, flow_id = dex.start_flow(flow, "least2-retry")
     harness.client.invoke_rpc(flow.publish, flow_id, [3, 4])
     harness.client.invoke_rpc(flow.release, flow_id)
     assert flow.probe.wait("consumed", 2) == [(1, [3, 4]), (2, [3, 4])]
@@ -250,9 +244,7 @@ def test_consumed_messages_are_delivered_again_to_a_retried_execute(dex: DexFixt
 
 def test_step_publish_feeds_another_step(dex: DexFixture) -> None:
     flow = ProducerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "p")
+    harness, flow_id = dex.start_flow(flow, "p")
     assert flow.probe.wait("size-after-own-publish") == [3], "own staged publishes count in size"
     assert flow.probe.wait("consumed") == [(1, [11, 12, 13])]
     eventually(lambda: harness.client.invoke_rpc(flow.size, flow_id) == 0, what="all three consumed")
@@ -265,9 +257,7 @@ class ProducerFlow(ChannelFlow):
 
 def test_concurrent_publishers_lose_nothing_and_keep_their_order(dex: DexFixture) -> None:
     flow = ChannelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "least2")
+    harness, flow_id = dex.start_flow(flow, "least2")
 
     def publisher(sender: int) -> Callable[[], None]:
         def publish_all() -> None:

@@ -56,18 +56,14 @@ class HandlerFlow(PlainFlow):
 
 def test_fail_policy_fails_the_run_with_flow_timeout(dex: DexFixture) -> None:
     flow = PlainFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "x", StartFlowOptions(timeout=timedelta(seconds=1)))
+    harness, flow_id = dex.start_flow(flow, "x", StartFlowOptions(timeout=timedelta(seconds=1)))
     result = harness.result(flow_id)
     assert (result.status, result.error_type) == (FlowStatus.FAILED, FlowErrorType.FLOW_TIMEOUT)
 
 
 def test_handle_timeout_runs_after_the_timeout_and_can_be_skipped(dex: DexFixture) -> None:
     flow = HandlerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "x", StartFlowOptions(timeout=timedelta(hours=1)))
+    harness, flow_id = dex.start_flow(flow, "x", StartFlowOptions(timeout=timedelta(hours=1)))
     harness.client.skip_timer(flow_id, StepExecutionId("sys:timeout_handler", 1), TimerId.by_condition_index(0))
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "timed out")

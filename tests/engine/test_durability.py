@@ -92,9 +92,7 @@ def durabilities(events: list[pb.FlowHistoryEvent]) -> dict[str, int]:
 
 def run(dex: DexFixture, failures: int, options: StartFlowOptions) -> tuple[DurableFlow, dict[str, int]]:
     flow = DurableFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, failures, options)
+    harness, flow_id = dex.start_flow(flow, failures, options)
     flow.probe.wait("pinned-running")
     assert harness.client.invoke_rpc(flow.read, flow_id) == 1, "committed before the next Step was dispatched"
     flow.gate.open()
@@ -154,17 +152,13 @@ class LocalPhaseFlow(NamedFlow[str]):
 
 def test_async_local_phase_drops_checkpoints(dex: DexFixture) -> None:
     flow = LocalPhaseFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "checkpoint")
+    harness, flow_id = dex.start_flow(flow, "checkpoint")
     assert harness.result(flow_id).single_output(int) == 2
     assert flow.probe.values("attempt") == [(1, False), (2, False)], "no checkpoint from the local phase"
 
 
 def test_async_local_phase_ignores_the_method_timeout(dex: DexFixture) -> None:
     flow = LocalPhaseFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "slow")
+    harness, flow_id = dex.start_flow(flow, "slow")
     assert harness.result(flow_id).single_output(int) == 1, "a 2 s local attempt with a 1 s method timeout"
     assert flow.probe.values("attempt") == [(1, False)]

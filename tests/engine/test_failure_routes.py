@@ -103,9 +103,7 @@ class RouteFlow(NamedFlow[str]):
 
 def test_exhausted_execute_moves_to_the_recovery_step_with_input_and_error(dex: DexFixture) -> None:
     flow = RouteFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "order-7")
+    harness, flow_id = dex.start_flow(flow, "order-7")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "recovered:order-7")
     assert flow.probe.values("failing") == [1, 2]
@@ -116,9 +114,7 @@ def test_exhausted_execute_moves_to_the_recovery_step_with_input_and_error(dex: 
 
 def test_route_options_govern_the_recovery_step(dex: DexFixture) -> None:
     flow = RouteFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "flaky-9")
+    harness, flow_id = dex.start_flow(flow, "flaky-9")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "recovered:flaky-9")
     assert flow.probe.values("failing") == [1], "the movement's options allow one attempt"
@@ -151,9 +147,7 @@ class WaitFailureFlow(NamedFlow[str]):
 
 def test_wait_for_failure_proceed_runs_execute_with_the_error(dex: DexFixture) -> None:
     flow = WaitFailureFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "w")
+    harness, flow_id = dex.start_flow(flow, "w")
     assert harness.result(flow_id).single_output(str) == "proceeded:w"
     assert flow.probe.values("wait_for") == [1, 2]
     ((failed, info),) = [e for e in flow.probe.values("execute") if isinstance(e, tuple)]
@@ -174,9 +168,7 @@ class StrictWaitFlow(NamedFlow[str]):
 
 def test_wait_for_failure_fails_the_flow_by_default(dex: DexFixture) -> None:
     flow = StrictWaitFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "w")
+    harness, flow_id = dex.start_flow(flow, "w")
     result = harness.result(flow_id)
     assert result.status is FlowStatus.FAILED
     assert flow.probe.values("wait_for") == [1]
@@ -211,9 +203,7 @@ class AsyncRouteFlow(NamedFlow[str]):
 
 def test_async_worker_failure_route(dex: DexFixture) -> None:
     flow = AsyncRouteFlow(dex.flow_type())
-    harness = dex.start(flow, async_worker=True)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "a1")
+    harness, flow_id = dex.start_flow(flow, "a1", async_worker=True)
     assert harness.result(flow_id).single_output(str) == "a1"
     assert flow.probe.values("recovered") == [
         Recovered(step_execution_id="AsyncRecover-1", from_step_execution_id="AsyncFailing-1", attempt=1,

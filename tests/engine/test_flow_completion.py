@@ -70,9 +70,7 @@ class OpenFlow(NamedFlow[str]):
 
 def test_dead_end_keeps_the_flow_open_until_an_rpc_moves_it(dex: DexFixture) -> None:
     flow = OpenFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "x")
+    harness, flow_id = dex.start_flow(flow, "x")
     flow.probe.wait("idle")
     with pytest.raises(LongPollTimeoutError):
         harness.client.wait_for_flow(flow_id, timeout=timedelta(seconds=1))
@@ -140,9 +138,7 @@ class CompletionFlow(NamedFlow[str]):
 
 def test_graceful_complete_waits_for_the_other_active_steps(dex: DexFixture) -> None:
     flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "graceful")
+    harness, flow_id = dex.start_flow(flow, "graceful")
     flow.probe.wait("quick-done")
     flow.probe.wait("slow-started")
     with pytest.raises(LongPollTimeoutError):
@@ -156,9 +152,7 @@ def test_graceful_complete_waits_for_the_other_active_steps(dex: DexFixture) -> 
 
 def test_force_complete_closes_the_flow_despite_a_waiting_step(dex: DexFixture) -> None:
     flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "wait-on-channel")
+    harness, flow_id = dex.start_flow(flow, "wait-on-channel")
     result = harness.result(flow_id)
     assert result.status is FlowStatus.COMPLETED
     assert result.single_output(str) == "forced"
@@ -167,9 +161,7 @@ def test_force_complete_closes_the_flow_despite_a_waiting_step(dex: DexFixture) 
 
 def test_force_fail_fails_the_flow_with_the_reason(dex: DexFixture) -> None:
     flow = CompletionFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "fail")
+    harness, flow_id = dex.start_flow(flow, "fail")
     result = harness.result(flow_id)
     assert result.status is FlowStatus.FAILED
     assert result.error_type is FlowErrorType.STEP_DECISION_FAILED
@@ -231,9 +223,7 @@ class CancelFlow(NamedFlow[str]):
 @pytest.mark.parametrize("scope", ["flow-wide", "siblings"])
 def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex: DexFixture, scope: str) -> None:
     flow = CancelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, scope)
+    harness, flow_id = dex.start_flow(flow, scope)
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
     assert flow.probe.values("parked-ran") == []
@@ -241,9 +231,7 @@ def test_a_decision_cancels_a_waiting_step_so_graceful_completion_can_close(dex:
 
 def test_a_decision_cancels_a_running_step_and_ignores_its_late_result(dex: DexFixture) -> None:
     flow = CancelFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "running")
+    harness, flow_id = dex.start_flow(flow, "running")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "cancelled by Canceller-1")
     flow.probe.wait("spinner-cancelled")

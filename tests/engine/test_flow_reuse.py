@@ -120,9 +120,7 @@ class RerunFlow(NamedFlow[str]):
 
 def test_a_late_result_of_the_previous_run_never_reaches_the_new_run(dex: DexFixture) -> None:
     flow = RerunFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "r1")
+    harness, flow_id = dex.start_flow(flow, "r1")
     assert harness.result(flow_id).status is FlowStatus.FAILED
     harness.client.start_flow(flow, flow_id, "r2", StartFlowOptions(
         id_reuse_policy=IdReusePolicy.ALLOW_IF_PREVIOUS_FAILED))

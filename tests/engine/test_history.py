@@ -146,9 +146,7 @@ def test_history_records_the_turn_shape_in_order(dex: DexFixture) -> None:
 
 def test_pending_method_events_precede_their_completion(dex: DexFixture) -> None:
     flow = TurnFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "q")
+    harness, flow_id = dex.start_flow(flow, "q")
     harness.client.invoke_rpc(flow.answer, flow_id, "yes")
     assert harness.result(flow_id).status is FlowStatus.COMPLETED
     completed_at: dict[tuple[str, str], int] = {}
@@ -181,9 +179,7 @@ class LoopFlow(NamedFlow[int]):
 
 def test_history_pages_cover_a_long_run_exactly_once(dex: DexFixture) -> None:
     flow = LoopFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 59)
+    harness, flow_id = dex.start_flow(flow, 59)
     assert harness.result(flow_id).single_output(str) == "Loop-60"
     whole = harness.history(flow_id)
     paged = read_history(harness.address, flow_id, harness.credential, page_size=7)

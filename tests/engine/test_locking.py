@@ -115,9 +115,7 @@ class LockFlow(NamedFlow[list[str]]):
 
 def test_rpc_lock_conflicts_with_a_step_holding_the_lock(dex: DexFixture) -> None:
     flow = LockFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["first"])
+    harness, flow_id = dex.start_flow(flow, ["first"])
     flow.probe.wait("holding")
     with pytest.raises(RpcLockConflictError):
         harness.client.invoke_rpc(flow.locked_bump, flow_id)
@@ -141,9 +139,7 @@ def _bump_or_none(flow: LockFlow, client: Client, flow_id: str) -> int | None:
 
 def test_two_rpcs_contend_for_one_lock(dex: DexFixture) -> None:
     flow = LockFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, [])
+    harness, flow_id = dex.start_flow(flow, [])
     holder = in_thread(lambda: harness.client.invoke_rpc(flow.locked_wait, flow_id))
     flow.probe.wait("rpc-holding")
     with pytest.raises(RpcLockConflictError):
@@ -155,9 +151,7 @@ def test_two_rpcs_contend_for_one_lock(dex: DexFixture) -> None:
 
 def test_a_step_needing_a_held_lock_runs_after_the_holder_commits(dex: DexFixture) -> None:
     flow = LockFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["one", "two"])
+    harness, flow_id = dex.start_flow(flow, ["one", "two"])
     first = flow.probe.wait("holding")[0]
     flow.gate.open()
     holders = flow.probe.wait("holding", 2)
@@ -169,9 +163,7 @@ def test_a_step_needing_a_held_lock_runs_after_the_holder_commits(dex: DexFixtur
 
 def test_wait_for_locks_are_held_only_during_wait_for(dex: DexFixture) -> None:
     flow = LockFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["wait-lock"])
+    harness, flow_id = dex.start_flow(flow, ["wait-lock"])
     flow.probe.wait("wait-holding")
     with pytest.raises(RpcLockConflictError):
         harness.client.invoke_rpc(flow.locked_bump, flow_id)
@@ -216,9 +208,7 @@ class TickFlow(NamedFlow[int]):
 
 def test_locked_increments_from_steps_and_rpcs_lose_no_update(dex: DexFixture) -> None:
     flow = TickFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 30)
+    harness, flow_id = dex.start_flow(flow, 30)
 
     def tick_ten_times() -> int:
         conflicts = 0

@@ -111,9 +111,7 @@ def attempts_of(flow: NamedFlow[Plan]) -> list[Attempt]:
 
 def run(dex: DexFixture, plan: Plan) -> tuple[RetryFlow, FlowStatus, list[Attempt], int | None]:
     flow = RetryFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, plan)
+    harness, flow_id = dex.start_flow(flow, plan)
     result = harness.result(flow_id)
     output = result.single_output(int) if result.status is FlowStatus.COMPLETED else None
     return flow, result.status, attempts_of(flow), output
@@ -192,9 +190,7 @@ class WaitRetryFlow(NamedFlow[int]):
 
 def test_wait_for_retries_under_its_own_policy(dex: DexFixture) -> None:
     flow = WaitRetryFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 2)
+    harness, flow_id = dex.start_flow(flow, 2)
     assert harness.result(flow_id).single_output(int) == 1
     assert flow.probe.values("wait_for") == [("Picky-1", 1), ("Picky-1", 2), ("Picky-1", 3)]
     assert flow.probe.values("execute") == [(1, False)]

@@ -118,9 +118,7 @@ class LedgerFlow(NamedFlow[int]):
 
 def test_rpc_writes_and_publishes_commit_with_the_answer(dex: DexFixture) -> None:
     flow = LedgerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 30)
+    harness, flow_id = dex.start_flow(flow, 30)
     assert harness.client.invoke_rpc(flow.deposit, flow_id, 10) == 10
     assert harness.client.invoke_rpc(flow.read_balance, flow_id) == 10, "read after the RPC answered"
     assert harness.client.invoke_rpc(flow.deposit, flow_id, 25) == 35
@@ -131,9 +129,7 @@ def test_rpc_writes_and_publishes_commit_with_the_answer(dex: DexFixture) -> Non
 
 def test_query_rpc_reads_a_closed_flow_and_effectful_rpcs_are_refused(dex: DexFixture) -> None:
     flow = LedgerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 5)
+    harness, flow_id = dex.start_flow(flow, 5)
     harness.client.invoke_rpc(flow.deposit, flow_id, 7)
     assert harness.result(flow_id).status is FlowStatus.COMPLETED
     assert harness.client.invoke_rpc(flow.read_balance, flow_id) == 7
@@ -146,9 +142,7 @@ def test_query_rpc_reads_a_closed_flow_and_effectful_rpcs_are_refused(dex: DexFi
 
 def test_rpc_handler_error_surfaces_and_commits_nothing(dex: DexFixture) -> None:
     flow = LedgerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 100)
+    harness, flow_id = dex.start_flow(flow, 100)
     with pytest.raises(WorkerInvocationError) as failed:
         harness.client.invoke_rpc(flow.faulty_deposit, flow_id, 50)
     assert failed.value.worker_error_type == f"{__name__}.Boom"
@@ -160,9 +154,7 @@ def test_rpc_handler_error_surfaces_and_commits_nothing(dex: DexFixture) -> None
 
 def test_rpc_next_steps_start_steps_and_canceling_steps_cancel_them(dex: DexFixture) -> None:
     flow = LedgerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 1000)
+    harness, flow_id = dex.start_flow(flow, 1000)
     assert harness.client.invoke_rpc(flow.park, flow_id, "p") is True
     assert harness.client.invoke_rpc(flow.interrupt, flow_id, "stopped by rpc") == "interrupted"
     result = harness.result(flow_id)
@@ -173,9 +165,7 @@ def test_rpc_next_steps_start_steps_and_canceling_steps_cancel_them(dex: DexFixt
 
 def test_rpc_timeout_ends_the_call(dex: DexFixture) -> None:
     flow = LedgerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 1)
+    harness, flow_id = dex.start_flow(flow, 1)
     with pytest.raises(DexServiceError):
         harness.client.invoke_rpc(flow.slow, flow_id)
     flow.gate.open()
@@ -211,9 +201,7 @@ class AsyncHold(Step[int]):
 
 def test_async_rpc_on_async_worker(dex: DexFixture) -> None:
     flow = AsyncLedgerFlow(dex.flow_type())
-    harness = dex.start(flow, async_worker=True)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 2)
+    harness, flow_id = dex.start_flow(flow, 2, async_worker=True)
     assert harness.client.invoke_rpc(flow.deposit, flow_id, 3) == 3  # type: ignore[arg-type]
     assert harness.client.invoke_rpc(flow.deposit, flow_id, 4) == 7  # type: ignore[arg-type]
     assert harness.result(flow_id).single_output(int) == 14

@@ -117,9 +117,7 @@ def test_describe_reports_the_running_run(dex: DexFixture) -> None:
 def test_stop_closes_the_flow_with_the_matching_status(dex: DexFixture, stop_type: StopType,
                                                        status: FlowStatus) -> None:
     flow = StopFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "park")
+    harness, flow_id = dex.start_flow(flow, "park")
     harness.client.stop_flow(flow_id, StopFlowOptions(type=stop_type, reason="operator said so"))
     result = harness.result(flow_id)
     assert result.status is status
@@ -134,9 +132,7 @@ def test_stop_closes_the_flow_with_the_matching_status(dex: DexFixture, stop_typ
 
 def test_stop_cancels_a_running_handler(dex: DexFixture) -> None:
     flow = StopFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "spin")
+    harness, flow_id = dex.start_flow(flow, "spin")
     harness.client.invoke_rpc(flow.admit, flow_id)
     flow.probe.wait("busy")
     harness.client.stop_flow(flow_id, StopFlowOptions(type=StopType.CANCEL))
@@ -158,9 +154,7 @@ def test_unknown_flows_get_not_found_errors(dex: DexFixture) -> None:
 
 def test_wait_for_step_completion(dex: DexFixture) -> None:
     flow = StopFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "park")
+    harness, flow_id = dex.start_flow(flow, "park")
     options = WaitForStepCompletionOptions(request_timeout=timedelta(seconds=30))
     waiting = in_thread(lambda: harness.client.wait_for_step_completion(
         flow_id, StepExecutionId("First", 1), options))
@@ -190,9 +184,7 @@ def test_search_finds_flows_by_type(dex: DexFixture) -> None:
 
 def test_malformed_raw_requests_get_clear_statuses(dex: DexFixture) -> None:
     flow = StopFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "park")
+    harness, flow_id = dex.start_flow(flow, "park")
     with grpc.insecure_channel(harness.address) as channel:
         stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         requests = [
@@ -214,9 +206,7 @@ def test_malformed_raw_requests_get_clear_statuses(dex: DexFixture) -> None:
 
 def test_waits_with_a_request_timeout_end_with_request_timeout_error(dex: DexFixture) -> None:
     flow = StopFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "park")
+    harness, flow_id = dex.start_flow(flow, "park")
     second = timedelta(seconds=1)
     with pytest.raises(RequestTimeoutError):
         harness.client.wait_for_step_completion(flow_id, StepExecutionId("First", 1),

@@ -85,9 +85,7 @@ def read_all(client: Client, flow_id: str, stream: Stream[str], count: int) -> l
 
 def test_step_writes_are_read_in_order_with_resume_tokens_and_source(dex: DexFixture) -> None:
     flow = StreamFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["m1", "m2", "m3"])
+    harness, flow_id = dex.start_flow(flow, ["m1", "m2", "m3"])
     messages = read_all(harness.client, flow_id, flow.events, 4)
     assert [m.value for m in messages] == ["from wait_for", "m1", "m2", "m3"]
     assert {m.source for m in messages} == {"#Writer-1"}
@@ -101,9 +99,7 @@ def test_step_writes_are_read_in_order_with_resume_tokens_and_source(dex: DexFix
 
 def test_a_failed_attempt_keeps_its_writes_and_a_write_keeps_the_checkpoint(dex: DexFixture) -> None:
     flow = StreamFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["fail-once"])
+    harness, flow_id = dex.start_flow(flow, ["fail-once"])
     messages = read_all(harness.client, flow_id, flow.events, 3)
     assert [m.value for m in messages] == ["from wait_for", "written before the failure", "written by the retry"]
     assert {m.source for m in messages} == {"#Writer-1"}, "attempts of one execution share the source"
@@ -112,9 +108,7 @@ def test_a_failed_attempt_keeps_its_writes_and_a_write_keeps_the_checkpoint(dex:
 
 def test_listing_is_newest_first_with_page_tokens(dex: DexFixture) -> None:
     flow = StreamFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, ["a", "b", "c", "d"])
+    harness, flow_id = dex.start_flow(flow, ["a", "b", "c", "d"])
     read_all(harness.client, flow_id, flow.events, 5)
     seen: list[str] = []
     token = ""
@@ -194,8 +188,6 @@ class AsyncStreamFlow(NamedFlow[str]):
 
 def test_async_step_writes(dex: DexFixture) -> None:
     flow = AsyncStreamFlow(dex.flow_type())
-    harness = dex.start(flow, async_worker=True)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "async")
+    harness, flow_id = dex.start_flow(flow, "async", async_worker=True)
     messages = read_all(harness.client, flow_id, flow.events, 2)
     assert [(m.value, m.source) for m in messages] == [("async-1", "#AsyncWriter-1"), ("async-2", "#AsyncWriter-1")]

@@ -80,9 +80,7 @@ class TimeoutFlow(NamedFlow[str]):
 
 def test_method_timeout_retries_and_ignores_the_late_result(dex: DexFixture) -> None:
     flow = TimeoutFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "x")
+    harness, flow_id = dex.start_flow(flow, "x")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "on-time")
     flow.gate.open()
@@ -124,9 +122,7 @@ class TimeoutRouteFlow(NamedFlow[str]):
 
 def test_method_timeout_exhausted_routes_to_recovery(dex: DexFixture) -> None:
     flow = TimeoutRouteFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "slow")
+    harness, flow_id = dex.start_flow(flow, "slow")
     assert harness.result(flow_id).single_output(str) == "routed:slow"
     assert flow.probe.values("recovery") == [("slow", True)]
 
@@ -161,9 +157,7 @@ class HeartbeatFlow(NamedFlow[str]):
 
 def test_heartbeat_timeout_retries_with_the_last_checkpoint(dex: DexFixture) -> None:
     flow = HeartbeatFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "silent")
+    harness, flow_id = dex.start_flow(flow, "silent")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, 2)
     assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None),
@@ -172,9 +166,7 @@ def test_heartbeat_timeout_retries_with_the_last_checkpoint(dex: DexFixture) -> 
 
 def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
     flow = HeartbeatFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "steady")
+    harness, flow_id = dex.start_flow(flow, "steady")
     assert harness.result(flow_id).single_output(int) == 1
     assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None)]
 
@@ -206,9 +198,7 @@ class CheckpointFlow(NamedFlow[str]):
 
 def test_checkpoints_survive_failed_attempts_and_an_empty_heartbeat_clears_them(dex: DexFixture) -> None:
     flow = CheckpointFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "c")
+    harness, flow_id = dex.start_flow(flow, "c")
     assert harness.result(flow_id).single_output(int) == 3
     assert flow.probe.values("attempt") == [
         Checkpoint(attempt=1, has_value=False, value=None), Checkpoint(attempt=2, has_value=True, value=3),
@@ -238,9 +228,7 @@ class AsyncCheckpointFlow(NamedFlow[str]):
 
 def test_async_worker_checkpoint_reaches_the_next_attempt(dex: DexFixture) -> None:
     flow = AsyncCheckpointFlow(dex.flow_type())
-    harness = dex.start(flow, async_worker=True)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "a")
+    harness, flow_id = dex.start_flow(flow, "a", async_worker=True)
     assert harness.result(flow_id).single_output(int) == 2
     assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None),
                                             Checkpoint(attempt=2, has_value=True, value=6)]

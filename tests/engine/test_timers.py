@@ -87,9 +87,7 @@ class TimerFlow(NamedFlow[str]):
 
 def test_a_one_second_timer_fires_after_at_least_one_second(dex: DexFixture) -> None:
     flow = TimerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "1s")
+    harness, flow_id = dex.start_flow(flow, "1s")
     assert harness.result(flow_id).single_output(str) == "Sleep-1"
     (waiting,) = flow.probe.values("waiting")
     (fired,) = flow.probe.values("fired")
@@ -100,18 +98,14 @@ def test_a_one_second_timer_fires_after_at_least_one_second(dex: DexFixture) -> 
 
 def test_a_zero_timer_fires_at_once(dex: DexFixture) -> None:
     flow = TimerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "0s")
+    harness, flow_id = dex.start_flow(flow, "0s")
     assert harness.result(flow_id).status is FlowStatus.COMPLETED
     assert [f[:2] for f in flow.probe.values("fired") if isinstance(f, tuple)] == [(True, True)]
 
 
 def test_skip_timer_by_condition_id_then_by_index(dex: DexFixture) -> None:
     flow = TimerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "long-id")
+    harness, flow_id = dex.start_flow(flow, "long-id")
     retry_until(lambda: harness.client.skip_timer(flow_id, StepExecutionId("Sleep", 1),
                                                   TimerId.by_condition_id("long")),
                 what="skip the armed Timer of Sleep-1", retry_on=(DexServiceError,))
@@ -166,9 +160,7 @@ class AsyncTimerFlow(NamedFlow[int]):
 
 def test_async_worker_timer_is_skippable(dex: DexFixture) -> None:
     flow = AsyncTimerFlow(dex.flow_type())
-    harness = dex.start(flow, async_worker=True)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, 3600)
+    harness, flow_id = dex.start_flow(flow, 3600, async_worker=True)
     retry_until(lambda: harness.client.skip_timer(flow_id, StepExecutionId("AsyncSleep", 1),
                                                   TimerId.by_condition_id("nap")),
                 what="skip the armed Timer", retry_on=(DexServiceError,))
@@ -177,9 +169,7 @@ def test_async_worker_timer_is_skippable(dex: DexFixture) -> None:
 
 def test_skip_timer_by_index_selects_among_several_timers(dex: DexFixture) -> None:
     flow = TimerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "two-timers")
+    harness, flow_id = dex.start_flow(flow, "two-timers")
     retry_until(lambda: harness.client.skip_timer(flow_id, StepExecutionId("Sleep", 1), TimerId.by_condition_index(1)),
                 what="skip the second Timer of Sleep-1", retry_on=(DexServiceError,))
     assert harness.result(flow_id).single_output(str) == "Sleep-1"
@@ -189,9 +179,7 @@ def test_skip_timer_by_index_selects_among_several_timers(dex: DexFixture) -> No
 
 def test_all_of_a_channel_and_a_timer_waits_for_the_timer_too(dex: DexFixture) -> None:
     flow = TimerFlow(dex.flow_type())
-    harness = dex.start(flow)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "channel-and-1s")
+    harness, flow_id = dex.start_flow(flow, "channel-and-1s")
     assert harness.client.invoke_rpc(flow.poke, flow_id) is True
     assert harness.result(flow_id).single_output(str) == "Sleep-1"
     (waiting,) = flow.probe.values("waiting")
