@@ -9,6 +9,7 @@ from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.reducers import reduce, turn_failure_note
+from dex_agents.pure.reducers.model import interrupt_raised_by
 from dex_agents.pure.rpc_values import SendUserMessageInput
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.state import SessionConfig, SessionState
@@ -29,7 +30,6 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
 )
 from dex_agents.pure.values import (
-    AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
     AgentSessionStartInput,
@@ -118,17 +118,11 @@ def session_states(draw: st.DrawFn) -> SessionState:
     ]
     deadline = draw(st.one_of(instants, st.just("not a deadline")))
     interrupts = [
-        AgentInterrupt(
-            interrupt_id=record.interrupt_id,
-            turn_id=turn_id,
-            tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name,
-            arguments=record.arguments,
-            effect=record.effect,
-            deadline=deadline,
-        )
+        interrupt
         for record in records
-        if record.interrupt_id is not None and record.status is ToolCallStatus.AWAITING_APPROVAL and draw(st.booleans())
+        if record.status is ToolCallStatus.AWAITING_APPROVAL
+        and (interrupt := interrupt_raised_by(record, deadline)) is not None
+        and draw(st.booleans())
     ]
     message_count = draw(st.integers(min_value=0, max_value=4)) if agent_state is None else min(agent_state.message_count, 6)
     messages = [

@@ -121,6 +121,24 @@ def _record_for(call: DeferredToolCall, turn_id: str, invocation: Invocation, de
     )
 
 
+def interrupt_raised_by(record: AgentToolCall, deadline: str | None) -> AgentInterrupt | None:
+    """The approval interrupt a deferred ``record`` raises, due at ``deadline`` (``None``: no deadline).
+
+    ``None`` when the record has no ``interrupt_id`` (it needs no approval).
+    """
+    if record.interrupt_id is None:
+        return None
+    return AgentInterrupt(
+        interrupt_id=record.interrupt_id,
+        turn_id=record.turn_id,
+        tool_call_id=record.tool_call_id,
+        tool_name=record.tool_name,
+        arguments=record.arguments,
+        effect=record.effect,
+        deadline=deadline,
+    )
+
+
 def _movement_for(record: AgentToolCall) -> StepMovement:
     if record.requires_approval:
         return move_to(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)
@@ -145,19 +163,8 @@ def _tool_calls_requested(
     records = [
         _record_for(call, turn_id, invocation, first_order + position) for position, call in enumerate(outcome.tool_calls)
     ]
-    interrupts = [
-        AgentInterrupt(
-            interrupt_id=record.interrupt_id,
-            turn_id=turn_id,
-            tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name,
-            arguments=record.arguments,
-            effect=record.effect,
-            deadline=deadline,
-        )
-        for record in records
-        if record.interrupt_id is not None
-    ]
+    maybe_raised = (interrupt_raised_by(record, deadline) for record in records)
+    interrupts = [interrupt for interrupt in maybe_raised if interrupt is not None]
     usage = add_agent_usage(state.usage, outcome.usage)
     agent_state = replace(agent_state, status=AgentStatus.RUNNING_TOOLS)
     tool_calls = state.tool_calls
@@ -196,4 +203,4 @@ def _tool_calls_requested(
     return transition(new_state, effects)
 
 
-__all__ = ["reduce_model_call_finished"]
+__all__ = ["interrupt_raised_by", "reduce_model_call_finished"]
