@@ -46,6 +46,7 @@ from dex_agents.pure.values import (
     ToolEffect,
 )
 from tests.pure.strategies import (
+    RESOLUTION_FIELDS,
     framework_messages,
     identifiers,
     int64s,
@@ -169,15 +170,16 @@ outcomes_any: SearchStrategy[TurnCompleted | ToolCallsRequested] = st.one_of(
         usage=usages_any,
     ),
 )
+_TURN_1_RESOLUTION_FIELDS: dict[str, SearchStrategy[object]] = {
+    **RESOLUTION_FIELDS,
+    "interrupt_id": st.one_of(call_ids.map(lambda c: f"turn-1:{c}"), texts),
+}
+"""Resolution fields whose interrupt ID often names a turn-1 call, so some resolutions match."""
+
 approval_outcomes: SearchStrategy[ApprovalWaitOutcome] = st.one_of(
     st.builds(
         ResolutionReceived,
-        resolution=st.builds(
-            AgentInterruptResolution,
-            interrupt_id=st.one_of(call_ids.map(lambda c: f"turn-1:{c}"), texts),
-            approved=st.booleans(),
-            rejection_message=optional_texts,
-        ),
+        resolution=st.builds(AgentInterruptResolution, **_TURN_1_RESOLUTION_FIELDS),
     ),
     st.builds(DeadlineTimerFired),
     st.builds(WaitSkipped),
@@ -199,12 +201,7 @@ rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SendUserMessageCalled, input=send_user_message_inputs | user_texts.map(lambda t: SendUserMessageInput(text=t))),
     st.builds(
         ResolveInterruptCalled,
-        input=st.builds(
-            ResolveInterruptInput,
-            interrupt_id=st.one_of(call_ids.map(lambda c: f"turn-1:{c}"), texts),
-            approved=st.booleans(),
-            rejection_message=optional_texts,
-        ),
+        input=st.builds(ResolveInterruptInput, **_TURN_1_RESOLUTION_FIELDS),
         now_ms=times_ms,
     ),
     st.builds(AgentSnapshotRequested),
