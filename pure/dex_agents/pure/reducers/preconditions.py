@@ -53,9 +53,14 @@ def step_input_problem(step_input: StepInput) -> str | None:
     if problem is not None:
         return problem
     match step_input:
-        case ApprovalWaitEnded() | ToolStepStarted() | ToolCallSucceeded() | ToolExecutionFailed():
-            return tool_call_id_problem(step_input.tool_call_id)
-        case ToolAttemptsExhausted() | SingleAttemptToolFailed():
+        case (
+            ApprovalWaitEnded()
+            | ToolStepStarted()
+            | ToolCallSucceeded()
+            | ToolExecutionFailed()
+            | ToolAttemptsExhausted()
+            | SingleAttemptToolFailed()
+        ):
             return tool_call_id_problem(step_input.tool_call_id)
         case ToolResultsArrived():
             return None if step_input.expected >= 1 else f"ResumeTurn expects at least 1 result, got {step_input.expected}"
