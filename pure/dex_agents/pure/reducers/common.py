@@ -73,6 +73,14 @@ def room_for_messages(agent_state: AgentState, count: int) -> str | None:
     return None
 
 
+def user_message_problem(agent_state: AgentState, message: FrameworkMessage) -> str | None:
+    """``None`` when the runner-built ``message`` is a valid user message with room for it, else the error text."""
+    defects = validate_user_message(message)
+    if defects:
+        return describe_defects(defects)
+    return room_for_messages(agent_state, 1)
+
+
 def append_messages(
     state: SessionState, agent_state: AgentState, turn_id: str, new_messages: Sequence[FrameworkMessage]
 ) -> tuple[SessionState, AgentState, list[Effect]]:
@@ -112,12 +120,9 @@ def start_turn(
     Effects: the message, ``AgentState`` (``running_model``), ``turn_started``, ``GoToSteps(RunModel)``.
     Rejects a non-user message (a runner defect) and a full sequence space; the state is unchanged then.
     """
-    defects = validate_user_message(user_message)
-    if defects:
-        return reject(state, describe_defects(defects))
-    no_room = room_for_messages(agent_state, 1)
-    if no_room is not None:
-        return reject(state, no_room)
+    problem = user_message_problem(agent_state, user_message)
+    if problem is not None:
+        return reject(state, problem)
     turn_number = agent_state.turn_count + 1
     turn_id = turn_id_for(turn_number)
     state, agent_state, message_effects = append_messages(state, agent_state, turn_id, [user_message])
@@ -206,4 +211,5 @@ __all__ = [
     "set_agent_state",
     "set_pending_interrupts",
     "start_turn",
+    "user_message_problem",
 ]

@@ -25,14 +25,13 @@ from dex_agents.pure.reducers.common import (
     append_messages,
     clear_turn,
     go_to,
-    room_for_messages,
     set_agent_state,
+    user_message_problem,
 )
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import ToolResultsArrived, TurnFailed
 from dex_agents.pure.texts import build_turn_failure_note
 from dex_agents.pure.transition import Transition, reject, transition
-from dex_agents.pure.validation import describe_defects, validate_user_message
 from dex_agents.pure.values import AgentStatus
 
 
@@ -85,12 +84,9 @@ def reduce_turn_failed(state: SessionState, failed: TurnFailed) -> Transition:
         return reject(state, "a turn failure note message was given, but no tool call of the turn is final")
     effects: list[Effect] = []
     if note_message is not None:
-        defects = validate_user_message(note_message)
-        if defects:
-            return reject(state, describe_defects(defects))
-        no_room = room_for_messages(agent_state, 1)
-        if no_room is not None:
-            return reject(state, no_room)
+        problem = user_message_problem(agent_state, note_message)
+        if problem is not None:
+            return reject(state, problem)
         state, agent_state, effects = append_messages(state, agent_state, turn_id, [note_message])
     cleared, clear_effects = clear_turn(state, turn_id)
     agent_state = replace(
