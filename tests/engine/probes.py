@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Generic, TypeVar
 
-from dex import Flow
+from dex import Flow, Step, StepList
 
 StartT = TypeVar("StartT")
 T = TypeVar("T")
@@ -155,6 +155,18 @@ class NamedFlow(Flow[StartT]):
     def get_flow_type(self) -> str:
         """Return the per-test unique Flow type."""
         return self._flow_type
+
+
+class SingleStepFlow(NamedFlow[StartT]):
+    """A per-test Flow of one Step type, whose Step is built with the Flow (to reach its probe and gate)."""
+
+    def __init__(self, flow_type: str, step: Callable[[NamedFlow[StartT]], Step[StartT]]) -> None:
+        super().__init__(flow_type)
+        self._step = step
+
+    def get_steps(self) -> StepList[StartT]:
+        """Return the one Step type, as the start Step."""
+        return StepList.start_step(self._step(self))
 
 
 _COUNTER = itertools.count(1)

@@ -31,7 +31,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, eventually, in_thread
+from tests.engine.harness import NamedFlow, SingleStepFlow, eventually, in_thread
 
 ABSENT = "<absent>"
 
@@ -215,7 +215,7 @@ class Remember(Step[str]):
     """``wait_for`` of the first execution stores a local; ``execute`` (and its retry) reads it back;
     the second execution of the same Step type does not see it."""
 
-    def __init__(self, flow: LocalsFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -236,13 +236,8 @@ class Remember(Step[str]):
         return graceful_complete(ABSENT if value is None else value)
 
 
-class LocalsFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Remember(self))
-
-
 def test_step_execution_locals_live_per_step_execution(dex: DexFixture) -> None:
-    flow = LocalsFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Remember)
     harness, flow_id = dex.start_flow(flow, "first")
     assert harness.result(flow_id).single_output(str) == ABSENT
     assert flow.probe.values("local") == [(1, "noted first"), (2, "noted first"), (1, None), (2, None)]

@@ -15,7 +15,6 @@ from dex import (
     RetryPolicy,
     Step,
     StepDecision,
-    StepList,
     StepOptions,
     StepOutput,
     graceful_complete,
@@ -23,13 +22,13 @@ from dex import (
 )
 
 from dex_agents.engine.server import EngineServer
-from tests.engine.harness import NamedFlow, open_harness
+from tests.engine.harness import NamedFlow, SingleStepFlow, open_harness
 
 
 class Tool(Step[str]):
     """Attempt 1 blocks (after a checkpoint heartbeat when the input says so); later ones finish."""
 
-    def __init__(self, flow: ToolFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -46,16 +45,11 @@ class Tool(Step[str]):
         return graceful_complete(context.attempt)
 
 
-class ToolFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Tool(self))
-
-
 def run(tmp_path: Path, mode: str) -> tuple[list[object], int]:
     first = EngineServer(tmp_path / "engine.db")
     first.start()
     port = first.port
-    flow = ToolFlow(f"Recovery-{mode}")
+    flow = SingleStepFlow(f"Recovery-{mode}", Tool)
     harness = open_harness([flow], address=first.address, cache_dir=tmp_path / "cache")
     second: EngineServer | None = None
     try:

@@ -36,7 +36,7 @@ from dex import (
 from dex.dexpb import dex_pb2 as pb
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow
+from tests.engine.harness import NamedFlow, SingleStepFlow
 
 progress = Attribute("Progress", int)
 
@@ -128,7 +128,7 @@ def test_worker_target_from_the_start_time_flow_config(dex: DexFixture) -> None:
 class LocalPhase(Step[str]):
     """ASYNC local phase: attempt 1 checkpoints then fails; attempt 1 of ``slow`` outlives 1 s."""
 
-    def __init__(self, flow: LocalPhaseFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -145,20 +145,15 @@ class LocalPhase(Step[str]):
         return graceful_complete(context.attempt)
 
 
-class LocalPhaseFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(LocalPhase(self))
-
-
 def test_async_local_phase_drops_checkpoints(dex: DexFixture) -> None:
-    flow = LocalPhaseFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), LocalPhase)
     harness, flow_id = dex.start_flow(flow, "checkpoint")
     assert harness.result(flow_id).single_output(int) == 2
     assert flow.probe.values("attempt") == [(1, False), (2, False)], "no checkpoint from the local phase"
 
 
 def test_async_local_phase_ignores_the_method_timeout(dex: DexFixture) -> None:
-    flow = LocalPhaseFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), LocalPhase)
     harness, flow_id = dex.start_flow(flow, "slow")
     assert harness.result(flow_id).single_output(int) == 1, "a 2 s local attempt with a 1 s method timeout"
     assert flow.probe.values("attempt") == [(1, False)]

@@ -25,7 +25,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow
+from tests.engine.harness import NamedFlow, SingleStepFlow
 
 SECOND = timedelta(seconds=1)
 BOOM_TYPE = f"{__name__}.Boom"
@@ -140,13 +140,8 @@ class BadWait(Step[str]):
         return graceful_complete(f"proceeded:{input}")
 
 
-class WaitFailureFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(BadWait(self))
-
-
 def test_wait_for_failure_proceed_runs_execute_with_the_error(dex: DexFixture) -> None:
-    flow = WaitFailureFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), BadWait)
     harness, flow_id = dex.start_flow(flow, "w")
     assert harness.result(flow_id).single_output(str) == "proceeded:w"
     assert flow.probe.values("wait_for") == [1, 2]
@@ -161,13 +156,8 @@ class StrictWait(BadWait):
         return StepOptions(wait_for_retry=RetryPolicy(maximum_attempts=1))
 
 
-class StrictWaitFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(StrictWait(self))
-
-
 def test_wait_for_failure_fails_the_flow_by_default(dex: DexFixture) -> None:
-    flow = StrictWaitFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), StrictWait)
     harness, flow_id = dex.start_flow(flow, "w")
     result = harness.result(flow_id)
     assert result.status is FlowStatus.FAILED

@@ -25,7 +25,7 @@ from dex import (
 from dex.dexpb import dex_pb2 as pb
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, eventually, read_history
+from tests.engine.harness import NamedFlow, SingleStepFlow, eventually, read_history
 
 reply = Channel("Reply", str)
 replies = Attribute("Replies", int)
@@ -165,20 +165,15 @@ def test_pending_method_events_precede_their_completion(dex: DexFixture) -> None
 
 
 class Loop(Step[int]):
-    def __init__(self, flow: LoopFlow) -> None:
+    def __init__(self, flow: NamedFlow[int]) -> None:
         self.flow = flow
 
     def execute(self, context: Context, input: int) -> StepDecision:
         return go_to(Loop, input - 1) if input > 0 else graceful_complete(context.step_execution_id)
 
 
-class LoopFlow(NamedFlow[int]):
-    def get_steps(self) -> StepList[int]:
-        return StepList.start_step(Loop(self))
-
-
 def test_history_pages_cover_a_long_run_exactly_once(dex: DexFixture) -> None:
-    flow = LoopFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Loop)
     harness, flow_id = dex.start_flow(flow, 59)
     assert harness.result(flow_id).single_output(str) == "Loop-60"
     whole = harness.history(flow_id)

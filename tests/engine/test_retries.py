@@ -26,7 +26,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow
+from tests.engine.harness import NamedFlow, SingleStepFlow
 
 SECOND = timedelta(seconds=1)
 
@@ -165,7 +165,7 @@ def test_total_duration_ends_retries(dex: DexFixture) -> None:
 class Picky(Step[int]):
     """``wait_for`` fails ``input`` times under its own retry policy, then ``execute`` runs."""
 
-    def __init__(self, flow: WaitRetryFlow) -> None:
+    def __init__(self, flow: NamedFlow[int]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -183,13 +183,8 @@ class Picky(Step[int]):
         return graceful_complete(context.attempt)
 
 
-class WaitRetryFlow(NamedFlow[int]):
-    def get_steps(self) -> StepList[int]:
-        return StepList.start_step(Picky(self))
-
-
 def test_wait_for_retries_under_its_own_policy(dex: DexFixture) -> None:
-    flow = WaitRetryFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Picky)
     harness, flow_id = dex.start_flow(flow, 2)
     assert harness.result(flow_id).single_output(int) == 1
     assert flow.probe.values("wait_for") == [("Picky-1", 1), ("Picky-1", 2), ("Picky-1", 3)]
@@ -197,7 +192,7 @@ def test_wait_for_retries_under_its_own_policy(dex: DexFixture) -> None:
 
 
 class AsyncFlaky(Step[int]):
-    def __init__(self, flow: AsyncRetryFlow) -> None:
+    def __init__(self, flow: NamedFlow[int]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -210,13 +205,8 @@ class AsyncFlaky(Step[int]):
         return graceful_complete(context.attempt)
 
 
-class AsyncRetryFlow(NamedFlow[int]):
-    def get_steps(self) -> StepList[int]:
-        return StepList.start_step(AsyncFlaky(self))
-
-
 def test_async_worker_retries(dex: DexFixture) -> None:
-    flow = AsyncRetryFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), AsyncFlaky)
     harness = dex.start(flow, async_worker=True)
     ok_id, failing_id = dex.flow_id("ok"), dex.flow_id("failing")
     harness.client.start_flow(flow, ok_id, 1)

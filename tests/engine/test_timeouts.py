@@ -26,7 +26,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow
+from tests.engine.harness import NamedFlow, SingleStepFlow
 
 SECOND = timedelta(seconds=1)
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -59,7 +59,7 @@ def hold_first_attempt(flow: NamedFlow[str], context: Context) -> None:
 
 
 class Slowpoke(Step[str]):
-    def __init__(self, flow: TimeoutFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -73,13 +73,8 @@ class Slowpoke(Step[str]):
         return graceful_complete("on-time")
 
 
-class TimeoutFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Slowpoke(self))
-
-
 def test_method_timeout_retries_and_ignores_the_late_result(dex: DexFixture) -> None:
-    flow = TimeoutFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Slowpoke)
     harness, flow_id = dex.start_flow(flow, "x")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "on-time")
@@ -130,7 +125,7 @@ def test_method_timeout_exhausted_routes_to_recovery(dex: DexFixture) -> None:
 class Beats(Step[str]):
     """``silent``: beat once then go quiet (attempt 1); ``steady``: beat every second for 12 s."""
 
-    def __init__(self, flow: HeartbeatFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -150,13 +145,8 @@ class Beats(Step[str]):
         return graceful_complete(context.attempt)
 
 
-class HeartbeatFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Beats(self))
-
-
 def test_heartbeat_timeout_retries_with_the_last_checkpoint(dex: DexFixture) -> None:
-    flow = HeartbeatFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Beats)
     harness, flow_id = dex.start_flow(flow, "silent")
     result = harness.result(flow_id)
     assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, 2)
@@ -165,7 +155,7 @@ def test_heartbeat_timeout_retries_with_the_last_checkpoint(dex: DexFixture) -> 
 
 
 def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
-    flow = HeartbeatFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Beats)
     harness, flow_id = dex.start_flow(flow, "steady")
     assert harness.result(flow_id).single_output(int) == 1
     assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None)]
@@ -174,7 +164,7 @@ def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
 class Checkpoints(Step[str]):
     """Attempt 1 checkpoints 3 and fails; attempt 2 clears it and fails; attempt 3 completes."""
 
-    def __init__(self, flow: CheckpointFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -191,13 +181,8 @@ class Checkpoints(Step[str]):
         return graceful_complete(context.attempt)
 
 
-class CheckpointFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Checkpoints(self))
-
-
 def test_checkpoints_survive_failed_attempts_and_an_empty_heartbeat_clears_them(dex: DexFixture) -> None:
-    flow = CheckpointFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), Checkpoints)
     harness, flow_id = dex.start_flow(flow, "c")
     assert harness.result(flow_id).single_output(int) == 3
     assert flow.probe.values("attempt") == [
@@ -206,7 +191,7 @@ def test_checkpoints_survive_failed_attempts_and_an_empty_heartbeat_clears_them(
 
 
 class AsyncCheckpoints(Step[str]):
-    def __init__(self, flow: AsyncCheckpointFlow) -> None:
+    def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -221,13 +206,8 @@ class AsyncCheckpoints(Step[str]):
         return graceful_complete(context.attempt)
 
 
-class AsyncCheckpointFlow(NamedFlow[str]):
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(AsyncCheckpoints(self))
-
-
 def test_async_worker_checkpoint_reaches_the_next_attempt(dex: DexFixture) -> None:
-    flow = AsyncCheckpointFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), AsyncCheckpoints)
     harness, flow_id = dex.start_flow(flow, "a", async_worker=True)
     assert harness.result(flow_id).single_output(int) == 2
     assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None),

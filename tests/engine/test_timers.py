@@ -31,7 +31,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, retry_until
+from tests.engine.harness import NamedFlow, SingleStepFlow, retry_until
 
 nudge = Channel("Nudge", str)
 
@@ -143,7 +143,7 @@ def test_skip_timer_refuses_what_is_not_a_waiting_timer(dex: DexFixture) -> None
 
 
 class AsyncSleep(Step[int]):
-    def __init__(self, flow: AsyncTimerFlow) -> None:
+    def __init__(self, flow: NamedFlow[int]) -> None:
         self.flow = flow
 
     async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # type: ignore[override]
@@ -153,13 +153,8 @@ class AsyncSleep(Step[int]):
         return graceful_complete(context.has_timer_fired())
 
 
-class AsyncTimerFlow(NamedFlow[int]):
-    def get_steps(self) -> StepList[int]:
-        return StepList.start_step(AsyncSleep(self))
-
-
 def test_async_worker_timer_is_skippable(dex: DexFixture) -> None:
-    flow = AsyncTimerFlow(dex.flow_type())
+    flow = SingleStepFlow(dex.flow_type(), AsyncSleep)
     harness, flow_id = dex.start_flow(flow, 3600, async_worker=True)
     retry_until(lambda: harness.client.skip_timer(flow_id, StepExecutionId("AsyncSleep", 1),
                                                   TimerId.by_condition_id("nap")),
