@@ -80,28 +80,25 @@ def invocation(step: str = "step-1", attempt: int = 1, now_ms: int = T0_MS, flow
     return Invocation(flow_id=flow_id, step_execution_id=step, attempt=attempt, now_ms=now_ms)
 
 
-def user_message(text: str) -> FrameworkMessage:
+def text_message(role: MessageRole, text: str) -> FrameworkMessage:
+    """A plain text message of ``role`` (no tool fields), as a runner would build it."""
     return FrameworkMessage(
-        role=MessageRole.USER,
+        role=role,
         text=text,
         tool_call_id=None,
         tool_name=None,
         tool_arguments=None,
         tool_output=None,
-        framework_item=f'{{"role":"user","content":"{text}"}}',
+        framework_item=f'{{"role":"{role.value}","content":"{text}"}}',
     )
+
+
+def user_message(text: str) -> FrameworkMessage:
+    return text_message(MessageRole.USER, text)
 
 
 def assistant_message(text: str) -> FrameworkMessage:
-    return FrameworkMessage(
-        role=MessageRole.ASSISTANT,
-        text=text,
-        tool_call_id=None,
-        tool_name=None,
-        tool_arguments=None,
-        tool_output=None,
-        framework_item=f'{{"role":"assistant","content":"{text}"}}',
-    )
+    return text_message(MessageRole.ASSISTANT, text)
 
 
 def tool_call(

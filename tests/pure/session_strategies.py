@@ -45,6 +45,7 @@ from dex_agents.pure.values import (
     MessageRole,
     ToolEffect,
 )
+from tests.pure.scenario_support import text_message
 from tests.pure.strategies import (
     RESOLUTION_FIELDS,
     framework_messages,
@@ -81,15 +82,7 @@ small_usages: SearchStrategy[AgentUsage] = st.builds(
 
 def build_user_message(text: str) -> FrameworkMessage:
     """A runner's ``build_user_message``: deterministic, role ``user``."""
-    return FrameworkMessage(
-        role=MessageRole.USER,
-        text=text,
-        tool_call_id=None,
-        tool_name=None,
-        tool_arguments=None,
-        tool_output=None,
-        framework_item=f'{{"role":"user","content":{text!r}}}',
-    )
+    return text_message(MessageRole.USER, text)
 
 
 model_messages: SearchStrategy[FrameworkMessage] = st.one_of(
