@@ -14,7 +14,7 @@ from dex_agents.pure.validation import (
     validate_turn_outcome,
     validate_user_message,
 )
-from dex_agents.pure.values import AgentUsage, AgentUserMessage, FrameworkMessage, MessageRole
+from dex_agents.pure.values import AgentUsage, AgentUserMessage, MessageRole
 
 from tests.pure.scenario_support import (
     assistant_message,
@@ -22,6 +22,7 @@ from tests.pure.scenario_support import (
     failure_of,
     requested,
     started_session,
+    text_message,
     tool_call,
     user_message,
 )
@@ -116,15 +117,7 @@ def test_a_non_user_message_from_build_user_message_fails_the_attempt() -> None:
     session = started_session()
     session.model(completed("done"))
     session.send("hi")
-    bad = FrameworkMessage(
-        role=MessageRole.TOOL,
-        text="hi",
-        tool_call_id=None,
-        tool_name=None,
-        tool_arguments=None,
-        tool_output=None,
-        framework_item="{}",
-    )
+    bad = text_message(MessageRole.TOOL, "hi")
     t = session.feed(UserMessageArrived(invocation=session.inv(), message=AgentUserMessage(text="hi"), user_message=bad))
     assert "not 'user'" in failure_of(t)
     assert t.state.queued_message_count == 1
