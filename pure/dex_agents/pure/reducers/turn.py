@@ -61,7 +61,7 @@ def turn_failure_note(state: SessionState) -> str | None:
 
     The shell passes it to ``runner.build_user_message`` and hands the result in ``TurnFailed``.
     """
-    return build_turn_failure_note(state.records_in_deferral_order())
+    return build_turn_failure_note(state.tool_calls.values())
 
 
 def reduce_turn_failed(state: SessionState, failed: TurnFailed) -> Transition:
