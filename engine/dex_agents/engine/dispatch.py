@@ -27,6 +27,8 @@ from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
+from . import policy
+
 TaskKind = Literal["wait_for", "execute", "rpc"]
 DECLINE_BACKOFF_SECONDS = 0.002
 """A stream that declined a task gets none for this long (doubling per decline of the same task, up
@@ -70,6 +72,11 @@ class Task:
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
     rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
+
+    def may_redeliver(self) -> bool:
+        """Whether the task, its stream lost, goes to another stream with the same attempt: it sent
+        no output frame and was delivered at most ``policy.DISPATCH_WAIT`` seconds ago."""
+        return not self.output_seen and time.monotonic() - self.delivered_at <= policy.DISPATCH_WAIT
 
 
 class WorkerStream:

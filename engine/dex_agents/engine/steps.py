@@ -244,7 +244,7 @@ class StepOps(Outcomes):
         """The task's stream broke: re-deliver the same attempt or fail it (see policy.DISPATCH_WAIT)."""
         if task.finished or task.canceled:
             return
-        if not task.output_seen and time.monotonic() - task.delivered_at <= policy.DISPATCH_WAIT:
+        if task.may_redeliver():
             self.engine.dispatcher.submit(task, front=True)
             return
         self.finish_task(task)

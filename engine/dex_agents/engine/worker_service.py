@@ -20,7 +20,6 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from . import policy
 from .dispatch import WorkerStream
 
 if TYPE_CHECKING:
@@ -140,7 +139,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task)
-        elif not task.output_seen and time.monotonic() - task.delivered_at <= policy.DISPATCH_WAIT:
+        elif task.may_redeliver():
             self.engine.dispatcher.submit(task, front=True)
         else:
             self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
