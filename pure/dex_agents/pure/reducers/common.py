@@ -1,4 +1,4 @@
-"""Building blocks shared by the Step reducers: appending messages, starting and clearing a turn,
+"""Building blocks shared by the Step reducers: appending messages, starting, ending and clearing a turn,
 finalizing a tool call record, and reading an interrupt's deadline.
 
 Invariants kept here for every reducer:
@@ -144,6 +144,23 @@ def start_turn(
     )
 
 
+def turn_ended(agent_state: AgentState, failure: str | None) -> AgentState:
+    """``agent_state`` once the running turn ended: waiting for a user message, no turn running.
+
+    A ``failure`` counts a failed turn and becomes ``last_turn_error``; ``None`` counts a completed
+    turn and clears ``last_turn_error``.
+    """
+    return replace(
+        agent_state,
+        status=AgentStatus.WAITING_FOR_USER_MESSAGE,
+        current_turn_id=None,
+        current_turn_sequence=None,
+        completed_turn_count=agent_state.completed_turn_count + (1 if failure is None else 0),
+        failed_turn_count=agent_state.failed_turn_count + (0 if failure is None else 1),
+        last_turn_error=failure,
+    )
+
+
 def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Effect]]:
     """Drop the turn's run state, its tool call records and any interrupt of the turn left pending.
 
@@ -211,5 +228,6 @@ __all__ = [
     "set_agent_state",
     "set_pending_interrupts",
     "start_turn",
+    "turn_ended",
     "user_message_problem",
 ]

@@ -34,6 +34,7 @@ from dex_agents.pure.reducers.common import (
     room_for_messages,
     set_agent_state,
     set_pending_interrupts,
+    turn_ended,
 )
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.state import SessionConfig, SessionState
@@ -80,14 +81,7 @@ def _turn_completed(
     usage = add_agent_usage(state.usage, outcome.usage)
     appended, agent_state, message_effects = append_messages(state, agent_state, turn_id, outcome.new_messages)
     cleared, clear_effects = clear_turn(appended, turn_id)
-    agent_state = replace(
-        agent_state,
-        status=AgentStatus.WAITING_FOR_USER_MESSAGE,
-        current_turn_id=None,
-        current_turn_sequence=None,
-        completed_turn_count=agent_state.completed_turn_count + 1,
-        last_turn_error=None,
-    )
+    agent_state = turn_ended(agent_state, failure=None)
     return transition(
         replace(cleared, agent_state=agent_state, usage=usage),
         [

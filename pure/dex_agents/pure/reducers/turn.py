@@ -26,6 +26,7 @@ from dex_agents.pure.reducers.common import (
     clear_turn,
     go_to,
     set_agent_state,
+    turn_ended,
     user_message_problem,
 )
 from dex_agents.pure.state import SessionState
@@ -89,14 +90,7 @@ def reduce_turn_failed(state: SessionState, failed: TurnFailed) -> Transition:
             return reject(state, problem)
         state, agent_state, effects = append_messages(state, agent_state, turn_id, [note_message])
     cleared, clear_effects = clear_turn(state, turn_id)
-    agent_state = replace(
-        agent_state,
-        status=AgentStatus.WAITING_FOR_USER_MESSAGE,
-        current_turn_id=None,
-        current_turn_sequence=None,
-        failed_turn_count=agent_state.failed_turn_count + 1,
-        last_turn_error=failed.recovery_error,
-    )
+    agent_state = turn_ended(agent_state, failure=failed.recovery_error)
     return transition(
         replace(cleared, agent_state=agent_state),
         [
