@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -70,8 +70,7 @@ class Outcomes:
                     reason = waits.validate(response.waiting_condition) if has_wait else None
                     if reason is not None:
                         raise ValueError(reason)
-                    self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
-                                       response.publish_to_channel, response.delete_from_channel, effects)
+                    self._apply_writes(db, step, response, effects)
                     history.wait_for_completed(db, step, response, flow.config)
                     now = int(time.time() * 1000)
                     if has_wait:
@@ -110,8 +109,7 @@ class Outcomes:
                     if current is None:
                         return
                     flow, step = current
-                    self._apply_writes(db, step, response.upsert_attributes, response.upsert_step_exe_locals,
-                                       response.publish_to_channel, response.delete_from_channel, effects)
+                    self._apply_writes(db, step, response, effects)
                     history.execute_completed(db, step, response, flow.config)
                     db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
                     self.engine.flows.apply_decision(db, flow, step, response.step_decision, effects)
@@ -171,21 +169,22 @@ class Outcomes:
         history.method_pending(db, moved, "execute", flow.config)
         effects.launches.append((step.uid, step.seid))
 
-    def _apply_writes(self, db: sqlite3.Connection, step: StepRow, attributes: Sequence[pb.AttributeWrite],
-                      locals_: Sequence[pb.KV], publishes: Sequence[pb.ChannelMessage],
-                      deletions: Sequence[pb.ChannelMessageDeletion], effects: Effects) -> None:
-        state.upsert_attributes(db, step.uid, attributes)
-        if locals_:
+    def _apply_writes(self, db: sqlite3.Connection, step: StepRow,
+                      response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
+                      effects: Effects) -> None:
+        """Apply a Step method's Attribute, Step-local and Channel writes."""
+        state.upsert_attributes(db, step.uid, response.upsert_attributes)
+        if response.upsert_step_exe_locals:
             merged = {kv.key: kv for kv in step.locals}
-            for kv in locals_:
+            for kv in response.upsert_step_exe_locals:
                 merged[kv.key] = kv
             db.execute("UPDATE steps SET locals=? WHERE uid=? AND seid=?",
                        (kv_blob(list(merged.values())), step.uid, step.seid))
-        if publishes:
-            state.publish(db, step.uid, publishes)
+        if response.publish_to_channel:
+            state.publish(db, step.uid, response.publish_to_channel)
             effects.wait_checks.add(step.uid)
-        if deletions:
-            state.delete_messages(db, step.uid, deletions)
+        if response.delete_from_channel:
+            state.delete_messages(db, step.uid, response.delete_from_channel)
 
     # ---- Waits
     def try_complete_wait(self, db: sqlite3.Connection, uid: int, seid: str, effects: Effects) -> bool:
