@@ -108,6 +108,11 @@ class Harness:
         """Read the whole history with the raw FlowService stub (the Client has no history API)."""
         return read_history(self.address, flow_id, self.credential)
 
+    def completed_executes(self, flow_id: str) -> list[str]:
+        """The Step execution ids whose ``execute`` completed, in history order."""
+        return [event.step_execute_completed.context.step_execution_id for event in self.history(flow_id)
+                if event.HasField("step_execute_completed")]
+
     def stop_worker(self) -> None:
         """Stop the Worker now (idempotent; teardown calls it again harmlessly)."""
         self._runner.stop()

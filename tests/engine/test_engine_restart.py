@@ -200,6 +200,5 @@ def test_waiting_retrying_and_busy_flows_recover_exactly_once(dex: DexFixture) -
     for loop_id in loop_ids:
         result = harness.client.wait_for_flow(loop_id, timeout=FLOW_WAIT)
         assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "Loop-41")
-        completed = [e.step_execute_completed.context.step_execution_id for e in harness.history(loop_id)
-                     if e.HasField("step_execute_completed")]
+        completed = harness.completed_executes(loop_id)
         assert completed == ["Begin-1"] + [f"Loop-{n}" for n in range(1, 42)], "each Step completed exactly once"

@@ -129,6 +129,5 @@ def test_a_late_result_of_the_previous_run_never_reaches_the_new_run(dex: DexFix
     assert sorted(str(v) for v in flow.probe.wait("hang-returned", 2)) == ["r1", "r2"]
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, "done r2")
-    completed = [e.step_execute_completed.context.step_execution_id for e in harness.history(flow_id)
-                 if e.HasField("step_execute_completed")]
+    completed = harness.completed_executes(flow_id)
     assert sorted(completed) == ["Begin-1", "Done-1", "Hang-1", "Judge-1"], "run 2's own Steps, once each"

@@ -82,8 +82,7 @@ def test_method_timeout_retries_and_ignores_the_late_result(dex: DexFixture) -> 
     flow.probe.wait("released")
     again = harness.result(flow_id)
     assert (again.status, again.single_output(str)) == (FlowStatus.COMPLETED, "on-time")
-    completed = [e.step_execute_completed.context.step_execution_id for e in harness.history(flow_id)
-                 if e.HasField("step_execute_completed")]
+    completed = harness.completed_executes(flow_id)
     assert completed == ["Slowpoke-1"]
 
 
