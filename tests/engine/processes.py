@@ -16,11 +16,24 @@ import threading
 import time
 from pathlib import Path
 
+import dex
+
 from tests.engine.harness import WAIT_SECONDS
 
 READY_PREFIX = "worker ready "
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _LIVE: set[subprocess.Popen[str]] = set()
+
+
+def engine_is_healthy(address: str, tmp_path: Path) -> bool:
+    """Ask the engine at ``address`` for its health with a throwaway Client (cache under ``tmp_path``)."""
+    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+    client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
+    try:
+        return client.health_check()
+    finally:
+        client.close()
+        cache.close()
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

@@ -12,15 +12,7 @@ from pathlib import Path
 import dex
 import pytest
 
-
-def _healthy(address: str, tmp_path: Path) -> bool:
-    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
-    client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
-    try:
-        return client.health_check()
-    finally:
-        client.close()
-        cache.close()
+from tests.engine.processes import engine_is_healthy
 
 
 def _serve(command: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
@@ -43,7 +35,7 @@ def test_ready_line_then_graceful_stop_exit_zero(tmp_path: Path, stop_signal: si
         [sys.executable, "-m", "dex_agents.engine.cli", "engine", "--port", "0"], tmp_path
     )
     try:
-        assert _healthy(address, tmp_path)
+        assert engine_is_healthy(address, tmp_path)
         assert (tmp_path / "dex-agents-engine.sqlite3").exists(), "default database in the cwd"
     finally:
         process.send_signal(stop_signal)
@@ -75,7 +67,7 @@ def test_console_script_serves_with_token_file(tmp_path: Path) -> None:
             client.close()
             cache.close()
         with pytest.raises(dex.DexServiceError, match="missing bearer credential"):
-            _healthy(address, tmp_path)
+            engine_is_healthy(address, tmp_path)
     finally:
         process.terminate()
         process.communicate(timeout=30)

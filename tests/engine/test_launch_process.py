@@ -11,21 +11,11 @@ import textwrap
 import time
 from pathlib import Path
 
-import dex
 import pytest
 
 from dex_agents.engine import EngineProcess
 from dex_agents.engine.launch import EngineStartError
-
-
-def _healthy(address: str, tmp_path: Path) -> bool:
-    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
-    client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
-    try:
-        return client.health_check()
-    finally:
-        client.close()
-        cache.close()
+from tests.engine.processes import engine_is_healthy
 
 
 def _alive(pid: int) -> bool:
@@ -42,7 +32,7 @@ def test_start_serves_in_own_process_group_and_kill_is_sigkill(tmp_path: Path) -
     try:
         assert engine.address == f"127.0.0.1:{engine.port}" and engine.port > 0
         assert os.getpgid(engine.pid) == engine.pid != os.getpgid(0)
-        assert _healthy(engine.address, tmp_path)
+        assert engine_is_healthy(engine.address, tmp_path)
         assert db.exists()
     finally:
         engine.kill()
@@ -56,7 +46,7 @@ def test_restart_on_the_same_database_after_kill(tmp_path: Path) -> None:
     first.kill()
     second = EngineProcess.start(db)
     try:
-        assert _healthy(second.address, tmp_path)
+        assert engine_is_healthy(second.address, tmp_path)
     finally:
         second.stop()
 

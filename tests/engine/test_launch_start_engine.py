@@ -8,16 +8,7 @@ import dex
 import pytest
 
 from dex_agents.engine import EngineProcess, EngineServer, start_engine
-
-
-def _healthy(address: str, tmp_path: Path) -> bool:
-    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
-    client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
-    try:
-        return client.health_check()
-    finally:
-        client.close()
-        cache.close()
+from tests.engine.processes import engine_is_healthy
 
 
 @pytest.mark.parametrize("in_process", [True, False])
@@ -25,7 +16,7 @@ def test_temporary_database_is_removed_on_exit(tmp_path: Path, in_process: bool)
     with start_engine(in_process=in_process) as engine:
         assert isinstance(engine, EngineServer if in_process else EngineProcess)
         assert engine.address == f"127.0.0.1:{engine.port}"
-        assert _healthy(engine.address, tmp_path)
+        assert engine_is_healthy(engine.address, tmp_path)
         address = engine.address
     cache = dex.open_blob_cache(dex.BlobCacheConfig(str(tmp_path / "blobs2"), 1 << 20))
     client = dex.Client(dex.Registry([]), cache, dex.ClientOptions(server_address=address))
@@ -41,7 +32,7 @@ def test_temporary_database_is_removed_on_exit(tmp_path: Path, in_process: bool)
 def test_given_database_is_kept(tmp_path: Path, in_process: bool) -> None:
     db = tmp_path / "kept.sqlite3"
     with start_engine(db, in_process=in_process) as engine:
-        assert _healthy(engine.address, tmp_path)
+        assert engine_is_healthy(engine.address, tmp_path)
     assert db.exists()
     with start_engine(db, in_process=in_process) as engine:
-        assert _healthy(engine.address, tmp_path)
+        assert engine_is_healthy(engine.address, tmp_path)
