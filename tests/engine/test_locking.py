@@ -156,8 +156,9 @@ def test_a_step_needing_a_held_lock_runs_after_the_holder_commits(dex: DexFixtur
     flow.gate.open()
     holders = flow.probe.wait("holding", 2)
     assert isinstance(first, tuple) and holders[0] == first and first[1] == 0
-    assert holders[1] == ("two" if first[0] == "one" else "one", 1), "the second holder saw the first's write"
-    assert flow.probe.wait("releasing", 2) == [first[0], "two" if first[0] == "one" else "one"]
+    second = "two" if first[0] == "one" else "one"
+    assert holders[1] == (second, 1), "the second holder saw the first's write"
+    assert flow.probe.wait("releasing", 2) == [first[0], second]
     eventually(lambda: harness.client.invoke_rpc(flow.peek, flow_id) == 2, what="both increments committed")
 
 
