@@ -120,8 +120,6 @@ class RestartFlow(NamedFlow[str]):
         return StepList.start_step(Begin(self)).other_steps(Nap(self), Hold(self), Gated(self), Flaky(self),
                                                             Loop(self))
 
-
-
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(stage, resume)
 
