@@ -69,6 +69,8 @@ from dex_agents.pure.values import (
     ToolEffect,
 )
 
+from tests.pure.spec_tables import TOOL_STEP_BY_EFFECT
+
 FLOW_ID = "session-42"
 T0_MS = 1_767_323_045_000
 """2026-01-02T03:04:05.000Z"""
@@ -108,12 +110,11 @@ def tool_call(
     arguments: str = "{}",
     requires_approval: bool | None = None,
 ) -> DeferredToolCall:
-    resolved = resolve_tool_policy(tool_name or f"tool_{tool_call_id}", effect, {}, ToolEffect.UNCLASSIFIED)
+    name = tool_name or f"tool_{tool_call_id}"
+    resolved = resolve_tool_policy(name, effect, {}, ToolEffect.UNCLASSIFIED)
     if requires_approval is not None:
         resolved = ResolvedToolPolicy(effect=resolved.effect, requires_approval=requires_approval)
-    return DeferredToolCall(
-        tool_call_id=tool_call_id, tool_name=tool_name or f"tool_{tool_call_id}", arguments=arguments, policy=resolved
-    )
+    return DeferredToolCall(tool_call_id=tool_call_id, tool_name=name, arguments=arguments, policy=resolved)
 
 
 def requested(*calls: DeferredToolCall, run_state: str = "run-state", usage: AgentUsage | None = None) -> ToolCallsRequested:
@@ -269,11 +270,7 @@ class Session:
 
     def tool_started(self, tool_call_id: str, step_type: StepType | None = None) -> Transition:
         if step_type is None:
-            step_type = (
-                StepType.CALL_TOOL
-                if self.state.tool_calls[tool_call_id].effect in (ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE)
-                else StepType.CALL_SINGLE_ATTEMPT_TOOL
-            )
+            step_type = TOOL_STEP_BY_EFFECT[self.state.tool_calls[tool_call_id].effect]
         return self.feed(ToolStepStarted(invocation=self.inv(), tool_call_id=tool_call_id, step_type=step_type))
 
     def tool_succeeds(self, tool_call_id: str, output: str = "ok") -> Transition:
