@@ -20,6 +20,7 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
+from . import state
 from .errors import ServiceError, invalid
 from .queries import Queries
 from .rows import Effects
@@ -145,7 +146,6 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     def PublishToChannel(self, request: pb.PublishToChannelRequest,  # noqa: N802
                          context: grpc.ServicerContext) -> empty_pb2.Empty:
         def publish() -> None:
-            from . import state
             flow = self.queries._flow(request.flow_id, request.run_id)
             if not flow.running:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
@@ -159,7 +159,6 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     def GetChannelMessages(self, request: pb.GetChannelMessagesRequest,  # noqa: N802
                            context: grpc.ServicerContext) -> pb.GetChannelMessagesResponse:
         def read() -> pb.GetChannelMessagesResponse:
-            from . import state
             if not request.channel_name:
                 raise invalid("channel_name is required")
             flow = self.queries._flow(request.flow_id, request.run_id)
@@ -171,7 +170,6 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     def DeleteChannelMessage(self, request: pb.DeleteChannelMessageRequest,  # noqa: N802
                              context: grpc.ServicerContext) -> empty_pb2.Empty:
         def delete() -> None:
-            from . import state
             if not request.channel_name or not request.message_id:
                 raise invalid("channel_name and message_id are required")
             flow = self.queries._flow(request.flow_id, request.run_id)
