@@ -155,13 +155,9 @@ class FlowOps:
             self.cancel_steps(db, flow.uid, step_type, step.from_seid, effects)
         kind = decision.close_decision.close_decision_type if decision.HasField("close_decision") else pb.CLOSE_DECISION_TYPE_UNSPECIFIED
         close = decision.close_decision
-        if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
-            sizes = state.channel_sizes(db, flow.uid, close.conditional_channel_names)
-            if not any(sizes.values()):
-                self._add_output(db, flow, step, close)
-                self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
-                return
-        elif kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE:
+        if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE or (
+                kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY
+                and not any(state.channel_sizes(db, flow.uid, close.conditional_channel_names).values())):
             self._add_output(db, flow, step, close)
             self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
             return
