@@ -5,7 +5,9 @@ is retried with the next attempt number and its last heartbeat checkpoint. Runs 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Generator
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from dex import (
 
 from dex_agents.engine.server import EngineServer
 from tests.engine.harness import NamedFlow, SingleStepFlow, open_harness
+from tests.engine.probes import eventually
 
 
 class Tool(Step[str]):
@@ -45,6 +48,13 @@ class Tool(Step[str]):
         return graceful_complete(context.attempt)
 
 
+def attempt_output_recorded(db_path: Path) -> bool:
+    """Whether the engine's database says the running attempt of ``Tool-1`` has sent output."""
+    with closing(sqlite3.connect(db_path)) as db:
+        row = db.execute("SELECT output_seen FROM steps WHERE seid = 'Tool-1'").fetchone()
+    return row is not None and bool(row[0])
+
+
 def run(tmp_path: Path, mode: str) -> tuple[list[object], int]:
     first = EngineServer(tmp_path / "engine.db")
     first.start()
@@ -55,6 +65,11 @@ def run(tmp_path: Path, mode: str) -> tuple[list[object], int]:
     try:
         harness.client.start_flow(flow, "f", mode)
         flow.probe.wait("blocked")
+        if mode == "heartbeat-first":
+            # The Worker resumes once its heartbeat is written locally, not once the engine has it:
+            # stop the engine only after it recorded the attempt's output, which is the case tested.
+            eventually(lambda: attempt_output_recorded(tmp_path / "engine.db"),
+                       what="the engine records the attempt's heartbeat")
         first.stop(grace=0)
         second = EngineServer(tmp_path / "engine.db", port=port)
         second.start()
