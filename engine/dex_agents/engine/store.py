@@ -11,10 +11,12 @@ Protobuf values are stored as serialized bytes; times are Unix milliseconds.
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (
@@ -108,22 +110,33 @@ CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
 """
 
 
+class DatabaseInUseError(RuntimeError):
+    """Another engine already serves this database (two engines would both dispatch its Flows)."""
+
+
 class Store:
     """The engine's SQLite database: one connection, used only under the engine lock.
 
-    Invariant: every state change happens inside :meth:`transaction`; a failure inside rolls the
-    whole change back, so bad input never leaves partial state.
+    Invariants: every state change happens inside :meth:`transaction`; a failure inside rolls the
+    whole change back, so bad input never leaves partial state. At most one open ``Store`` per
+    database file on the machine: an exclusive lock on ``<db>.lock`` is held until :meth:`close`
+    (the OS drops it when the process dies).
     """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, cached_statements=256
-        )
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA foreign_keys=OFF")
-        self.db.executescript(_SCHEMA)
+        self._lock_file = _lock_exclusively(path.with_name(path.name + ".lock"))
+        try:
+            self.db = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, cached_statements=256
+            )
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute("PRAGMA foreign_keys=OFF")
+            self.db.executescript(_SCHEMA)
+        except BaseException:
+            self._lock_file.close()
+            raise
         self._depth = 0
 
     @contextmanager
@@ -148,5 +161,16 @@ class Store:
         self.db.execute("COMMIT")
 
     def close(self) -> None:
-        """Close the connection (the WAL is checkpointed by SQLite)."""
+        """Close the connection (the WAL is checkpointed by SQLite) and release the database."""
         self.db.close()
+        self._lock_file.close()
+
+
+def _lock_exclusively(lock_path: Path) -> IO[bytes]:
+    lock_file = open(lock_path, "ab")  # noqa: SIM115 - held open for the Store's lifetime
+    try:
+        fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.close()
+        raise DatabaseInUseError(f"database {lock_path.with_suffix('')} is in use by another engine") from None
+    return lock_file
