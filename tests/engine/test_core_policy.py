@@ -36,6 +36,5 @@ def test_method_and_heartbeat_timeouts() -> None:
     assert policy.method_timeout(pb.StepOptions(), "execute") == 7200.0
     assert policy.method_timeout(pb.StepOptions(execute_timeout_seconds=3), "execute") == 3.0
     assert policy.method_timeout(pb.StepOptions(wait_for_timeout_seconds=4), "wait_for") == 4.0
-    assert policy.heartbeat_timeout(pb.StepOptions(), False) is None
-    assert policy.heartbeat_timeout(pb.StepOptions(), True) == 60.0
-    assert policy.heartbeat_timeout(pb.StepOptions(heartbeat_timeout_seconds=2), False) == 10.0, "10 s minimum"
+    assert policy.heartbeat_timeout(pb.StepOptions()) == 60.0, "Dex's default applies to every regular attempt"
+    assert policy.heartbeat_timeout(pb.StepOptions(heartbeat_timeout_seconds=2)) == 10.0, "10 s minimum"

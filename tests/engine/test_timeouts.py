@@ -1,7 +1,7 @@
 """Method and heartbeat timeouts: an attempt that outlives ``execute_method_timeout`` fails and is
 retried (its late result is ignored) or routed; an attempt that stops heartbeating past
 ``heartbeat_timeout`` (10 s, Dex's minimum) is retried with the last checkpoint; regular heartbeats
-keep a long attempt alive; checkpoints survive failed attempts and an empty heartbeat clears them
+keep a long attempt alive, and so do Stream writes (an implicit heartbeat); checkpoints survive failed attempts and an empty heartbeat clears them
 (sync generator handlers and AsyncWorker)."""
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from dex import (
     AsyncContext,
     Context,
     FlowStatus,
+    PersistenceSchema,
     RetryPolicy,
     Step,
     StepDecision,
     StepList,
     StepOptions,
     StepOutput,
+    Stream,
     graceful_complete,
     heartbeat,
 )
@@ -158,6 +160,43 @@ def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
     harness, flow_id = dex.start_flow(flow, "steady")
     assert harness.result(flow_id).single_output(int) == 1
     assert flow.probe.values("attempt") == [Checkpoint(attempt=1, has_value=False, value=None)]
+
+
+class Narrates(Step[str]):
+    """Never heartbeats explicitly: writes one Stream message a second for 12 s, past the 10 s timeout."""
+
+    def __init__(self, flow: NarratingFlow) -> None:
+        self.flow = flow
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                           execute_retry=RetryPolicy(initial_interval=SECOND, maximum_attempts=2))
+
+    def execute(self, context: Context, input: str) -> Generator[StepOutput, None, StepDecision]:
+        self.flow.probe.record("attempt", context.attempt)
+        for line in range(12):
+            yield self.flow.narration.write(context, f"{input}-{line}")
+            time.sleep(1.0)
+        return graceful_complete(context.attempt)
+
+
+class NarratingFlow(NamedFlow[str]):
+    def __init__(self, flow_type: str) -> None:
+        super().__init__(flow_type)
+        self.narration = Stream("Narration", str, 64 * 1024)
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Narrates(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.narration)
+
+
+def test_stream_writes_count_as_heartbeats(dex: DexFixture) -> None:
+    flow = NarratingFlow(dex.flow_type())
+    harness, flow_id = dex.start_flow(flow, "line")
+    assert harness.result(flow_id).single_output(int) == 1
+    assert flow.probe.values("attempt") == [1]
 
 
 class Checkpoints(Step[str]):

@@ -63,13 +63,9 @@ def method_timeout(options: pb.StepOptions, method: Method) -> float:
     return float(seconds) if seconds > 0 else DEFAULT_METHOD_TIMEOUT
 
 
-def heartbeat_timeout(options: pb.StepOptions, has_heartbeat: bool) -> float | None:
-    """Seconds an attempt may go without a heartbeat, or None when not enforced.
-
-    Enforced when the Step sets a heartbeat timeout, or (with the 1 min default) once the attempt
-    has sent its first heartbeat; an attempt that never heartbeats and sets no timeout is bounded
-    by its method timeout only.
-    """
+def heartbeat_timeout(options: pb.StepOptions) -> float:
+    """Seconds a regular attempt may go without a heartbeat or Stream write (Dex: 1 min by default,
+    10 s at least); the ASYNC local phase is not subject to it."""
     if options.heartbeat_timeout_seconds <= 0:
-        return DEFAULT_HEARTBEAT_TIMEOUT if has_heartbeat else None
+        return DEFAULT_HEARTBEAT_TIMEOUT
     return max(float(options.heartbeat_timeout_seconds), MINIMUM_HEARTBEAT_TIMEOUT)

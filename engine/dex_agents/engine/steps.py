@@ -141,7 +141,7 @@ class StepOps(Outcomes):
             task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0)
         else:
             task.timeout = timeout
-            task.heartbeat_timeout = policy.heartbeat_timeout(step.options, False)
+            task.heartbeat_timeout = policy.heartbeat_timeout(step.options)
         engine.track(task)
         engine.dispatcher.submit(task)
 
@@ -197,13 +197,12 @@ class StepOps(Outcomes):
                 with engine.store.transaction() as db:
                     db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
         elif heartbeat is not None:
-            if task.heartbeat_timeout is None:
-                task.heartbeat_timeout = policy.DEFAULT_HEARTBEAT_TIMEOUT
-            task.heartbeat_deadline = time.time() + task.heartbeat_timeout
             with engine.store.transaction() as db:
                 db.execute("UPDATE steps SET output_seen=1, heartbeat=? WHERE uid=? AND seid=?",
                            (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
                             task.uid, task.seid))
+        if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
+            task.heartbeat_deadline = time.time() + task.heartbeat_timeout
         if write is not None:
             with engine.store.transaction() as db:
                 if first:
