@@ -33,3 +33,14 @@ def test_engines_on_different_databases_run_side_by_side(tmp_path: Path) -> None
     finally:
         for engine in engines:
             engine.stop(grace=0)
+
+
+def test_a_start_that_cannot_bind_creates_no_database(tmp_path: Path) -> None:
+    holder = EngineServer(tmp_path / "holder.db")
+    holder.start()
+    try:
+        with pytest.raises(OSError, match="cannot bind"):
+            EngineServer(tmp_path / "never.db", port=holder.port).start()
+    finally:
+        holder.stop(grace=0)
+    assert not (tmp_path / "never.db").exists()

@@ -71,21 +71,34 @@ class EngineServer:
         return self._engine
 
     def start(self) -> None:
-        """Open (or create) the database, recover its open Flows, bind and serve."""
+        """Bind, open (or create) the database, recover its open Flows, and serve.
+
+        Raises:
+            OSError: the address cannot be bound (nothing is created).
+            DatabaseInUseError: another engine serves this database.
+        """
         if self._server is not None:
             raise RuntimeError("engine already started")
-        engine = Engine(Store(self._db_path))
         server = grpc.server(ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="dex-engine"),
                              interceptors=list(self._interceptors), options=_OPTIONS,
                              maximum_concurrent_rpcs=None)
+        cause: RuntimeError | None = None
+        try:  # bind first: a start that cannot serve leaves no database behind
+            port = server.add_insecure_port(f"{self._host}:{self._requested_port}")
+        except RuntimeError as error:  # grpcio reports a failed bind this way (older versions return 0)
+            port, cause = 0, error
+        if port == 0:
+            server.stop(None)
+            raise OSError(f"cannot bind {self._host}:{self._requested_port}") from cause
+        try:
+            engine = Engine(Store(self._db_path))
+        except BaseException:
+            server.stop(None)
+            raise
         dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine), server)  # type: ignore[no-untyped-call]
         self._worker_service = WorkerTaskService(engine)
         dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(self._worker_service, server)  # type: ignore[no-untyped-call]
         server.add_generic_rpc_handlers((UnknownMethods(),))
-        port = server.add_insecure_port(f"{self._host}:{self._requested_port}")
-        if port == 0:
-            engine.store.close()
-            raise OSError(f"cannot bind {self._host}:{self._requested_port}")
         self._port = port
         engine.scheduler.start()
         self._schedule_deadline_checks(engine)
