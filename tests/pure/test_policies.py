@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from dex_agents.pure import policies
 from dex_agents.pure.policies import (
-    ToolStepType,
     approval_required_by_default,
     crash_status,
     resolve_tool_policy,
@@ -18,6 +17,7 @@ from dex_agents.pure.policies import (
     tool_step_attempts,
     tool_step_type,
 )
+from dex_agents.pure.persistence import StepType
 from dex_agents.pure.runner_values import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
 
@@ -55,12 +55,12 @@ def test_effects_table_row(
 
 def test_effects_table_covers_every_effect() -> None:
     assert {row[0] for row in EFFECTS_TABLE} == set(ToolEffect)
-    assert {row[1] for row in EFFECTS_TABLE} == {member.value for member in ToolStepType}
+    assert {row[1] for row in EFFECTS_TABLE} == {StepType.CALL_TOOL.value, StepType.CALL_SINGLE_ATTEMPT_TOOL.value}
 
 
 def test_single_attempt_step_is_exactly_the_approval_default() -> None:
     for effect in ToolEffect:
-        single = tool_step_type(effect) is ToolStepType.CALL_SINGLE_ATTEMPT_TOOL
+        single = tool_step_type(effect) is StepType.CALL_SINGLE_ATTEMPT_TOOL
         assert single == approval_required_by_default(effect) == (tool_step_attempts(effect) == 1)
 
 

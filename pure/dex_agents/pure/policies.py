@@ -36,19 +36,11 @@ Only pass annotations of trusted servers: they are hints, and this function beli
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
-from typing import assert_never, final
+from typing import assert_never
 
+from dex_agents.pure.persistence import StepType
 from dex_agents.pure.runner_values import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
-
-
-@final
-class ToolStepType(StrEnum):
-    """The Dex Step type that runs one tool call; the value is the persisted Step type name."""
-
-    CALL_TOOL = "CallTool"
-    CALL_SINGLE_ATTEMPT_TOOL = "CallSingleAttemptTool"
 
 
 RETRYING_TOOL_ATTEMPTS = 3
@@ -73,27 +65,20 @@ def approval_required_by_default(effect: ToolEffect) -> bool:
             assert_never(effect)
 
 
-def tool_step_type(effect: ToolEffect) -> ToolStepType:
+def tool_step_type(effect: ToolEffect) -> StepType:
     """The Step that runs a call of this effect: ``CallTool`` retries, ``CallSingleAttemptTool`` never does."""
     match effect:
         case ToolEffect.READ | ToolEffect.IDEMPOTENT_WRITE:
-            return ToolStepType.CALL_TOOL
+            return StepType.CALL_TOOL
         case ToolEffect.NON_IDEMPOTENT_WRITE | ToolEffect.UNCLASSIFIED:
-            return ToolStepType.CALL_SINGLE_ATTEMPT_TOOL
+            return StepType.CALL_SINGLE_ATTEMPT_TOOL
         case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(effect)
 
 
 def tool_step_attempts(effect: ToolEffect) -> int:
     """How many attempts the tool Step of this effect gets (3 for ``CallTool``, 1 otherwise)."""
-    step_type = tool_step_type(effect)
-    match step_type:
-        case ToolStepType.CALL_TOOL:
-            return RETRYING_TOOL_ATTEMPTS
-        case ToolStepType.CALL_SINGLE_ATTEMPT_TOOL:
-            return SINGLE_TOOL_ATTEMPT
-        case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
-            assert_never(step_type)
+    return RETRYING_TOOL_ATTEMPTS if tool_step_type(effect) is StepType.CALL_TOOL else SINGLE_TOOL_ATTEMPT
 
 
 def crash_status(effect: ToolEffect) -> ToolCallStatus:
@@ -165,7 +150,6 @@ def tool_effect_from_mcp_annotations(annotations: McpToolAnnotations | None) -> 
 __all__ = [
     "RETRYING_TOOL_ATTEMPTS",
     "SINGLE_TOOL_ATTEMPT",
-    "ToolStepType",
     "approval_required_by_default",
     "crash_status",
     "resolve_tool_policy",

@@ -114,7 +114,7 @@ def _decide(
         [
             SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=record.tool_call_id, value=approved_record),
             *before,
-            go_to(StepType(tool_step_type(record.effect).value), record.tool_call_id),
+            go_to(tool_step_type(record.effect), record.tool_call_id),
         ],
     )
 

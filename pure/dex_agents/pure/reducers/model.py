@@ -136,7 +136,7 @@ def interrupt_raised_by(record: AgentToolCall, deadline: str | None) -> AgentInt
 def _movement_for(record: AgentToolCall) -> StepMovement:
     if record.requires_approval:
         return move_to(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)
-    return move_to(StepType(tool_step_type(record.effect).value), record.tool_call_id)
+    return move_to(tool_step_type(record.effect), record.tool_call_id)
 
 
 def _tool_calls_requested(

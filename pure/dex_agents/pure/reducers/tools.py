@@ -21,7 +21,6 @@ from dataclasses import replace
 
 from dex_agents.pure import events
 from dex_agents.pure.effects import ExecuteDeferredToolCall, Heartbeat, WriteEvent
-from dex_agents.pure.persistence import StepType
 from dex_agents.pure.policies import crash_status, tool_step_type
 from dex_agents.pure.reducers.common import dead_end, finalize_record
 from dex_agents.pure.state import SessionState
@@ -57,7 +56,7 @@ def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> T
     found = _open_record(state, started.tool_call_id)
     if isinstance(found, Transition):
         return found
-    expected = StepType(tool_step_type(found.effect).value)
+    expected = tool_step_type(found.effect)
     if started.step_type is not expected:
         return reject(
             state,
