@@ -52,7 +52,6 @@ from tests.pure.strategies import (
     identifiers,
     int64s,
     list_agent_messages_inputs,
-    optional_texts,
     resolved_policies,
     send_user_message_inputs,
     start_inputs,
