@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: from a fresh clone, build or reuse .venv, install the project with its
-# dev extras, type-check everything strictly, then run the whole test suite with branch coverage of
-# dex_agents.pure. Any failure (including pytest exit 5, "no tests collected") fails the run.
+# dev extras, lint for correctness, type-check everything strictly, then run the whole test suite
+# with branch coverage of dex_agents.pure. Any failure (including pytest exit 5, "no tests
+# collected") fails the run.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -11,6 +12,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+
+echo "== ruff (correctness rules)"
+.venv/bin/ruff check pure shell engine tests benchmarks
 
 echo "== mypy --strict"
 .venv/bin/mypy pure shell engine tests benchmarks

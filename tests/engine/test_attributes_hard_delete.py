@@ -4,6 +4,7 @@ never appears in the Flow's history."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 from dex import (
@@ -69,8 +70,11 @@ def test_hard_delete_attribute_lifecycle_and_history(dex: DexFixture) -> None:
     harness.client.start_flow(flow, second, "second", StartFlowOptions().with_attribute(
         secret, "sk-initial-0a0a"))
     assert sorted(str(v) for v in flow.probe.wait("initial", 2)) == [ABSENT, "sk-initial-0a0a"]
+    def reveals(flow_id: str, value: str) -> Callable[[], bool]:
+        return lambda: harness.client.invoke_rpc(flow.reveal, flow_id) == value
+
     for flow_id, value in ((first, "sk-live-first-7c1f"), (second, "sk-live-second-7c1f")):
-        eventually(lambda: harness.client.invoke_rpc(flow.reveal, flow_id) == value, what="the secret stored")
+        eventually(reveals(flow_id, value), what="the secret stored")
     assert harness.client.invoke_rpc(flow.clear, first, True) is True
     assert harness.client.invoke_rpc(flow.clear, second, False) is True
     for flow_id in (first, second):
