@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Generic, TypeVar
 
-from dex import Flow, Step, StepList
+from dex import Flow, PersistenceSchema, Step, StepList, Stream
 
 StartT = TypeVar("StartT")
 T = TypeVar("T")
@@ -167,6 +167,25 @@ class SingleStepFlow(NamedFlow[StartT]):
     def get_steps(self) -> StepList[StartT]:
         """Return the one Step type, as the start Step."""
         return StepList.start_step(self._step(self))
+
+
+class StreamStepFlow(NamedFlow[StartT]):
+    """A per-test Flow of one Step type that owns one ``Stream[str]``, ``events`` (Stream objects belong
+    to exactly one Flow, so each instance builds its own)."""
+
+    def __init__(self, flow_type: str, step: Callable[[StreamStepFlow[StartT]], Step[StartT]],
+                 capacity_bytes: int = 1024 * 1024) -> None:
+        super().__init__(flow_type)
+        self._step = step
+        self.events = Stream("Events", str, capacity_bytes)
+
+    def get_steps(self) -> StepList[StartT]:
+        """Return the one Step type, as the start Step."""
+        return StepList.start_step(self._step(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        """Declare the Flow's Stream."""
+        return PersistenceSchema.of(self.events)
 
 
 _COUNTER = itertools.count(1)

@@ -30,7 +30,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, eventually, in_thread
+from tests.engine.harness import NamedFlow, StreamStepFlow, eventually, in_thread
 
 SHORT = timedelta(seconds=1)
 
@@ -165,7 +165,7 @@ def test_capacity_is_shared_by_the_flow_type_and_evicts_oldest_first(dex: DexFix
 
 
 class AsyncWriter(Step[str]):
-    def __init__(self, flow: AsyncStreamFlow) -> None:
+    def __init__(self, flow: StreamStepFlow[str]) -> None:
         self.flow = flow
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
@@ -174,20 +174,8 @@ class AsyncWriter(Step[str]):
         return dead_end()
 
 
-class AsyncStreamFlow(NamedFlow[str]):
-    def __init__(self, flow_type: str) -> None:
-        super().__init__(flow_type)
-        self.events = Stream("Events", str, 1024 * 1024)
-
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(AsyncWriter(self))
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(self.events)
-
-
 def test_async_step_writes(dex: DexFixture) -> None:
-    flow = AsyncStreamFlow(dex.flow_type())
+    flow = StreamStepFlow(dex.flow_type(), AsyncWriter)
     harness, flow_id = dex.start_flow(flow, "async", async_worker=True)
     messages = read_all(harness.client, flow_id, flow.events, 2)
     assert [(m.value, m.source) for m in messages] == [("async-1", "#AsyncWriter-1"), ("async-2", "#AsyncWriter-1")]

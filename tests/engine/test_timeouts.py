@@ -15,20 +15,18 @@ from dex import (
     AsyncContext,
     Context,
     FlowStatus,
-    PersistenceSchema,
     RetryPolicy,
     Step,
     StepDecision,
     StepList,
     StepOptions,
     StepOutput,
-    Stream,
     graceful_complete,
     heartbeat,
 )
 
 from tests.engine.conftest import DexFixture
-from tests.engine.harness import NamedFlow, SingleStepFlow
+from tests.engine.harness import NamedFlow, SingleStepFlow, StreamStepFlow
 
 SECOND = timedelta(seconds=1)
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -165,7 +163,7 @@ def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
 class Narrates(Step[str]):
     """Never heartbeats explicitly: writes one Stream message a second for 12 s, past the 10 s timeout."""
 
-    def __init__(self, flow: NarratingFlow) -> None:
+    def __init__(self, flow: StreamStepFlow[str]) -> None:
         self.flow = flow
 
     def get_step_options(self) -> StepOptions:
@@ -175,25 +173,13 @@ class Narrates(Step[str]):
     def execute(self, context: Context, input: str) -> Generator[StepOutput, None, StepDecision]:
         self.flow.probe.record("attempt", context.attempt)
         for line in range(12):
-            yield self.flow.narration.write(context, f"{input}-{line}")
+            yield self.flow.events.write(context, f"{input}-{line}")
             time.sleep(1.0)
         return graceful_complete(context.attempt)
 
 
-class NarratingFlow(NamedFlow[str]):
-    def __init__(self, flow_type: str) -> None:
-        super().__init__(flow_type)
-        self.narration = Stream("Narration", str, 64 * 1024)
-
-    def get_steps(self) -> StepList[str]:
-        return StepList.start_step(Narrates(self))
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(self.narration)
-
-
 def test_stream_writes_count_as_heartbeats(dex: DexFixture) -> None:
-    flow = NarratingFlow(dex.flow_type())
+    flow = StreamStepFlow(dex.flow_type(), Narrates)
     harness, flow_id = dex.start_flow(flow, "line")
     assert harness.result(flow_id).single_output(int) == 1
     assert flow.probe.values("attempt") == [1]
