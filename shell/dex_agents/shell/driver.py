@@ -1,0 +1,110 @@
+"""The one shape of every Step and RPC: gather committed values -> build the fact -> ``reduce`` ->
+perform the effects (calling the runner only where an effect or the fact needs it).
+
+Invariants:
+    * The core decides; the shell gathers, observes and performs. ``reduce`` sees each fact once.
+    * A tool Step's ``ExecuteDeferredToolCall`` yields a follow-up fact, reduced from the state the
+      first transition left; every Step transition ends in a decision or raises.
+    * A stored value that cannot be decoded fails the session with ``force_fail`` and a message naming
+      the value: decoding is deterministic, so retrying could never succeed.
+    * The attempt's event writer is closed when the handler returns (later writes are dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Final, TypeVar
+
+from dex import AsyncContext, Context, RPCResult, StepDecision, force_fail
+
+from dex_agents.pure.effects import AnswerRpc, RpcOutput
+from dex_agents.pure.persistence import MapName, StepType
+from dex_agents.pure.reducers import reduce
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput
+from dex_agents.pure.step_options import step_options_for
+from dex_agents.shell.codecs import StoredValueError
+from dex_agents.shell.events_writer import StreamAgentEventWriter
+from dex_agents.shell.gather import gather_state
+from dex_agents.shell.perform import perform
+from dex_agents.shell.runtime import SessionRuntime
+from dex_agents.shell.step_run import StepRun, attempt_deadline
+
+DEX_DEFAULT_METHOD_TIMEOUT_SECONDS: Final = 2 * 60 * 60
+"""Dex's method timeout of a Step whose options set none (the attempt deadline's fallback)."""
+
+Observe = Callable[[StepRun, SessionState], Awaitable[StepInput]]
+"""Builds a Step's fact from what the invocation sees (calling the runner when the Step needs it)."""
+
+OutputT = TypeVar("OutputT", bound=RpcOutput)
+
+
+def cannot_continue(context: Context, error: StoredValueError) -> StepDecision:
+    """Fail the session: a stored value it needs cannot be decoded."""
+    return force_fail(f"session {context.flow_id} cannot continue: {error}")
+
+
+async def drive_step(
+    runtime: SessionRuntime, context: AsyncContext, step_type: StepType, tool_call_id: str | None, observe: Observe
+) -> StepDecision:
+    """Run one Step ``execute``: gather what its options load, observe its fact, reduce and perform."""
+    spec = step_options_for(step_type, tool_call_id)
+    try:
+        state = gather_state(
+            context, whole_maps=spec.execute_load_attribute_maps, instances=spec.execute_load_attribute_map_instances
+        )
+    except StoredValueError as error:
+        return cannot_continue(context, error)
+    now_ms = runtime.timing.now_ms()
+    run = StepRun(
+        context=context,
+        runtime=runtime,
+        writer=StreamAgentEventWriter(context, runtime.events, state.current_turn_id, runtime.timing.now_ms),
+        invocation=Invocation(
+            flow_id=context.flow_id, step_execution_id=context.step_execution_id, attempt=context.attempt, now_ms=now_ms
+        ),
+        deadline=attempt_deadline(now_ms, spec.execute_method_timeout_seconds or DEX_DEFAULT_METHOD_TIMEOUT_SECONDS),
+    )
+    try:
+        return await _reduce_and_perform(run, state, await observe(run, state))
+    finally:
+        run.writer.close()
+
+
+async def _reduce_and_perform(run: StepRun, state: SessionState, fact: StepInput) -> StepDecision:
+    while True:
+        transition = reduce(state, run.runtime.config, fact)
+        follow_up: StepInput | None = None
+        for effect in transition.effects:
+            performed = await perform(effect, run.context, run)
+            if isinstance(performed, StepDecision):
+                return performed
+            if performed is not None and not isinstance(performed, AnswerRpc):
+                follow_up = performed
+                break
+        if follow_up is None:
+            raise RuntimeError(f"the core's transition of {type(fact).__name__} ended without a Step decision")
+        state, fact = transition.state, follow_up
+
+
+async def drive_rpc(
+    runtime: SessionRuntime,
+    context: Context,
+    call: RpcCall,
+    output_type: type[OutputT],
+    *,
+    whole_maps: Iterable[MapName] = (),
+) -> RPCResult[OutputT]:
+    """Run one RPC: gather what it loads, build its call fact, reduce and perform; answer the output."""
+    state = gather_state(context, whole_maps=whole_maps)
+    transition = reduce(state, runtime.config, call)
+    for effect in transition.effects:
+        performed = await perform(effect, context, None)
+        if isinstance(performed, AnswerRpc):
+            if not isinstance(performed.output, output_type):
+                raise RuntimeError(f"the core answered {type(performed.output).__name__}, not {output_type.__name__}")
+            return RPCResult(performed.output)
+    raise RuntimeError("the core's RPC transition ended without an answer")
+
+
+__all__ = ["DEX_DEFAULT_METHOD_TIMEOUT_SECONDS", "Observe", "cannot_continue", "drive_rpc", "drive_step"]

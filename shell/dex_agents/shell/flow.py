@@ -1,0 +1,218 @@
+"""``AgentSessionFlow`` and ``create_agent_session_flow``: one Dex Flow type per agent.
+
+One Flow execution is one session; the Flow ID is the session ID. The Flow's Step types,
+persistence names and RPC names are the spec's; several agents (Flow types) live in one Registry.
+
+Invariants:
+    * Each Flow owns its Step instances (holding its runner and options) and its own ``AgentEvents``
+      Stream; the other persistence definitions are shared module-level objects.
+    * The options are validated when the Flow is created; a bad option raises ``ValueError`` or
+      ``TypeError`` with what was wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dex import (
+    Attribute,
+    AttributeMap,
+    Channel,
+    ChannelMap,
+    Context,
+    Flow,
+    PersistenceSchema,
+    RPCResult,
+    Step,
+    StepList,
+    Stream,
+    rpc,
+)
+
+from dex_agents.pure.persistence import MapName, RpcName, StepType
+from dex_agents.pure.rpc_values import (
+    AgentMessagePage,
+    AgentSnapshot,
+    ListAgentMessagesInput,
+    ResolveInterruptInput,
+    SendUserMessageInput,
+)
+from dex_agents.pure.runner_values import ToolPolicy
+from dex_agents.pure.state import SessionConfig
+from dex_agents.pure.step_inputs import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    ResolveInterruptCalled,
+    SendUserMessageCalled,
+)
+from dex_agents.pure.values import (
+    AgentEvent,
+    AgentInterruptResolution,
+    AgentMessage,
+    AgentSessionStartInput,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    AgentUserMessage,
+    ToolCallCompleted,
+    ToolEffect,
+)
+from dex_agents.shell.codecs import PendingInterrupts
+from dex_agents.shell.definitions import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    INTERRUPT_RESOLUTIONS,
+    PENDING_INTERRUPTS,
+    QUEUED_USER_MESSAGES,
+    SCHEMA_DEFINITIONS,
+    TOOL_CALL_RESULTS,
+    event_stream,
+)
+from dex_agents.shell.driver import drive_rpc
+from dex_agents.shell.flow_options import session_config, validate_flow_type, validate_runner, validate_stream_capacity
+from dex_agents.shell.runner import AgentFrameworkRunner
+from dex_agents.shell.runtime import SessionRuntime
+from dex_agents.shell.session_step import SessionStep
+from dex_agents.shell.session_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel, StartAgentSession
+from dex_agents.shell.timing import SessionTiming
+from dex_agents.shell.tool_steps import (
+    AwaitToolApproval,
+    CallSingleAttemptTool,
+    CallTool,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+)
+
+DEFAULT_EVENT_STREAM_CAPACITY_BYTES: Final = 10 * 1024 * 1024
+"""The ``AgentEvents`` Stream's byte budget by default (shared by every session of the Flow type)."""
+
+_SNAPSHOT_MAPS: Final = (MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS)
+_MESSAGE_MAPS: Final = (MapName.AGENT_MESSAGES,)
+
+_STEP_CLASSES: Final[tuple[type[SessionStep[Any]], ...]] = (
+    StartAgentSession,
+    AwaitUserMessage,
+    RunModel,
+    AwaitToolApproval,
+    CallTool,
+    CallSingleAttemptTool,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+    ResumeTurn,
+    RecordTurnFailure,
+)
+
+
+class AgentSessionFlow(Flow[AgentSessionStartInput]):
+    """The session Flow of one agent (build it with ``create_agent_session_flow``).
+
+    The persistence definitions are properties (``flow.agent_state``, ``flow.agent_events``, ...);
+    the RPCs are ``flow.send_user_message``, ``flow.resolve_interrupt``, ``flow.get_agent_snapshot``
+    and ``flow.list_agent_messages`` (pass them to ``Client.invoke_rpc``).
+    """
+
+    def __init__(
+        self,
+        runner: AgentFrameworkRunner,
+        flow_type: str,
+        config: SessionConfig,
+        timing: SessionTiming,
+        event_stream_capacity_bytes: int,
+    ) -> None:
+        """Use ``create_agent_session_flow``, which validates the options first."""
+        self._flow_type = flow_type
+        self.agent_events: Stream[AgentEvent] = event_stream(event_stream_capacity_bytes)
+        step_classes: dict[StepType, type[Step[Any]]] = {cls.step_type: cls for cls in _STEP_CLASSES}
+        self.runtime = SessionRuntime(
+            runner=runner, config=config, timing=timing, events=self.agent_events, step_classes=step_classes
+        )
+        self._steps = tuple(cls(self.runtime) for cls in _STEP_CLASSES)
+
+    agent_state: Final[Attribute[AgentState]] = AGENT_STATE
+    agent_messages: Final[AttributeMap[AgentMessage]] = AGENT_MESSAGES
+    framework_run_state: Final[Attribute[str]] = FRAMEWORK_RUN_STATE
+    agent_tool_calls: Final[AttributeMap[AgentToolCall]] = AGENT_TOOL_CALLS
+    pending_interrupts: Final[Attribute[PendingInterrupts]] = PENDING_INTERRUPTS
+    agent_usage: Final[Attribute[AgentUsage]] = AGENT_USAGE
+    queued_user_messages: Final[Channel[AgentUserMessage]] = QUEUED_USER_MESSAGES
+    interrupt_resolutions: Final[ChannelMap[AgentInterruptResolution]] = INTERRUPT_RESOLUTIONS
+    tool_call_results: Final[Channel[ToolCallCompleted]] = TOOL_CALL_RESULTS
+
+    def get_flow_type(self) -> str:
+        return self._flow_type
+
+    def get_steps(self) -> StepList[AgentSessionStartInput]:
+        start, *others = self._steps
+        return StepList.start_step(start).other_steps(*others)
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(*SCHEMA_DEFINITIONS, self.agent_events)
+
+    @rpc(name=RpcName.SEND_USER_MESSAGE.value)
+    async def send_user_message(self, context: Context, input: SendUserMessageInput) -> RPCResult[bool]:
+        """Queue a user message: ``False`` for blank text; sent during a turn, it starts the next turn."""
+        return await drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool)
+
+    @rpc(name=RpcName.RESOLVE_INTERRUPT.value, lock_attributes=(PENDING_INTERRUPTS.lock(),))
+    async def resolve_interrupt(self, context: Context, input: ResolveInterruptInput) -> RPCResult[bool]:
+        """Approve or reject a pending interrupt: ``False`` when not pending or past its deadline.
+        May raise ``RpcLockConflictError``, which is safe to retry."""
+        called = ResolveInterruptCalled(input=input, now_ms=self.runtime.timing.now_ms())
+        return await drive_rpc(self.runtime, context, called, bool)
+
+    @rpc(name=RpcName.GET_AGENT_SNAPSHOT.value, load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS))
+    async def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
+        """The session's state, messages, pending interrupts, tool calls, usage and queued message count."""
+        return await drive_rpc(
+            self.runtime, context, AgentSnapshotRequested(), AgentSnapshot, whole_maps=_SNAPSHOT_MAPS
+        )
+
+    @rpc(name=RpcName.LIST_AGENT_MESSAGES.value, load_attribute_maps=(AGENT_MESSAGES,))
+    async def list_agent_messages(self, context: Context, input: ListAgentMessagesInput) -> RPCResult[AgentMessagePage]:
+        """One page of stored messages, oldest first (``limit`` clamped to 1..200, default 50)."""
+        return await drive_rpc(
+            self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage, whole_maps=_MESSAGE_MAPS
+        )
+
+
+
+def create_agent_session_flow(
+    runner: AgentFrameworkRunner,
+    flow_type: str,
+    *,
+    tool_policies: Mapping[str, ToolPolicy] | None = None,
+    default_tool_effect: ToolEffect | str = ToolEffect.UNCLASSIFIED,
+    event_stream_capacity_bytes: int = DEFAULT_EVENT_STREAM_CAPACITY_BYTES,
+    interrupt_deadline_ms: int | None = None,
+    timing: SessionTiming | None = None,
+) -> AgentSessionFlow:
+    """A new session Flow of type ``flow_type`` driven by ``runner``.
+
+    Args:
+        runner: The framework runner (``AgentFrameworkRunner``).
+        flow_type: The Dex Flow type (non-empty, no ``/``); unique on the Dex server.
+        tool_policies: ``ToolPolicy`` by tool name; overrides framework metadata and the default effect.
+        default_tool_effect: Effect of a tool without a policy or framework metadata.
+        event_stream_capacity_bytes: Byte budget of the ``AgentEvents`` Stream (> 0), shared by every
+            session of the Flow type.
+        interrupt_deadline_ms: Milliseconds after which a pending approval is rejected with
+            ``"approval deadline passed"``; ``None``: approvals never expire. Must fit a Dex Timer.
+        timing: The clock and heartbeat period (tests inject a clock; default the Worker's wall clock).
+
+    Raises:
+        ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
+            not fit a Timer, a policy with an unknown effect).
+        TypeError: an option has the wrong type (a runner without the contract's methods).
+    """
+    validate_runner(runner)
+    validate_flow_type(flow_type)
+    validate_stream_capacity(event_stream_capacity_bytes)
+    config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms)
+    return AgentSessionFlow(runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes)
+
+
+__all__ = ["DEFAULT_EVENT_STREAM_CAPACITY_BYTES", "AgentSessionFlow", "create_agent_session_flow"]

@@ -1,0 +1,90 @@
+"""Gather the ``SessionState`` one invocation can see from its Dex Context.
+
+Singleton Attributes and Channel sizes reach every invocation; AttributeMaps only as far as the
+invocation loaded them (whole maps or single instances, as its Step options or RPC declare). The
+parts not loaded stay empty, and the reducer of that Step never reads them.
+
+Invariant: a stored value that cannot be decoded raises ``StoredValueError`` naming the persisted
+name (and map key), never a partial state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import TypeVar
+
+from dex import Context, ValueMappingError
+from pyrsistent import pmap, pvector
+from pyrsistent.typing import PMap, PVector
+
+from dex_agents.pure.persistence import MapName
+from dex_agents.pure.state import SessionState
+from dex_agents.pure.step_options import MapInstanceRef
+from dex_agents.pure.values import AgentMessage, AgentToolCall, AgentUsage
+from dex_agents.shell.codecs import StoredValueError
+from dex_agents.shell.definitions import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    PENDING_INTERRUPTS,
+    QUEUED_USER_MESSAGES,
+)
+
+T = TypeVar("T")
+
+
+def read_stored(what: str, read: Callable[[], T]) -> T | None:
+    """Run one read of a stored value (``None`` when absent: Dex reads an absent value as ``None``);
+    a decoding failure becomes ``StoredValueError`` naming ``what``."""
+    try:
+        return read()
+    except (ValueMappingError, StoredValueError) as error:
+        detail = error.detail if isinstance(error, ValueMappingError) else str(error)
+        raise StoredValueError(f"stored {what} cannot be decoded: {detail}") from error
+
+
+def _tool_calls(context: Context, keys: Iterable[str]) -> PMap[str, AgentToolCall]:
+    records: dict[str, AgentToolCall] = {}
+    for key in keys:
+        record = read_stored(f"{AGENT_TOOL_CALLS.name}/{key}", partial(AGENT_TOOL_CALLS.get, context, key))
+        if record is not None:
+            records[key] = record
+    return pmap(records)
+
+
+def gather_state(
+    context: Context,
+    *,
+    whole_maps: Iterable[MapName] = (),
+    instances: Iterable[MapInstanceRef] = (),
+) -> SessionState:
+    """The session state visible to ``context``, given the maps and instances it loaded."""
+    loaded_maps = frozenset(whole_maps)
+    messages: PVector[AgentMessage] = pvector()
+    if MapName.AGENT_MESSAGES in loaded_maps:
+        keys = AGENT_MESSAGES.get_all_instance_keys(context)
+        stored = [
+            read_stored(f"{AGENT_MESSAGES.name}/{key}", partial(AGENT_MESSAGES.get, context, key)) for key in keys
+        ]
+        messages = pvector(sorted((m for m in stored if m is not None), key=lambda message: message.sequence))
+    if MapName.AGENT_TOOL_CALLS in loaded_maps:
+        tool_calls = _tool_calls(context, AGENT_TOOL_CALLS.get_all_instance_keys(context))
+    else:
+        tool_calls = _tool_calls(context, (ref.key for ref in instances if ref.name is MapName.AGENT_TOOL_CALLS))
+    pending = read_stored(PENDING_INTERRUPTS.name, lambda: PENDING_INTERRUPTS.get(context))
+    usage = read_stored(AGENT_USAGE.name, lambda: AGENT_USAGE.get(context))
+    return SessionState(
+        agent_state=read_stored(AGENT_STATE.name, lambda: AGENT_STATE.get(context)),
+        messages=messages,
+        framework_run_state=read_stored(FRAMEWORK_RUN_STATE.name, lambda: FRAMEWORK_RUN_STATE.get(context)) or None,
+        tool_calls=tool_calls,
+        pending_interrupts=pvector() if pending is None else pending,
+        usage=AgentUsage() if usage is None else usage,
+        queued_message_count=QUEUED_USER_MESSAGES.size(context),
+    )
+
+
+__all__ = ["gather_state", "read_stored"]

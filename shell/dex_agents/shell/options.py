@@ -1,0 +1,80 @@
+"""Step options and movements of the pure core, turned into the SDK's ``StepOptions``/``StepMovement``.
+
+A pure translation: every field of ``StepOptionsSpec`` maps to one ``StepOptions`` field, durations
+are whole seconds, names become the module-level definitions. Nothing is decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, TypeAlias, assert_never
+
+from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions
+
+from dex_agents.pure.persistence import StepType
+from dex_agents.pure.step_options import Durability, RetrySpec, StepOptionsSpec
+from dex_agents.pure.step_options import StepMovement as MovementSpec
+from dex_agents.shell.definitions import MAPS, attribute_lock, map_instance_load
+
+StepClassOf: TypeAlias = Callable[[StepType], type[Step[Any]]]
+"""Resolves a Step type to the Step class registered for it (movement targets are classes)."""
+
+
+def _seconds(seconds: int | None) -> timedelta | None:
+    return None if seconds is None else timedelta(seconds=seconds)
+
+
+def _retry(spec: RetrySpec | None) -> RetryPolicy | None:
+    if spec is None:
+        return None
+    return RetryPolicy(
+        maximum_attempts=spec.maximum_attempts or 0,
+        total_duration=_seconds(spec.total_duration_seconds),
+        maximum_interval=_seconds(spec.maximum_interval_seconds),
+    )
+
+
+def _durability(durability: Durability) -> StepDurability:
+    match durability:
+        case Durability.SYNC:
+            return StepDurability.SYNC
+        case Durability.ASYNC:
+            return StepDurability.ASYNC
+        case _:
+            assert_never(durability)
+
+
+def dex_step_options(spec: StepOptionsSpec, step_class_of: StepClassOf) -> StepOptions:
+    """The SDK ``StepOptions`` of ``spec``, its failure route included."""
+    options = StepOptions(
+        execute_method_timeout=_seconds(spec.execute_method_timeout_seconds),
+        heartbeat_timeout=_seconds(spec.heartbeat_timeout_seconds),
+        execute_retry=_retry(spec.execute_retry),
+        wait_for_durability=_durability(spec.wait_for_durability),
+        execute_durability=_durability(spec.execute_durability),
+        execute_lock_attributes=tuple(attribute_lock(name) for name in spec.execute_lock_attributes),
+        wait_for_load_attribute_map_instances=tuple(
+            map_instance_load(ref.name, ref.key) for ref in spec.wait_for_load_attribute_map_instances
+        ),
+        execute_load_attribute_maps=tuple(MAPS[name] for name in spec.execute_load_attribute_maps),
+        execute_load_attribute_map_instances=tuple(
+            map_instance_load(ref.name, ref.key) for ref in spec.execute_load_attribute_map_instances
+        ),
+    )
+    route = spec.failure_route
+    if route is None:
+        return options
+    return options.on_execute_failure_proceed_to(
+        step_class_of(route.step_type), dex_step_options(route.options, step_class_of)
+    )
+
+
+def dex_movement(movement: MovementSpec, step_class_of: StepClassOf) -> StepMovement[Any]:
+    """The SDK ``StepMovement`` of one pure movement, with its complete options."""
+    return StepMovement.of(
+        step_class_of(movement.step_type), movement.input, options=dex_step_options(movement.options, step_class_of)
+    )
+
+
+__all__ = ["StepClassOf", "dex_movement", "dex_step_options"]

@@ -1,0 +1,103 @@
+"""``perform``: one exhaustive match from a pure effect to the Dex call (or runner call) it names.
+
+Invariants:
+    * Writes are staged on the Context; Dex commits them atomically with the handler's result.
+    * A Step-only effect (events, heartbeats, tool runs, decisions) inside an RPC is a programming
+      error of the core and raises.
+    * ``FailAttempt`` raises ``AttemptRejectedError``: Dex fails the attempt and nothing staged is kept.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias, assert_never
+
+from dex import Context, StepDecision, dead_end, go_to_many
+
+from dex_agents.pure.effects import (
+    AnswerRpc,
+    DeadEnd,
+    DeleteAttribute,
+    DeleteMapInstance,
+    Effect,
+    ExecuteDeferredToolCall,
+    FailAttempt,
+    GoToSteps,
+    Heartbeat,
+    PublishToChannel,
+    PublishToChannelInstance,
+    SetAttribute,
+    SetMapInstance,
+    WriteEvent,
+)
+from dex_agents.pure.step_inputs import StepInput
+from dex_agents.pure.values import AgentUserMessage, ToolCallCompleted
+from dex_agents.shell.definitions import ATTRIBUTES, INTERRUPT_RESOLUTIONS, MAPS, QUEUED_USER_MESSAGES, TOOL_CALL_RESULTS
+from dex_agents.shell.heartbeats import heartbeat_sent
+from dex_agents.shell.options import dex_movement
+from dex_agents.shell.step_run import StepRun
+from dex_agents.shell.tool_call import execute_tool_call
+
+
+class AttemptRejectedError(RuntimeError):
+    """The core rejected the invocation's input (a runner defect or an input that does not fit the
+    state); the message says why. Dex fails the attempt; nothing of it is committed."""
+
+
+Performed: TypeAlias = StepDecision | StepInput | AnswerRpc | None
+"""What performing one effect yields: a decision, a follow-up fact, the RPC answer, or nothing."""
+
+
+def _step_only(effect: Effect, run: StepRun | None) -> StepRun:
+    if run is None:
+        raise RuntimeError(f"{type(effect).__name__} is a Step effect; an RPC cannot perform it")
+    return run
+
+
+def _publish(context: Context, value: AgentUserMessage | ToolCallCompleted) -> None:
+    # The effect pairs each Channel with its value type (checked when the effect is built).
+    if isinstance(value, AgentUserMessage):
+        QUEUED_USER_MESSAGES.publish(context, value)
+    else:
+        TOOL_CALL_RESULTS.publish(context, value)
+
+
+async def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
+    """Perform ``effect`` on ``context``; ``run`` is the Step invocation (``None`` inside an RPC)."""
+    match effect:
+        case SetAttribute(name=name, value=value):
+            ATTRIBUTES[name].set(context, value)
+        case DeleteAttribute(name=name):
+            ATTRIBUTES[name].delete(context)
+        case SetMapInstance(name=name, key=key, value=value):
+            MAPS[name].set(context, key, value)
+        case DeleteMapInstance(name=name, key=key):
+            MAPS[name].delete(context, key)
+        case PublishToChannel(value=value):
+            _publish(context, value)
+        case PublishToChannelInstance(key=key, value=value):
+            INTERRUPT_RESOLUTIONS.publish(context, key, value)
+        case WriteEvent(event=event):
+            _step_only(effect, run).writer.write_session_event(event)
+        case Heartbeat():
+            step = _step_only(effect, run)
+            await heartbeat_sent(step.context)
+        case ExecuteDeferredToolCall(tool_call=tool_call, idempotency_key=key):
+            return await execute_tool_call(_step_only(effect, run), tool_call, key)
+        case GoToSteps(movements=movements):
+            step = _step_only(effect, run)
+            return go_to_many(*(dex_movement(m, step.runtime.step_class_of) for m in movements))
+        case DeadEnd():
+            _step_only(effect, run)
+            return dead_end()
+        case FailAttempt(error=error):
+            raise AttemptRejectedError(error)
+        case AnswerRpc():
+            if run is not None:
+                raise RuntimeError("AnswerRpc is an RPC effect; a Step cannot perform it")
+            return effect
+        case _:
+            assert_never(effect)
+    return None
+
+
+__all__ = ["AttemptRejectedError", "Performed", "perform"]

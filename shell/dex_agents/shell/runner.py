@@ -1,0 +1,167 @@
+"""The runner contract: what an agent framework adapter implements, and what the session hands it.
+
+An adapter implements ``AgentFrameworkRunner`` and passes it to ``create_agent_session_flow``. The
+session owns Steps, persistence, RPCs, events, approvals and crash recovery; the runner only turns
+stored messages into one model call, and one deferred tool call into its output.
+
+Rules the session enforces (a violation fails the attempt with a clear error, nothing is stored):
+    * ``build_user_message`` is synchronous, deterministic and free of side effects; it returns a
+      ``FrameworkMessage`` with role ``user``.
+    * ``run_model_step`` makes at most one model call and runs no tool. ``ToolCallsRequested`` holds a
+      non-empty ``framework_run_state`` and at least one call; tool call IDs are non-empty, contain no
+      ``/``, are unique within the turn and have no record yet. Usage is this model call's only.
+    * ``execute_deferred_tool_call`` runs the real tool. ``ToolExecutionError`` is a failure the model
+      should see (recorded ``failed``, not retried); any other exception is unexpected (retried by the
+      tool Step's policy, then recorded ``failed`` or ``outcome_unknown``).
+    * A runner keeps no state between calls: a later call may run in another Worker process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, final
+
+from dex_agents.pure.runner_values import AgentTurnOutcome, ResolvedToolPolicy
+from dex_agents.pure.values import AgentMessage, AgentToolCall, FrameworkMessage, ToolCallStatus, ToolEffect
+
+
+class AgentEventWriter(Protocol):
+    """Live events of one Step attempt, bound to its turn and attempt.
+
+    Text and reasoning deltas are coalesced (up to 100 ms or 1,024 characters); every write after the
+    Step handler returns is dropped. Events are best effort: a write never fails the Step.
+    """
+
+    @property
+    def turn_id(self) -> str | None: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+    def write_text_delta(self, text: str) -> None: ...
+
+    def write_reasoning_delta(self, text: str) -> None: ...
+
+    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None: ...
+
+    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: ToolCallStatus) -> None: ...
+
+    def write_event(self, event_type: str, payload: Mapping[str, object]) -> None:
+        """Write an adapter event; give it a prefix (``"pydantic_ai.step_finished"``). ``payload`` is a
+        JSON object of plain Python values (``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``, ``None``)."""
+        ...
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentTurnContext:
+    """What ``run_model_step`` receives.
+
+    Attributes:
+        flow_id: The session ID.
+        turn_id: ``turn-<n>``.
+        attempt: One-based ``RunModel`` attempt (a crash before any output re-delivers the same attempt).
+        messages: Every stored message in sequence order, including this turn's user message.
+        framework_run_state: Run state from this turn's last ``ToolCallsRequested``; ``None`` for the
+            turn's first model call.
+        tool_calls: This turn's tool call records in deferral order; all final when the model runs.
+        events: The event writer of this attempt.
+        deadline: When this attempt's method timeout ends (Worker clock, UTC).
+        resolve_tool_policy: The effective policy of a tool: ``resolve_tool_policy(name, framework_effect)``.
+        is_cancellation_requested: True once Dex cancelled the attempt.
+        heartbeat: Send an extra heartbeat (the session already sends one regularly).
+    """
+
+    flow_id: str
+    turn_id: str
+    attempt: int
+    messages: Sequence[AgentMessage]
+    framework_run_state: str | None
+    tool_calls: Sequence[AgentToolCall]
+    events: AgentEventWriter
+    deadline: datetime
+    resolve_tool_policy: Callable[[str, ToolEffect | None], ResolvedToolPolicy]
+    is_cancellation_requested: Callable[[], bool]
+    heartbeat: Callable[[], Awaitable[None]]
+
+    @property
+    def is_resuming(self) -> bool:
+        """True when the turn continues after tool calls (``framework_run_state`` is set)."""
+        return self.framework_run_state is not None
+
+    def recorded_tool_call(self, tool_call_id: str) -> AgentToolCall | None:
+        """This turn's record of ``tool_call_id``, or ``None``."""
+        for record in self.tool_calls:
+            if record.tool_call_id == tool_call_id:
+                return record
+        return None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeferredToolExecution:
+    """What ``execute_deferred_tool_call`` receives.
+
+    Attributes:
+        flow_id: The session ID.
+        tool_call: The call's record (``status`` is ``pending``).
+        idempotency_key: ``<flow_id>/<turn_id>/<tool_call_id>``, the same on every attempt.
+        attempt: One-based attempt of the tool Step.
+        events: The event writer of this attempt.
+        deadline: When this attempt's method timeout ends (Worker clock, UTC).
+        is_cancellation_requested: True once Dex cancelled the attempt.
+        heartbeat: Send an extra heartbeat (the session already sends one regularly).
+    """
+
+    flow_id: str
+    tool_call: AgentToolCall
+    idempotency_key: str
+    attempt: int
+    events: AgentEventWriter
+    deadline: datetime
+    is_cancellation_requested: Callable[[], bool]
+    heartbeat: Callable[[], Awaitable[None]]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecutionResult:
+    """A tool's output text: recorded and shown to the model."""
+
+    output: str
+
+
+class ToolExecutionError(Exception):
+    """A tool failure the model should see: the call is recorded ``failed`` with ``message``, not retried."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class AgentFrameworkRunner(Protocol):
+    """The contract between the session and an agent framework (see the module docstring)."""
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """The framework's user message for ``text`` (role ``user``); synchronous and deterministic."""
+        ...
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Make at most one model call and return ``TurnCompleted`` or ``ToolCallsRequested``."""
+        ...
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Run one deferred tool call; raise ``ToolExecutionError`` for a failure the model should see."""
+        ...
+
+
+__all__ = [
+    "AgentEventWriter",
+    "AgentFrameworkRunner",
+    "AgentTurnContext",
+    "DeferredToolExecution",
+    "ToolExecutionError",
+    "ToolExecutionResult",
+]

@@ -1,0 +1,43 @@
+"""The Registry and Worker a session Flow needs: the session's codecs and async handlers.
+
+Invariants: the Client and every Worker of the session Flows use a Registry from
+``session_registry`` (same codecs on both sides); session Steps are ``async`` handlers, so they
+run on ``AsyncWorker`` (the sync ``Worker`` rejects them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from dex import AsyncWorker, BlobCache, Codec, Credential, Flow, PullWorkerOptions, Registry, WorkerOptions
+
+from dex_agents.shell.codecs import session_codec_registry
+
+DEFAULT_MAX_CONCURRENT_TASKS: Final = 8
+"""Task slots of a session Worker (RPCs and Steps share them; one is reserved for RPCs)."""
+
+
+def session_registry(flows: Sequence[Flow[Any]], *, codecs: Mapping[object, Codec[Any]] | None = None) -> Registry:
+    """A Registry of ``flows`` with the session codecs (plus ``codecs`` for an application's own types)."""
+    return Registry(list(flows), session_codec_registry(codecs), allow_async_handlers=True)
+
+
+def session_worker(
+    registry: Registry,
+    blob_cache: BlobCache,
+    server_address: str,
+    *,
+    max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
+    credential: Credential | None = None,
+) -> AsyncWorker:
+    """A pull ``AsyncWorker`` serving ``registry``'s Flows from the Dex server at ``server_address``."""
+    options = WorkerOptions(
+        server_address=server_address,
+        pull=PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks),
+        credential=credential,
+    )
+    return AsyncWorker(registry, blob_cache, options)
+
+
+__all__ = ["DEFAULT_MAX_CONCURRENT_TASKS", "session_registry", "session_worker"]
