@@ -1,0 +1,98 @@
+"""dex-agents: durable AI-agent sessions on Dex.
+
+The package's top re-exports what an application or adapter imports: the session Flow factory, the
+runner contract, the values a runner builds and returns, and the Registry/Worker helpers. Names are
+loaded on first use, so ``import dex_agents.pure`` stays free of Dex and gRPC.
+
+``dex_agents`` spans three source roots (``pure``, ``shell``, ``engine``) during development;
+``extend_path`` joins them into one package (an installed wheel holds them in one directory).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pkgutil import extend_path
+from typing import TYPE_CHECKING
+
+__path__ = extend_path(__path__, __name__)
+
+_EXPORTS: dict[str, str] = {
+    "AgentEventWriter": "dex_agents.shell.runner",
+    "AgentFrameworkRunner": "dex_agents.shell.runner",
+    "AgentSessionFlow": "dex_agents.shell.flow",
+    "AgentTurnContext": "dex_agents.shell.runner",
+    "DeferredToolExecution": "dex_agents.shell.runner",
+    "SessionTiming": "dex_agents.shell.timing",
+    "StoredValueError": "dex_agents.shell.codecs",
+    "ToolExecutionError": "dex_agents.shell.runner",
+    "ToolExecutionResult": "dex_agents.shell.runner",
+    "create_agent_session_flow": "dex_agents.shell.flow",
+    "session_registry": "dex_agents.shell.worker",
+    "session_worker": "dex_agents.shell.worker",
+    "AgentUsage": "dex_agents.pure.values",
+    "FrameworkMessage": "dex_agents.pure.values",
+    "MessageRole": "dex_agents.pure.values",
+    "ToolCallStatus": "dex_agents.pure.values",
+    "ToolEffect": "dex_agents.pure.values",
+    "AgentSessionStartInput": "dex_agents.pure.values",
+    "DeferredToolCall": "dex_agents.pure.runner_values",
+    "McpToolAnnotations": "dex_agents.pure.runner_values",
+    "ResolvedToolPolicy": "dex_agents.pure.runner_values",
+    "ToolCallsRequested": "dex_agents.pure.runner_values",
+    "ToolPolicy": "dex_agents.pure.runner_values",
+    "TurnCompleted": "dex_agents.pure.runner_values",
+    "ListAgentMessagesInput": "dex_agents.pure.rpc_values",
+    "ResolveInterruptInput": "dex_agents.pure.rpc_values",
+    "SendUserMessageInput": "dex_agents.pure.rpc_values",
+    "add_agent_usage": "dex_agents.pure.usage",
+    "empty_agent_usage": "dex_agents.pure.usage",
+    "describe_tool_call_outcome": "dex_agents.pure.texts",
+    "outcome_unknown_tool_result": "dex_agents.pure.texts",
+    "build_turn_failure_note": "dex_agents.pure.texts",
+    "tool_effect_from_mcp_annotations": "dex_agents.pure.policies",
+}
+
+if TYPE_CHECKING:
+    from dex_agents.pure.policies import tool_effect_from_mcp_annotations as tool_effect_from_mcp_annotations
+    from dex_agents.pure.rpc_values import ListAgentMessagesInput as ListAgentMessagesInput
+    from dex_agents.pure.rpc_values import ResolveInterruptInput as ResolveInterruptInput
+    from dex_agents.pure.rpc_values import SendUserMessageInput as SendUserMessageInput
+    from dex_agents.pure.runner_values import DeferredToolCall as DeferredToolCall
+    from dex_agents.pure.runner_values import McpToolAnnotations as McpToolAnnotations
+    from dex_agents.pure.runner_values import ResolvedToolPolicy as ResolvedToolPolicy
+    from dex_agents.pure.runner_values import ToolCallsRequested as ToolCallsRequested
+    from dex_agents.pure.runner_values import ToolPolicy as ToolPolicy
+    from dex_agents.pure.runner_values import TurnCompleted as TurnCompleted
+    from dex_agents.pure.texts import build_turn_failure_note as build_turn_failure_note
+    from dex_agents.pure.texts import describe_tool_call_outcome as describe_tool_call_outcome
+    from dex_agents.pure.texts import outcome_unknown_tool_result as outcome_unknown_tool_result
+    from dex_agents.pure.usage import add_agent_usage as add_agent_usage
+    from dex_agents.pure.usage import empty_agent_usage as empty_agent_usage
+    from dex_agents.pure.values import AgentSessionStartInput as AgentSessionStartInput
+    from dex_agents.pure.values import AgentUsage as AgentUsage
+    from dex_agents.pure.values import FrameworkMessage as FrameworkMessage
+    from dex_agents.pure.values import MessageRole as MessageRole
+    from dex_agents.pure.values import ToolCallStatus as ToolCallStatus
+    from dex_agents.pure.values import ToolEffect as ToolEffect
+    from dex_agents.shell.codecs import StoredValueError as StoredValueError
+    from dex_agents.shell.flow import AgentSessionFlow as AgentSessionFlow
+    from dex_agents.shell.flow import create_agent_session_flow as create_agent_session_flow
+    from dex_agents.shell.runner import AgentEventWriter as AgentEventWriter
+    from dex_agents.shell.runner import AgentFrameworkRunner as AgentFrameworkRunner
+    from dex_agents.shell.runner import AgentTurnContext as AgentTurnContext
+    from dex_agents.shell.runner import DeferredToolExecution as DeferredToolExecution
+    from dex_agents.shell.runner import ToolExecutionError as ToolExecutionError
+    from dex_agents.shell.runner import ToolExecutionResult as ToolExecutionResult
+    from dex_agents.shell.timing import SessionTiming as SessionTiming
+    from dex_agents.shell.worker import session_registry as session_registry
+    from dex_agents.shell.worker import session_worker as session_worker
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dex_agents' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = sorted(_EXPORTS)
