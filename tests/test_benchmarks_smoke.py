@@ -1,0 +1,69 @@
+"""Smoke run of the turn-overhead benchmark: it completes, prints its figures' labels, and leaves
+nothing behind. The figures themselves are never asserted (they depend on the machine)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from benchmarks import turn_overhead
+
+LABELS = (
+    "durability: fsync per commit (SQLite synchronous=FULL)",
+    "Python ",
+    "CPUs: ",
+    "(a) 3 sequential turns on one session",
+    "(b) one turn on each of 3 fresh sessions",
+    "durable:",
+    "direct:",
+    "overhead:",
+    "p50=",
+    "p99=",
+    "target: overhead p50 <= 8 ms",
+    "headline goal 4 ms",
+    "overhead of turn 1",
+    "overhead ratio turn 3 / turn 1",
+    "target: <= 1.5x",
+    "Step executions per turn: 5 ",
+    "CPU per turn",
+)
+
+
+def _children() -> set[int]:
+    """PIDs of this process's live children (Linux ``/proc``)."""
+    me = str(os.getpid())
+    children = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            children.add(int(entry.name))
+    return children
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
+def test_quick_run_prints_every_label_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    children_before = _children()
+
+    turn_overhead.main(["--quick"])
+
+    output = capsys.readouterr().out
+    missing = [label for label in LABELS if label not in output]
+    assert not missing, f"labels missing from the output: {missing}\n{output}"
+    assert _children() <= children_before, "the engine child (or another process) is still running"
+    assert list(scratch.iterdir()) == [], "temporary files were left behind"
+    assert not [t for t in threading.enumerate() if t.name == "turn-overhead-loop"], "the loop thread still runs"
