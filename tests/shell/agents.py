@@ -1,0 +1,127 @@
+"""The support agent of the shell's integration tests: one scripted session Flow, built the same way
+in the test process (for its Client) and in a Worker child (``tests.shell.worker_main``).
+
+Tools: ``lookup_order`` (``read``) and ``refund`` (``non_idempotent_write``, so it needs approval).
+The runner records ``<tool>:<idempotency key>`` in ``tool_invocations(state_directory)`` before a
+tool runs, so a test counts real tool runs across processes. A tool whose arguments carry
+``"gate": "<name>"`` then stops at ``FileGate(state_directory, "<name>")`` until the test releases
+it; the ``GATED_*`` messages use this, and ``GATED_MODEL_MESSAGE`` stops the model call at
+``MODEL_GATE`` after its output, so crash tests can SIGKILL the Worker at an exact point.
+
+A Worker child learns its state directory and Flow type from ``TEST_STATE_DIR`` and
+``TEST_FLOW_TYPE`` (``worker_environment`` builds both). Flow types must be unique on the engine
+the whole test session shares: take one from ``unique_flow_type`` per test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Final
+
+from dex_agents.pure.runner_values import ToolPolicy
+from dex_agents.pure.values import ToolEffect
+from dex_agents.shell import AgentSessionFlow, DeferredToolExecution, create_agent_session_flow
+from dex_agents.testing import FileGate, InvocationLog, ScriptedAgentRunner, ScriptedModelCall, ScriptedToolCall
+
+STATE_DIR_ENV: Final = "TEST_STATE_DIR"
+FLOW_TYPE_ENV: Final = "TEST_FLOW_TYPE"
+DEFAULT_FLOW_TYPE: Final = "SupportAgentTest"
+WORKER_MODULE: Final = "tests.shell.worker_main"
+TOOL_LOG: Final = "tool-calls"
+
+LOOKUP_MESSAGE: Final = "Where is order 42?"
+LOOKUP_ANSWER: Final = "Order 42 ships today."
+REFUND_MESSAGE: Final = "Refund order 42"
+REFUND_ANSWER: Final = "Order 42 is refunded."
+GATED_LOOKUP_MESSAGE: Final = "Where is order 42? Take your time."
+GATED_REFUND_MESSAGE: Final = "Refund order 42, carefully."
+GATED_MODEL_MESSAGE: Final = "Think it over."
+GATED_MODEL_ANSWER: Final = "I thought it over."
+
+LOOKUP_GATE: Final = "lookup_order"
+REFUND_GATE: Final = "refund"
+MODEL_GATE: Final = "model"
+
+LOOKUP_CALL_ID: Final = "call-lookup"
+REFUND_CALL_ID: Final = "call-refund"
+
+
+def _order_call(tool_name: str, tool_call_id: str, gate: str | None = None) -> ScriptedToolCall:
+    arguments: dict[str, object] = {"order_id": 42}
+    if gate is not None:
+        arguments["gate"] = gate
+    return ScriptedToolCall(tool_call_id=tool_call_id, tool_name=tool_name,
+                            arguments=json.dumps(arguments, sort_keys=True, separators=(",", ":")))
+
+
+SUPPORT_SCRIPT: Final = {
+    LOOKUP_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("lookup_order", LOOKUP_CALL_ID),)),
+                     ScriptedModelCall(text=LOOKUP_ANSWER)),
+    REFUND_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("refund", REFUND_CALL_ID),)),
+                     ScriptedModelCall(text=REFUND_ANSWER)),
+    GATED_LOOKUP_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("lookup_order", LOOKUP_CALL_ID, LOOKUP_GATE),)),
+                           ScriptedModelCall(text=LOOKUP_ANSWER)),
+    GATED_REFUND_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("refund", REFUND_CALL_ID, REFUND_GATE),)),
+                           ScriptedModelCall(text=REFUND_ANSWER)),
+    GATED_MODEL_MESSAGE: (ScriptedModelCall(text=GATED_MODEL_ANSWER, gate_after_output=MODEL_GATE),),
+}
+"""Model calls by user message; any other message gets the runner's echo answer."""
+
+TOOL_POLICIES: Final = {
+    "lookup_order": ToolPolicy(effect=ToolEffect.READ),
+    "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE),
+}
+
+
+def tool_invocations(state_directory: Path) -> InvocationLog:
+    """The log of real tool runs (``<tool>:<idempotency key>`` per run), shared across processes."""
+    return InvocationLog(state_directory, TOOL_LOG)
+
+
+def unique_flow_type(prefix: str = DEFAULT_FLOW_TYPE) -> str:
+    """A Flow type no other test uses on the shared engine."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_TYPE) -> AgentSessionFlow:
+    """The support agent's session Flow, with its gates and tool log in ``state_directory``."""
+
+    async def pass_gate(call: DeferredToolExecution) -> dict[str, object]:
+        arguments: dict[str, object] = json.loads(call.tool_call.arguments)
+        gate = arguments.get("gate")
+        if isinstance(gate, str):
+            await FileGate(state_directory, gate).mark_reached_async()
+        return arguments
+
+    async def lookup_order(call: DeferredToolExecution) -> str:
+        arguments = await pass_gate(call)
+        return f"order {arguments['order_id']} ships today"
+
+    async def refund(call: DeferredToolExecution) -> str:
+        arguments = await pass_gate(call)
+        return f"order {arguments['order_id']} refunded"
+
+    runner = ScriptedAgentRunner(script=SUPPORT_SCRIPT, tools={"lookup_order": lookup_order, "refund": refund},
+                                 gate_directory=state_directory, invocation_log=tool_invocations(state_directory))
+    return create_agent_session_flow(runner, flow_type, tool_policies=TOOL_POLICIES)
+
+
+def worker_environment(state_directory: Path, flow_type: str) -> dict[str, str]:
+    """The environment a Worker child (``WORKER_MODULE``) needs to build the same Flow."""
+    return {STATE_DIR_ENV: str(state_directory), FLOW_TYPE_ENV: flow_type}
+
+
+def support_flow_from_environment() -> AgentSessionFlow:
+    """The Flow a Worker child serves: ``build_support_flow`` with ``TEST_STATE_DIR`` and ``TEST_FLOW_TYPE``.
+
+    Raises:
+        RuntimeError: ``TEST_STATE_DIR`` is not set.
+    """
+    state_directory = os.environ.get(STATE_DIR_ENV, "").strip()
+    if not state_directory:
+        raise RuntimeError(f"{STATE_DIR_ENV} is not set: the Worker child needs the test's state directory")
+    flow_type = os.environ.get(FLOW_TYPE_ENV, "").strip() or DEFAULT_FLOW_TYPE
+    return build_support_flow(Path(state_directory), flow_type=flow_type)
