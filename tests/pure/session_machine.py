@@ -33,7 +33,7 @@ from dex_agents.pure.effects import (
     WriteEvent,
 )
 from dex_agents.pure.keys import message_sequence_key
-from dex_agents.pure.persistence import MapName, StepType
+from dex_agents.pure.persistence import AGENT_TOOL_CALLS, MapName, StepType
 from dex_agents.pure.reducers import ApprovalWait, SkipWait, WaitForResolution, approval_wait, reduce
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import Invocation, SessionInput
@@ -118,7 +118,7 @@ class SessionMachineBase(RuleBasedStateMachine):
         effects = pvector([*prefix, *result.effects])
         self._check_shape(effects, invocation)
         for effect in effects:
-            if isinstance(effect, DeleteMapInstance) and effect.name is MapName.AGENT_TOOL_CALLS:
+            if isinstance(effect, DeleteMapInstance) and effect.map == AGENT_TOOL_CALLS:
                 record = self.world.tool_calls[effect.key]
                 assert record.status.is_final, f"an open record was dropped: {record}"
                 completions = self.world.completions_by_call[(record.turn_id, record.tool_call_id)]

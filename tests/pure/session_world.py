@@ -13,12 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TypeVar, assert_never
 
+from pyrsistent import PVector as PVectorType
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PVector
 
 from dex_agents.pure.effects import (
     AnswerRpc,
-    AttributeValue,
     DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
@@ -33,7 +33,16 @@ from dex_agents.pure.effects import (
     SetMapInstance,
     WriteEvent,
 )
-from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName
+from dex_agents.pure.persistence import (
+    PENDING_INTERRUPTS,
+    AttributeName,
+    ChannelKey,
+    ChannelMapKey,
+    ChannelMapName,
+    ChannelName,
+    MapKey,
+    MapName,
+)
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
 from dex_agents.pure.values import (
@@ -47,11 +56,9 @@ from dex_agents.pure.values import (
     AgentUserMessage,
     ToolCallCompleted,
 )
-from dex_agents.pure.wire import decode, decode_as, encode, encode_as, vector_type
+from dex_agents.pure.wire import decode, decode_as, encode, encode_as
 
 R = TypeVar("R")
-
-PENDING_INTERRUPTS_TYPE = vector_type(AgentInterrupt)
 
 
 def through_wire(value: R) -> R:
@@ -62,7 +69,9 @@ def through_wire(value: R) -> R:
 
 
 def interrupts_through_wire(interrupts: PVector[AgentInterrupt]) -> PVector[AgentInterrupt]:
-    decoded = decode_as(encode_as(interrupts, PENDING_INTERRUPTS_TYPE), PENDING_INTERRUPTS_TYPE).unwrap()
+    wire_type = PENDING_INTERRUPTS.value_type
+    assert not isinstance(wire_type, type)
+    decoded = decode_as(encode_as(interrupts, wire_type), wire_type).unwrap()
     assert decoded == interrupts
     return decoded
 
@@ -144,35 +153,42 @@ class SessionWorld:
         movements: list[StepMovement] = []
         for effect in effects:
             match effect:
-                case SetAttribute(name=name, value=value):
-                    self._set_attribute(name, value)
-                case DeleteAttribute(name=name):
-                    self._delete_attribute(name)
-                case SetMapInstance(name=MapName.AGENT_MESSAGES, key=key, value=AgentMessage() as message):
+                case SetAttribute(attribute=attribute, value=value):
+                    assert attribute.holds(value), f"{attribute.name} cannot hold {value!r}"
+                    self._set_attribute(attribute.name, value)
+                case DeleteAttribute(attribute=attribute):
+                    self._delete_attribute(attribute.name)
+                case SetMapInstance(map=MapKey(name=MapName.AGENT_MESSAGES), key=key, value=AgentMessage() as message):
                     assert key not in self.messages, f"message {key} written twice"
                     self.messages[key] = through_wire(message)
-                case SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=key, value=AgentToolCall() as record):
+                case SetMapInstance(map=MapKey(name=MapName.AGENT_TOOL_CALLS), key=key, value=AgentToolCall() as record):
                     assert key == record.tool_call_id
                     self.tool_calls[key] = through_wire(record)
                 case SetMapInstance():
                     raise AssertionError(f"map/value mismatch in {effect}")
-                case DeleteMapInstance(name=MapName.AGENT_TOOL_CALLS, key=key):
+                case DeleteMapInstance(map=MapKey(name=MapName.AGENT_TOOL_CALLS), key=key):
                     assert key in self.tool_calls, f"deleting absent record {key}"
                     del self.tool_calls[key]
                 case DeleteMapInstance():
                     raise AssertionError(f"messages are never deleted: {effect}")
-                case PublishToChannel(name=ChannelName.QUEUED_USER_MESSAGES, value=AgentUserMessage() as message):
+                case PublishToChannel(channel=ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES), value=AgentUserMessage() as message):
                     self.queued_user_messages.append(through_wire(message))
-                case PublishToChannel(name=ChannelName.TOOL_CALL_RESULTS, value=ToolCallCompleted() as completion):
+                case PublishToChannel(channel=ChannelKey(name=ChannelName.TOOL_CALL_RESULTS), value=ToolCallCompleted() as completion):
                     record = self.tool_calls[completion.tool_call_id]
                     assert record.status.is_final, "ToolCallCompleted for an open record"
                     self.completions_by_call[(record.turn_id, record.tool_call_id)] += 1
                     self.tool_call_results.append(through_wire(completion))
                 case PublishToChannel():
                     raise AssertionError(f"channel/value mismatch in {effect}")
-                case PublishToChannelInstance(name=ChannelMapName.INTERRUPT_RESOLUTIONS, key=key, value=resolution):
+                case PublishToChannelInstance(
+                    channel_map=ChannelMapKey(name=ChannelMapName.INTERRUPT_RESOLUTIONS),
+                    key=key,
+                    value=AgentInterruptResolution() as resolution,
+                ):
                     assert key == resolution.interrupt_id
                     self.interrupt_resolutions.setdefault(key, []).append(through_wire(resolution))
+                case PublishToChannelInstance():
+                    raise AssertionError(f"channel map/value mismatch in {effect}")
                 case WriteEvent(event=event):
                     self.events.append(through_wire(event))
                 case GoToSteps(movements=moved):
@@ -185,7 +201,7 @@ class SessionWorld:
                     assert_never(effect)
         return movements
 
-    def _set_attribute(self, name: AttributeName, value: AttributeValue) -> None:
+    def _set_attribute(self, name: AttributeName, value: object) -> None:
         match name:
             case AttributeName.AGENT_STATE:
                 assert isinstance(value, AgentState)
@@ -194,7 +210,7 @@ class SessionWorld:
                 assert isinstance(value, str) and value != ""
                 self.framework_run_state = value
             case AttributeName.PENDING_INTERRUPTS:
-                assert not isinstance(value, (AgentState, AgentUsage, str))
+                assert isinstance(value, PVectorType)
                 self.pending_interrupts = interrupts_through_wire(value)
             case AttributeName.AGENT_USAGE:
                 assert isinstance(value, AgentUsage)

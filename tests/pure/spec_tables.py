@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from dex_agents.pure.persistence import AttributeName, MapName, StepType
 from dex_agents.pure.runner_values import ResolvedToolPolicy, ToolPolicy
-from dex_agents.pure.step_options import Durability, MapInstanceRef, StepMovement, StepOptionsSpec
+from dex_agents.pure.flow_rows import Durability, MapInstanceRef
+from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
 
 TOOL_STEP_BY_EFFECT: dict[ToolEffect, StepType] = {

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from dex_agents.pure.flow_shape import FAILURE_ROUTES, NEXT_STEPS, allowed_next_steps, steps_producing
-from dex_agents.pure.persistence import StepType
+from dex_agents.pure.flow_shape import allowed_next_steps, rpc_of, steps_producing
+from dex_agents.pure.flow_table import STEP_TABLE
+from dex_agents.pure.persistence import RpcName, StepType
+from dex_agents.pure.rpc_values import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
 from dex_agents.pure.step_inputs import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    ResolveInterruptCalled,
+    SendUserMessageCalled,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
@@ -19,8 +25,8 @@ from tests.pure.scenario_support import invocation
 
 
 def test_every_step_has_its_next_steps() -> None:
-    assert set(NEXT_STEPS) == set(StepType)
-    assert StepType.START_AGENT_SESSION not in set().union(*NEXT_STEPS.values())
+    assert set(STEP_TABLE) == set(StepType)
+    assert StepType.START_AGENT_SESSION not in set().union(*(row.next_steps for row in STEP_TABLE.values()))
 
 
 def test_tool_steps_and_recording_steps_only_dead_end() -> None:
@@ -30,13 +36,13 @@ def test_tool_steps_and_recording_steps_only_dead_end() -> None:
         StepType.RECORD_TOOL_FAILURE,
         StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
     ):
-        assert NEXT_STEPS[step_type] == frozenset()
+        assert STEP_TABLE[step_type].next_steps == frozenset()
 
 
 def test_failure_routes_match_the_step_options() -> None:
     for step_type in StepType:
         route = step_options_for(step_type, "c1").failure_route
-        assert (route.step_type if route else None) == FAILURE_ROUTES.get(step_type)
+        assert (route.step_type if route else None) == STEP_TABLE[step_type].failure_route
 
 
 def test_a_tool_step_start_names_its_step_and_a_wrong_one_names_none() -> None:
@@ -67,3 +73,12 @@ def test_each_input_names_the_step_that_produces_it() -> None:
     assert steps_producing(TurnFailed(invocation=inv, recovery_error="e", failure_note_message=None)) == {
         StepType.RECORD_TURN_FAILURE
     }
+
+
+def test_each_rpc_call_names_its_rpc() -> None:
+    assert rpc_of(SendUserMessageCalled(input=SendUserMessageInput(text="x"))) is RpcName.SEND_USER_MESSAGE
+    resolve = ResolveInterruptInput(interrupt_id="i", approved=True, rejection_message=None)
+    assert rpc_of(ResolveInterruptCalled(input=resolve, now_ms=0)) is RpcName.RESOLVE_INTERRUPT
+    assert rpc_of(AgentSnapshotRequested()) is RpcName.GET_AGENT_SNAPSHOT
+    listed = AgentMessagesListed(input=ListAgentMessagesInput(before_sequence=None, limit=None))
+    assert rpc_of(listed) is RpcName.LIST_AGENT_MESSAGES

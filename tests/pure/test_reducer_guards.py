@@ -10,7 +10,7 @@ from pyrsistent import pvector
 
 from dex_agents.pure.effects import SetAttribute
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
-from dex_agents.pure.persistence import AttributeName, StepType
+from dex_agents.pure.persistence import PENDING_INTERRUPTS, StepType
 from dex_agents.pure.reducers import WaitForResolution, approval_wait, reduce
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
@@ -238,7 +238,7 @@ def test_clearing_a_turn_also_drops_an_interrupt_of_the_turn_left_pending() -> N
     session.run_tool("r")
     t = session.turn_fails("stopped")
     assert len(t.state.pending_interrupts) == 0 and t.state.tool_calls == {}
-    assert SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=pvector()) in t.effects
+    assert SetAttribute(attribute=PENDING_INTERRUPTS, value=pvector()) in t.effects
 
 
 def test_current_turn_id_follows_the_turn() -> None:

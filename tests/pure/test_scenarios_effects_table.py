@@ -7,11 +7,11 @@ import pytest
 from pyrsistent import pmap
 
 from dex_agents.pure.effects import ExecuteDeferredToolCall
+from dex_agents.pure.flow_rows import MapInstanceRef
 from dex_agents.pure.persistence import MapName, StepType
 from dex_agents.pure.policies import resolve_tool_policy
 from dex_agents.pure.runner_values import ToolPolicy
 from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.step_options import MapInstanceRef
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (

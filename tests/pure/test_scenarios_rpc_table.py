@@ -6,7 +6,7 @@ import pytest
 from pyrsistent import pvector
 
 from dex_agents.pure.effects import PublishToChannel, PublishToChannelInstance, SetAttribute, WriteEvent
-from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, StepType
+from dex_agents.pure.persistence import INTERRUPT_RESOLUTIONS, PENDING_INTERRUPTS, QUEUED_USER_MESSAGES, StepType
 from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.values import AgentInterruptResolution, AgentUsage, AgentUserMessage, ToolEffect
@@ -39,7 +39,7 @@ def test_send_user_message_queues_the_text_and_answers_true() -> None:
     t = session.send("  hello  ")
     assert answer_of(t) is True
     assert of_type(t.effects, PublishToChannel) == [
-        PublishToChannel(name=ChannelName.QUEUED_USER_MESSAGES, value=AgentUserMessage(text="  hello  "))
+        PublishToChannel(channel=QUEUED_USER_MESSAGES, value=AgentUserMessage(text="  hello  "))
     ]
     assert t.state.queued_message_count == 1
 
@@ -69,10 +69,10 @@ def test_resolve_interrupt_removes_the_interrupt_publishes_the_resolution_and_an
     t = session.resolve("turn-1:w", False, "no thanks")
     assert answer_of(t) is True
     assert t.state.pending_interrupts == pvector()
-    assert of_type(t.effects, SetAttribute) == [SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=pvector())]
+    assert of_type(t.effects, SetAttribute) == [SetAttribute(attribute=PENDING_INTERRUPTS, value=pvector())]
     assert of_type(t.effects, PublishToChannelInstance) == [
         PublishToChannelInstance(
-            name=ChannelMapName.INTERRUPT_RESOLUTIONS,
+            channel_map=INTERRUPT_RESOLUTIONS,
             key="turn-1:w",
             value=AgentInterruptResolution(interrupt_id="turn-1:w", approved=False, rejection_message="no thanks"),
         )

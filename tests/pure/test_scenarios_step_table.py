@@ -11,7 +11,15 @@ from dex_agents.pure.effects import (
     SetMapInstance,
     WriteEvent,
 )
-from dex_agents.pure.persistence import AttributeName, MapName, StepType
+from dex_agents.pure.persistence import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    PENDING_INTERRUPTS,
+    StepType,
+)
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.texts import approval_deadline_passed_message, outcome_unknown_tool_result
 from dex_agents.pure.values import AgentStatus, AgentUsage, ToolCallStatus, ToolEffect
@@ -42,8 +50,8 @@ def test_start_agent_session_without_initial_message_initializes_and_awaits_a_us
         0,
         None,
     )
-    written = {effect.name for effect in of_type(t.effects, SetAttribute)}
-    assert written == {AttributeName.AGENT_STATE, AttributeName.AGENT_USAGE, AttributeName.PENDING_INTERRUPTS}
+    written = {effect.attribute for effect in of_type(t.effects, SetAttribute)}
+    assert written == {AGENT_STATE, AGENT_USAGE, PENDING_INTERRUPTS}
     assert t.state.usage == AgentUsage()
     assert moves(t) == [(StepType.AWAIT_USER_MESSAGE, None)]
     assert event_types(t) == []
@@ -207,10 +215,10 @@ def test_record_turn_failure_appends_the_note_first_when_the_turn_has_final_reco
         '- charge_card {"amount":5} -> outcome_unknown: ' + outcome_unknown_tool_result("gateway timeout") + "\n"
         "Do not repeat these tool calls unless the user asks again."
     )
-    message_writes = [e for e in of_type(t.effects, SetMapInstance) if e.name is MapName.AGENT_MESSAGES]
+    message_writes = [e for e in of_type(t.effects, SetMapInstance) if e.map == AGENT_MESSAGES]
     assert t.effects.index(message_writes[0]) == 0, "the note is written first"
-    assert of_type(t.effects, DeleteAttribute) == [DeleteAttribute(name=AttributeName.FRAMEWORK_RUN_STATE)]
-    assert of_type(t.effects, DeleteMapInstance) == [DeleteMapInstance(name=MapName.AGENT_TOOL_CALLS, key="c")]
+    assert of_type(t.effects, DeleteAttribute) == [DeleteAttribute(attribute=FRAMEWORK_RUN_STATE)]
+    assert of_type(t.effects, DeleteMapInstance) == [DeleteMapInstance(map=AGENT_TOOL_CALLS, key="c")]
     assert t.state.tool_calls == {} and t.state.framework_run_state is None
 
 

@@ -4,7 +4,7 @@ ToolExecutionError, exhausted retries, crashes, turn failures and their note, mu
 from __future__ import annotations
 
 from dex_agents.pure.effects import DeleteMapInstance, SetAttribute
-from dex_agents.pure.persistence import AttributeName, MapName, StepType
+from dex_agents.pure.persistence import AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE, StepType
 from dex_agents.pure.reducers import turn_failure_note
 from dex_agents.pure.texts import outcome_unknown_tool_result
 from dex_agents.pure.values import AgentStatus, ToolCallStatus, ToolEffect
@@ -104,7 +104,7 @@ def test_turn_failure_note_lists_final_records_in_deferral_order_across_response
     t = session.turn_fails("RunModel attempts exhausted")
     assert t.state.messages[-1].text == note
     assert [m.turn_id for m in t.state.messages] == ["turn-1", "turn-1"]
-    deleted = {e.key for e in of_type(t.effects, DeleteMapInstance) if e.name is MapName.AGENT_TOOL_CALLS}
+    deleted = {e.key for e in of_type(t.effects, DeleteMapInstance) if e.map == AGENT_TOOL_CALLS}
     assert deleted == {"e", "c"}
 
 
@@ -133,4 +133,4 @@ def test_a_resumed_turn_keeps_the_run_state_until_the_final_answer_deletes_it() 
     session.results_arrive(1)
     t = session.model(completed("done"))
     assert t.state.framework_run_state is None
-    assert SetAttribute(name=AttributeName.FRAMEWORK_RUN_STATE, value="rs-2") not in t.effects
+    assert SetAttribute(attribute=FRAMEWORK_RUN_STATE, value="rs-2") not in t.effects

@@ -7,7 +7,16 @@ import pytest
 from pyrsistent import pvector
 
 from dex_agents.pure.effects import GoToSteps, PublishToChannel, SetAttribute, SetMapInstance
+from dex_agents.pure.flow_rows import Durability, MapInstanceRef, RetrySpec
 from dex_agents.pure.persistence import (
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    PENDING_INTERRUPTS,
+    QUEUED_USER_MESSAGES,
+    TOOL_CALL_RESULTS,
+    AttributeKey,
     AttributeName,
     ChannelMapName,
     ChannelName,
@@ -17,10 +26,7 @@ from dex_agents.pure.persistence import (
     StreamName,
 )
 from dex_agents.pure.step_options import (
-    Durability,
     FailureRoute,
-    MapInstanceRef,
-    RetrySpec,
     StepMovement,
     StepOptionsSpec,
     move_to,
@@ -145,31 +151,31 @@ def test_persisted_names_are_the_specs() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "value"),
+    ("attribute", "value"),
     [
-        (AttributeName.AGENT_STATE, AgentUsage()),
-        (AttributeName.FRAMEWORK_RUN_STATE, AgentUsage()),
-        (AttributeName.AGENT_USAGE, "x"),
-        (AttributeName.PENDING_INTERRUPTS, "x"),
+        (AGENT_STATE, AgentUsage()),
+        (FRAMEWORK_RUN_STATE, AgentUsage()),
+        (AGENT_USAGE, "x"),
+        (PENDING_INTERRUPTS, "x"),
     ],
 )
-def test_set_attribute_refuses_a_value_of_another_attribute(name: AttributeName, value: object) -> None:
+def test_set_attribute_refuses_a_value_of_another_attribute(attribute: AttributeKey[object], value: object) -> None:
     with pytest.raises(ValueError, match="cannot hold"):
-        SetAttribute(name=name, value=value)  # type: ignore[arg-type]
+        SetAttribute(attribute=attribute, value=value)
 
 
 def test_set_attribute_accepts_the_attributes_own_type() -> None:
-    assert SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=pvector()).value == pvector()
-    assert SetAttribute(name=AttributeName.FRAMEWORK_RUN_STATE, value="rs").value == "rs"
+    assert SetAttribute.of(PENDING_INTERRUPTS, pvector()).value == pvector()
+    assert SetAttribute.of(FRAMEWORK_RUN_STATE, "rs").value == "rs"
 
 
 def test_map_and_channel_effects_refuse_values_of_another_kind() -> None:
     with pytest.raises(ValueError, match="cannot hold"):
-        SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key="k", value=user_message("x"))  # type: ignore[arg-type]
+        SetMapInstance.of(AGENT_TOOL_CALLS, "k", user_message("x"))  # type: ignore[misc]
     with pytest.raises(ValueError, match="cannot carry"):
-        PublishToChannel(name=ChannelName.TOOL_CALL_RESULTS, value=AgentUserMessage(text="x"))
+        PublishToChannel.of(TOOL_CALL_RESULTS, AgentUserMessage(text="x"))  # type: ignore[misc]
     with pytest.raises(ValueError, match="cannot carry"):
-        PublishToChannel(name=ChannelName.QUEUED_USER_MESSAGES, value=ToolCallCompleted(tool_call_id="c"))
+        PublishToChannel.of(QUEUED_USER_MESSAGES, ToolCallCompleted(tool_call_id="c"))  # type: ignore[misc]
 
 
 def test_go_to_steps_needs_a_movement() -> None:
@@ -179,4 +185,4 @@ def test_go_to_steps_needs_a_movement() -> None:
 
 def test_pending_interrupts_must_be_a_vector_of_interrupts() -> None:
     with pytest.raises(ValueError, match="cannot hold"):
-        SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=pvector([AgentUsage()]))  # type: ignore[list-item]
+        SetAttribute.of(PENDING_INTERRUPTS, pvector([AgentUsage()]))  # type: ignore[misc]

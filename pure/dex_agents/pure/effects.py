@@ -5,122 +5,145 @@ Order matters: the shell performs a transition's effects in the order given. Wit
 invocation Dex stages writes and commits them atomically with the Step decision, so the order only
 shows in the live event Stream and in the decision, which is always last.
 
+The persistence effects are generic over the typed key they write (``persistence.AGENT_STATE`` and so
+on): ``SetAttribute.of(AGENT_STATE, value)`` type-checks only when ``value`` is an ``AgentState``. Build
+them with their ``of`` constructors, which pin the value type to the key's and return the effect as it
+sits in the ``Effect`` union (``SetAttribute[object]``): a bare constructor call inside a list of
+``Effect`` would make mypy infer ``object`` and refuse the key, which is invariant in its type.
+
 Invariants:
     * A Step transition ends with exactly one decision (``GoToSteps``, ``DeadEnd``) or with
       ``FailAttempt`` (the shell raises so Dex retries the attempt; nothing else of that transition
       is performed), except a tool Step's ``ToolStepStarted`` transition, which ends with
       ``ExecuteDeferredToolCall`` (the shell runs the tool, then reports the outcome as a new input).
     * An RPC transition ends with exactly one ``AnswerRpc`` and never writes the event Stream.
-    * ``SetAttribute.value`` has the type of its Attribute (checked on construction).
+    * A persistence effect's value has its key's type (checked by mypy, and again on construction).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias, final
+from typing import Generic, TypeAlias, TypeVar, final
 
-from pyrsistent import PVector as PVectorType
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName
+from dex_agents.pure.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey
 from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot
 from dex_agents.pure.step_options import StepMovement
-from dex_agents.pure.values import (
-    AgentEvent,
-    AgentInterrupt,
-    AgentInterruptResolution,
-    AgentMessage,
-    AgentState,
-    AgentToolCall,
-    AgentUsage,
-    AgentUserMessage,
-    ToolCallCompleted,
-)
+from dex_agents.pure.values import AgentEvent, AgentToolCall
 
-AttributeValue: TypeAlias = AgentState | str | PVector[AgentInterrupt] | AgentUsage
-"""``AgentState`` -> ``AgentState``; ``FrameworkRunState`` -> ``str``; ``PendingInterrupts`` ->
-``PVector[AgentInterrupt]``; ``AgentUsage`` -> ``AgentUsage``."""
-
-_ATTRIBUTE_TYPES: dict[AttributeName, type] = {
-    AttributeName.AGENT_STATE: AgentState,
-    AttributeName.FRAMEWORK_RUN_STATE: str,
-    AttributeName.AGENT_USAGE: AgentUsage,
-}
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+"""The value type of a persistence effect's key (covariant, so every effect fits ``Effect``)."""
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SetAttribute:
+class SetAttribute(Generic[T_co]):
     """``Attribute.set(context, value)``."""
 
-    name: AttributeName
-    value: AttributeValue
+    attribute: AttributeKey[T_co]
+    value: T_co
 
     def __post_init__(self) -> None:
-        if self.name is AttributeName.PENDING_INTERRUPTS:
-            ok = isinstance(self.value, PVectorType) and all(isinstance(item, AgentInterrupt) for item in self.value)
-        else:
-            ok = isinstance(self.value, _ATTRIBUTE_TYPES[self.name])
-        if not ok:
-            raise ValueError(f"{self.name} cannot hold {type(self.value).__name__}")
+        if not self.attribute.holds(self.value):
+            raise ValueError(f"{self.attribute.name} cannot hold {type(self.value).__name__}")
+
+    @staticmethod
+    def of(attribute: AttributeKey[T], value: T) -> SetAttribute[object]:
+        """Set ``attribute`` to ``value`` (which must be of the Attribute's type)."""
+        effect = SetAttribute(attribute=attribute, value=value)
+        return effect
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeleteAttribute:
+class DeleteAttribute(Generic[T_co]):
     """``Attribute.delete(context)``."""
 
-    name: AttributeName
+    attribute: AttributeKey[T_co]
+
+    @staticmethod
+    def of(attribute: AttributeKey[T]) -> DeleteAttribute[object]:
+        """Delete ``attribute``."""
+        effect = DeleteAttribute(attribute=attribute)
+        return effect
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SetMapInstance:
+class SetMapInstance(Generic[T_co]):
     """``AttributeMap.set(context, key, value)``: ``AgentMessages`` keyed by the 12-digit sequence key
     holds ``AgentMessage``; ``AgentToolCalls`` keyed by tool call ID holds ``AgentToolCall``."""
 
-    name: MapName
+    map: MapKey[T_co]
     key: str
-    value: AgentMessage | AgentToolCall
+    value: T_co
 
     def __post_init__(self) -> None:
-        expected = AgentMessage if self.name is MapName.AGENT_MESSAGES else AgentToolCall
-        if not isinstance(self.value, expected):
-            raise ValueError(f"{self.name} cannot hold {type(self.value).__name__}")
+        if not self.map.holds(self.value):
+            raise ValueError(f"{self.map.name} cannot hold {type(self.value).__name__}")
+
+    @staticmethod
+    def of(attribute_map: MapKey[T], key: str, value: T) -> SetMapInstance[object]:
+        """Set the instance ``key`` of ``attribute_map`` to ``value`` (of the map's type)."""
+        effect = SetMapInstance(map=attribute_map, key=key, value=value)
+        return effect
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeleteMapInstance:
+class DeleteMapInstance(Generic[T_co]):
     """``AttributeMap.delete(context, key)``."""
 
-    name: MapName
+    map: MapKey[T_co]
     key: str
+
+    @staticmethod
+    def of(attribute_map: MapKey[T], key: str) -> DeleteMapInstance[object]:
+        """Delete the instance ``key`` of ``attribute_map``."""
+        effect = DeleteMapInstance(map=attribute_map, key=key)
+        return effect
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PublishToChannel:
+class PublishToChannel(Generic[T_co]):
     """``Channel.publish(context, value)``: ``QueuedUserMessages`` takes ``AgentUserMessage``,
     ``ToolCallResults`` takes ``ToolCallCompleted``."""
 
-    name: ChannelName
-    value: AgentUserMessage | ToolCallCompleted
+    channel: ChannelKey[T_co]
+    value: T_co
 
     def __post_init__(self) -> None:
-        expected = AgentUserMessage if self.name is ChannelName.QUEUED_USER_MESSAGES else ToolCallCompleted
-        if not isinstance(self.value, expected):
-            raise ValueError(f"{self.name} cannot carry {type(self.value).__name__}")
+        if not self.channel.holds(self.value):
+            raise ValueError(f"{self.channel.name} cannot carry {type(self.value).__name__}")
+
+    @staticmethod
+    def of(channel: ChannelKey[T], value: T) -> PublishToChannel[object]:
+        """Publish ``value`` (of the Channel's type) on ``channel``."""
+        effect = PublishToChannel(channel=channel, value=value)
+        return effect
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PublishToChannelInstance:
+class PublishToChannelInstance(Generic[T_co]):
     """``ChannelMap.publish(context, key, value)`` (``InterruptResolutions`` keyed by interrupt ID)."""
 
-    name: ChannelMapName
+    channel_map: ChannelMapKey[T_co]
     key: str
-    value: AgentInterruptResolution
+    value: T_co
+
+    def __post_init__(self) -> None:
+        if not self.channel_map.holds(self.value):
+            raise ValueError(f"{self.channel_map.name} cannot carry {type(self.value).__name__}")
+
+    @staticmethod
+    def of(channel_map: ChannelMapKey[T], key: str, value: T) -> PublishToChannelInstance[object]:
+        """Publish ``value`` (of the ChannelMap's type) on the instance ``key`` of ``channel_map``."""
+        effect = PublishToChannelInstance(channel_map=channel_map, key=key, value=value)
+        return effect
 
 
 @final
@@ -189,12 +212,12 @@ class AnswerRpc:
 
 
 Effect: TypeAlias = (
-    SetAttribute
-    | DeleteAttribute
-    | SetMapInstance
-    | DeleteMapInstance
-    | PublishToChannel
-    | PublishToChannelInstance
+    SetAttribute[object]
+    | DeleteAttribute[object]
+    | SetMapInstance[object]
+    | DeleteMapInstance[object]
+    | PublishToChannel[object]
+    | PublishToChannelInstance[object]
     | WriteEvent
     | Heartbeat
     | ExecuteDeferredToolCall
@@ -207,7 +230,6 @@ Effect: TypeAlias = (
 
 __all__ = [
     "AnswerRpc",
-    "AttributeValue",
     "DeadEnd",
     "DeleteAttribute",
     "DeleteMapInstance",

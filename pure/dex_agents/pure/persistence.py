@@ -1,13 +1,41 @@
-"""The session's persisted names and Step types, exactly as the spec writes them.
+"""The session's persisted names, each paired once with the type of what it holds, plus the Step types
+and RPC names, exactly as the spec writes them.
 
-Every Flow type uses the same names, so one UI reads sessions of any agent. Effects refer to these
-enums rather than to free strings, so a misspelled name cannot reach the shell.
+Every Flow type uses the same names, so one UI reads sessions of any agent. The enums are the closed
+lists of names; the typed keys (``AGENT_STATE: AttributeKey[AgentState]``, ...) pair each name with its
+wire type, and are what effects take, so a value of the wrong type for a name is a mypy error and a
+misspelled name cannot reach the shell. The shell builds its Dex definitions and codecs from the keys.
+
+Invariants:
+    * Exactly one key per persisted name (``PERSISTED_KEYS``, in the spec's table order).
+    * Every key's value type is a record, a vector of records (``WireType``), or, for
+      ``FrameworkRunState`` only, the plain Python ``str`` Dex stores as a string.
+    * Keys are invariant in their value type: ``AttributeKey[AgentState]`` is not an
+      ``AttributeKey[object]``, so a generic effect pins its value type to its key's.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import final
+from typing import Final, Generic, Protocol, TypeVar, final
+
+from pyrsistent import PVector as PVectorType
+
+from dex_agents.pure.values import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentInterruptResolution,
+    AgentMessage,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    AgentUserMessage,
+    ToolCallCompleted,
+)
+from dex_agents.pure.wire_schema import RecordNode, VectorNode, WireNode, WireType, record_type, vector_type
+
+T = TypeVar("T")
 
 
 @final
@@ -76,28 +104,151 @@ class RpcName(StrEnum):
     LIST_AGENT_MESSAGES = "list_agent_messages"
 
 
-TOOL_CALL_STEP_TYPES = frozenset(
-    {
-        StepType.AWAIT_TOOL_APPROVAL,
-        StepType.CALL_TOOL,
-        StepType.CALL_SINGLE_ATTEMPT_TOOL,
-        StepType.RECORD_TOOL_FAILURE,
-        StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
-    }
-)
-"""Step types whose input is a tool call ID (``str``)."""
+def _node_holds(value: object, node: WireNode) -> bool:
+    match node:
+        case RecordNode(record=record):
+            return isinstance(value, record)
+        case VectorNode(item=item):
+            return isinstance(value, PVectorType) and all(_node_holds(element, item) for element in value)
+        case _:
+            raise TypeError(f"no persisted name holds a {type(node).__name__}")
 
-NO_INPUT_STEP_TYPES = frozenset({StepType.AWAIT_USER_MESSAGE, StepType.RUN_MODEL, StepType.RECORD_TURN_FAILURE})
-"""Step types whose input is ``None``. ``ResumeTurn`` takes an ``int``; ``StartAgentSession`` the start input."""
+
+def holds(value_type: WireType[T] | type[T], value: object) -> bool:
+    """Whether ``value`` is of ``value_type`` (records by class, vectors item by item; shallow)."""
+    if isinstance(value_type, WireType):
+        return _node_holds(value, value_type.node)
+    return isinstance(value, value_type)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttributeKey(Generic[T]):
+    """A singleton Attribute holding ``T``: a record or vector (``WireType``) or a plain ``str``."""
+
+    name: AttributeName
+    value_type: WireType[T] | type[T]
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` may be stored under this Attribute."""
+        return holds(self.value_type, value)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MapKey(Generic[T]):
+    """An AttributeMap whose instances hold ``T``."""
+
+    name: MapName
+    value_type: WireType[T]
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` may be stored in an instance of this map."""
+        return holds(self.value_type, value)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelKey(Generic[T]):
+    """A Channel carrying ``T`` messages."""
+
+    name: ChannelName
+    value_type: WireType[T]
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` may be published on this Channel."""
+        return holds(self.value_type, value)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelMapKey(Generic[T]):
+    """A ChannelMap whose instances carry ``T`` messages."""
+
+    name: ChannelMapName
+    value_type: WireType[T]
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` may be published on an instance of this ChannelMap."""
+        return holds(self.value_type, value)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamKey(Generic[T]):
+    """A Stream of ``T`` items."""
+
+    name: StreamName
+    value_type: WireType[T]
+
+
+class PersistedKey(Protocol):
+    """Any of the typed keys, with its value type erased (what a list of every key holds)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value_type(self) -> object: ...
+
+
+AGENT_STATE: Final = AttributeKey(name=AttributeName.AGENT_STATE, value_type=record_type(AgentState))
+AGENT_MESSAGES: Final = MapKey(name=MapName.AGENT_MESSAGES, value_type=record_type(AgentMessage))
+"""Keyed by ``message_sequence_key(sequence)`` (12-digit zero-padded)."""
+FRAMEWORK_RUN_STATE: Final = AttributeKey(name=AttributeName.FRAMEWORK_RUN_STATE, value_type=str)
+"""Set only between a turn's model calls."""
+AGENT_TOOL_CALLS: Final = MapKey(name=MapName.AGENT_TOOL_CALLS, value_type=record_type(AgentToolCall))
+"""Keyed by tool call ID; only the active turn's records."""
+PENDING_INTERRUPTS: Final = AttributeKey(name=AttributeName.PENDING_INTERRUPTS, value_type=vector_type(AgentInterrupt))
+AGENT_USAGE: Final = AttributeKey(name=AttributeName.AGENT_USAGE, value_type=record_type(AgentUsage))
+"""Cumulative over the session."""
+QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
+INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
+    name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
+)
+"""Keyed by interrupt ID."""
+TOOL_CALL_RESULTS: Final = ChannelKey(name=ChannelName.TOOL_CALL_RESULTS, value_type=record_type(ToolCallCompleted))
+AGENT_EVENTS: Final = StreamKey(name=StreamName.AGENT_EVENTS, value_type=record_type(AgentEvent))
+
+PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
+    AGENT_STATE,
+    AGENT_MESSAGES,
+    FRAMEWORK_RUN_STATE,
+    AGENT_TOOL_CALLS,
+    PENDING_INTERRUPTS,
+    AGENT_USAGE,
+    QUEUED_USER_MESSAGES,
+    INTERRUPT_RESOLUTIONS,
+    TOOL_CALL_RESULTS,
+    AGENT_EVENTS,
+)
+"""Every persisted name's key, in the spec's table order."""
+
 
 __all__ = [
-    "NO_INPUT_STEP_TYPES",
-    "TOOL_CALL_STEP_TYPES",
+    "AGENT_EVENTS",
+    "AGENT_MESSAGES",
+    "AGENT_STATE",
+    "AGENT_TOOL_CALLS",
+    "AGENT_USAGE",
+    "FRAMEWORK_RUN_STATE",
+    "INTERRUPT_RESOLUTIONS",
+    "PENDING_INTERRUPTS",
+    "PERSISTED_KEYS",
+    "QUEUED_USER_MESSAGES",
+    "TOOL_CALL_RESULTS",
+    "AttributeKey",
     "AttributeName",
+    "ChannelKey",
+    "ChannelMapKey",
     "ChannelMapName",
     "ChannelName",
+    "MapKey",
     "MapName",
+    "PersistedKey",
     "RpcName",
     "StepType",
+    "StreamKey",
     "StreamName",
+    "holds",
 ]

@@ -38,16 +38,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import assert_never
 
+from dex_agents.pure.flow_table import STEP_TABLE
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.runner_values import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values import ToolCallStatus, ToolEffect
-
-
-RETRYING_TOOL_ATTEMPTS = 3
-"""Attempts of a ``CallTool`` Step (``read`` and ``idempotent_write``)."""
-
-SINGLE_TOOL_ATTEMPT = 1
-"""Attempts of a ``CallSingleAttemptTool`` Step (``non_idempotent_write`` and ``unclassified``)."""
 
 
 def approval_required_by_default(effect: ToolEffect) -> bool:
@@ -77,8 +71,12 @@ def tool_step_type(effect: ToolEffect) -> StepType:
 
 
 def tool_step_attempts(effect: ToolEffect) -> int:
-    """How many attempts the tool Step of this effect gets (3 for ``CallTool``, 1 otherwise)."""
-    return RETRYING_TOOL_ATTEMPTS if tool_step_type(effect) is StepType.CALL_TOOL else SINGLE_TOOL_ATTEMPT
+    """How many attempts the tool Step of this effect gets (its row of the flow table: 3 for
+    ``CallTool``, 1 for ``CallSingleAttemptTool``)."""
+    retry = STEP_TABLE[tool_step_type(effect)].execute_retry
+    if retry is None or retry.maximum_attempts is None:
+        raise ValueError(f"the flow table gives {tool_step_type(effect)} no attempt count")
+    return retry.maximum_attempts
 
 
 def crash_status(effect: ToolEffect) -> ToolCallStatus:
@@ -148,8 +146,6 @@ def tool_effect_from_mcp_annotations(annotations: McpToolAnnotations | None) -> 
 
 
 __all__ = [
-    "RETRYING_TOOL_ATTEMPTS",
-    "SINGLE_TOOL_ATTEMPT",
     "approval_required_by_default",
     "crash_status",
     "resolve_tool_policy",

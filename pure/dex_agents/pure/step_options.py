@@ -1,62 +1,29 @@
-"""Step options and Step movements as data: what the shell turns into ``dex.StepOptions`` and
-``dex.StepMovement``.
+"""Step options and Step movements as data, computed from the flow table: what the shell turns into
+``dex.StepOptions`` and ``dex.StepMovement``.
 
 Dex replaces a target's static options with a movement's options entirely (nothing is merged), so
 every movement built here carries the *complete* options of its target: timeouts, retry policy,
-SYNC durability on both methods, locks, state loads, and the failure route with its own complete
-options. All durations are whole seconds (Dex rejects anything else).
+durability on both methods, locks, state loads, and the failure route with its own complete options.
 
 Invariants:
-    * ``step_options_for(step_type, step_input)`` is the single source of every Step's options; the
-      shell uses it for static options too, so static and per-movement options never drift apart.
-    * A tool Step and its failure route load only their own ``AgentToolCalls`` instance.
+    * ``step_options_for(step_type, tool_call_id)`` is the single source of every Step's options, and
+      it only reads ``flow_table.STEP_TABLE``; the shell uses it for static options too, so static and
+      per-movement options never drift apart.
     * A failure route's options never carry a failure route of their own.
+    * A movement's input fits its Step's input kind (checked on construction).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TypeAlias, assert_never, final
 
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.persistence import NO_INPUT_STEP_TYPES, TOOL_CALL_STEP_TYPES, AttributeName, MapName, StepType
-from dex_agents.pure.policies import RETRYING_TOOL_ATTEMPTS, SINGLE_TOOL_ATTEMPT
-
-RUN_MODEL_METHOD_TIMEOUT_SECONDS = 15 * 60
-RUN_MODEL_HEARTBEAT_TIMEOUT_SECONDS = 2 * 60
-RUN_MODEL_MAXIMUM_ATTEMPTS = 3
-RUN_MODEL_TOTAL_DURATION_SECONDS = 30 * 60
-RECORDING_BACKOFF_CAP_SECONDS = 5
-
-
-@final
-class Durability(StrEnum):
-    """Dex Step durability of one method. The session always sets ``SYNC`` explicitly."""
-
-    SYNC = "SYNC"
-    ASYNC = "ASYNC"
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetrySpec:
-    """A Dex ``RetryPolicy``; ``None`` fields use the server default. Durations are whole seconds."""
-
-    maximum_attempts: int | None = None
-    total_duration_seconds: int | None = None
-    maximum_interval_seconds: int | None = None
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MapInstanceRef:
-    """One instance of an AttributeMap (to load it)."""
-
-    name: MapName
-    key: str
+from dex_agents.pure.flow_rows import Durability, MapInstanceRef, RetrySpec, StepInputKind
+from dex_agents.pure.flow_table import STEP_TABLE
+from dex_agents.pure.persistence import AttributeName, MapName, StepType
 
 
 def _no_attributes() -> PVector[AttributeName]:
@@ -121,88 +88,57 @@ class StepMovement:
 
 
 def _movement_input_problem(step_type: StepType, step_input: MovementInput) -> str | None:
-    if step_type is StepType.START_AGENT_SESSION:
-        return "StartAgentSession is the start Step; nothing moves to it"
-    if step_type in NO_INPUT_STEP_TYPES:
-        return None if step_input is None else f"{step_type} takes no input, got {step_input!r}"
-    if step_type in TOOL_CALL_STEP_TYPES:
-        return None if isinstance(step_input, str) and step_input != "" else f"{step_type} takes a tool call ID"
-    if isinstance(step_input, bool) or not isinstance(step_input, int) or step_input < 1:
-        return f"{step_type} takes a positive result count, got {step_input!r}"
-    return None
+    kind = STEP_TABLE[step_type].input
+    match kind:
+        case StepInputKind.START_INPUT:
+            return f"{step_type} is the start Step; nothing moves to it"
+        case StepInputKind.NONE:
+            return None if step_input is None else f"{step_type} takes no input, got {step_input!r}"
+        case StepInputKind.TOOL_CALL_ID:
+            return None if isinstance(step_input, str) and step_input != "" else f"{step_type} takes a tool call ID"
+        case StepInputKind.RESULT_COUNT:
+            if isinstance(step_input, bool) or not isinstance(step_input, int) or step_input < 1:
+                return f"{step_type} takes a positive result count, got {step_input!r}"
+            return None
+        case _:
+            assert_never(kind)
 
 
-def _recording_options(load: PVector[MapInstanceRef], maps: PVector[MapName]) -> StepOptionsSpec:
+def _options(step_type: StepType, tool_call_id: str | None) -> StepOptionsSpec:
+    row = STEP_TABLE[step_type]
+    execute = row.execute
+    route = None
+    if row.failure_route is not None:
+        route = FailureRoute(step_type=row.failure_route, options=_options(row.failure_route, tool_call_id))
     return StepOptionsSpec(
-        execute_retry=RetrySpec(maximum_interval_seconds=RECORDING_BACKOFF_CAP_SECONDS),
-        execute_load_attribute_maps=maps,
-        execute_load_attribute_map_instances=load,
+        execute_method_timeout_seconds=row.execute_method_timeout_seconds,
+        heartbeat_timeout_seconds=row.heartbeat_timeout_seconds,
+        execute_retry=row.execute_retry,
+        wait_for_durability=row.durability,
+        execute_durability=row.durability,
+        execute_lock_attributes=pvector(execute.locks),
+        wait_for_load_attribute_map_instances=pvector(row.wait_for.instances(tool_call_id)),
+        execute_load_attribute_maps=pvector(execute.maps),
+        execute_load_attribute_map_instances=pvector(execute.instances(tool_call_id)),
+        failure_route=route,
     )
-
-
-def _tool_call_instance(tool_call_id: str) -> PVector[MapInstanceRef]:
-    return pvector([MapInstanceRef(name=MapName.AGENT_TOOL_CALLS, key=tool_call_id)])
-
-
-def _tool_step_options(tool_call_id: str, attempts: int, route: StepType) -> StepOptionsSpec:
-    load = _tool_call_instance(tool_call_id)
-    return StepOptionsSpec(
-        execute_retry=RetrySpec(maximum_attempts=attempts),
-        execute_load_attribute_map_instances=load,
-        failure_route=FailureRoute(step_type=route, options=_recording_options(load, _no_maps())),
-    )
-
-
-def _record_turn_failure_options() -> StepOptionsSpec:
-    return _recording_options(_no_instances(), pvector([MapName.AGENT_TOOL_CALLS]))
 
 
 def step_options_for(step_type: StepType, tool_call_id: str | None = None) -> StepOptionsSpec:
-    """Return the complete options of ``step_type`` (spec Step table, "Options" column).
+    """Return the complete options of ``step_type`` (its row of the flow table).
 
     Args:
         step_type: The Step.
-        tool_call_id: The call of a tool Step (``AwaitToolApproval``, ``CallTool``,
-            ``CallSingleAttemptTool`` and the two recording routes); ignored for other Steps.
+        tool_call_id: The call of a Step whose input is a tool call ID (``AwaitToolApproval``,
+            ``CallTool``, ``CallSingleAttemptTool`` and the two recording routes); ignored otherwise.
 
     Raises:
-        ValueError: a tool Step without a tool call ID (a programmer error).
+        ValueError: a tool call Step without a tool call ID (a programmer error).
     """
-    if step_type in TOOL_CALL_STEP_TYPES and not tool_call_id:
+    takes_call = STEP_TABLE[step_type].input is StepInputKind.TOOL_CALL_ID
+    if takes_call and not tool_call_id:
         raise ValueError(f"{step_type} options need the tool call ID")
-    call_id = tool_call_id or ""
-    match step_type:
-        case StepType.START_AGENT_SESSION | StepType.AWAIT_USER_MESSAGE:
-            return StepOptionsSpec()
-        case StepType.RUN_MODEL:
-            return StepOptionsSpec(
-                execute_method_timeout_seconds=RUN_MODEL_METHOD_TIMEOUT_SECONDS,
-                heartbeat_timeout_seconds=RUN_MODEL_HEARTBEAT_TIMEOUT_SECONDS,
-                execute_retry=RetrySpec(
-                    maximum_attempts=RUN_MODEL_MAXIMUM_ATTEMPTS, total_duration_seconds=RUN_MODEL_TOTAL_DURATION_SECONDS
-                ),
-                execute_load_attribute_maps=pvector([MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS]),
-                failure_route=FailureRoute(step_type=StepType.RECORD_TURN_FAILURE, options=_record_turn_failure_options()),
-            )
-        case StepType.AWAIT_TOOL_APPROVAL:
-            load = _tool_call_instance(call_id)
-            return StepOptionsSpec(
-                execute_lock_attributes=pvector([AttributeName.PENDING_INTERRUPTS]),
-                wait_for_load_attribute_map_instances=load,
-                execute_load_attribute_map_instances=load,
-            )
-        case StepType.CALL_TOOL:
-            return _tool_step_options(call_id, RETRYING_TOOL_ATTEMPTS, StepType.RECORD_TOOL_FAILURE)
-        case StepType.CALL_SINGLE_ATTEMPT_TOOL:
-            return _tool_step_options(call_id, SINGLE_TOOL_ATTEMPT, StepType.RECORD_TOOL_OUTCOME_UNKNOWN)
-        case StepType.RECORD_TOOL_FAILURE | StepType.RECORD_TOOL_OUTCOME_UNKNOWN:
-            return _recording_options(_tool_call_instance(call_id), _no_maps())
-        case StepType.RESUME_TURN:
-            return StepOptionsSpec(execute_load_attribute_maps=pvector([MapName.AGENT_TOOL_CALLS]))
-        case StepType.RECORD_TURN_FAILURE:
-            return _record_turn_failure_options()
-        case _:
-            assert_never(step_type)
+    return _options(step_type, tool_call_id if takes_call else None)
 
 
 def move_to(step_type: StepType, step_input: MovementInput = None) -> StepMovement:
@@ -216,16 +152,8 @@ def move_to(step_type: StepType, step_input: MovementInput = None) -> StepMoveme
 
 
 __all__ = [
-    "RECORDING_BACKOFF_CAP_SECONDS",
-    "RUN_MODEL_HEARTBEAT_TIMEOUT_SECONDS",
-    "RUN_MODEL_MAXIMUM_ATTEMPTS",
-    "RUN_MODEL_METHOD_TIMEOUT_SECONDS",
-    "RUN_MODEL_TOTAL_DURATION_SECONDS",
-    "Durability",
     "FailureRoute",
-    "MapInstanceRef",
     "MovementInput",
-    "RetrySpec",
     "StepMovement",
     "StepOptionsSpec",
     "move_to",

@@ -1,10 +1,13 @@
-"""Dex codecs of every top-level session value, built from the pure wire module.
+"""Dex codecs of every top-level session value, built from the pure core's tables.
 
 The Dex SDK's automatic dataclass JSON cannot hold the session's values (they use ``PVector``,
-``PMap`` and nullable nested records), so every type a Step, an RPC or a persisted name carries is
+``PMap`` and nullable nested records), so every type a persisted name (its typed key in
+``dex_agents.pure.persistence``), a Step input or an RPC (``dex_agents.pure.flow_table``) carries is
 registered here with a codec that writes the spec's canonical JSON (``dex_agents.pure.wire``).
 
 Invariants:
+    * The codecs are derived from the keys' wire types and the tables' records; nothing here names a
+      session type.
     * A stored text that cannot be decoded raises ``StoredValueError`` naming the type and the JSON
       path; it never decodes to a partial value.
     * The Client and every Worker must use ``SESSION_CODECS`` (``session_registry`` does this).
@@ -12,34 +15,19 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar, final
+from typing import Any, Final, Generic, TypeVar, cast, final
 
 from dex import Codec, CodecRegistry, Value, WireKind
 from pyrsistent.typing import PVector
 from returns.pipeline import is_successful
 
-from dex_agents.pure.rpc_values import (
-    AgentMessagePage,
-    AgentSnapshot,
-    ListAgentMessagesInput,
-    ResolveInterruptInput,
-    SendUserMessageInput,
-)
-from dex_agents.pure.values import (
-    AgentEvent,
-    AgentInterrupt,
-    AgentInterruptResolution,
-    AgentMessage,
-    AgentSessionStartInput,
-    AgentState,
-    AgentToolCall,
-    AgentUsage,
-    AgentUserMessage,
-    ToolCallCompleted,
-)
-from dex_agents.pure.wire import WireType, decode_as, encode_as, record_type, vector_type
+from dex_agents.pure.flow_table import RPC_TABLE, START_INPUT_TYPE
+from dex_agents.pure.persistence import PERSISTED_KEYS
+from dex_agents.pure.wire import WireType, decode_as, encode_as, record_type
+from dex_agents.pure.wire_schema import RecordNode, VectorNode, WireNode
 
 T = TypeVar("T")
 
@@ -79,38 +67,41 @@ class WireTextCodec(Generic[T]):
         return result.unwrap()
 
 
-PENDING_INTERRUPTS_TYPE: Final = vector_type(AgentInterrupt)
-"""Wire type of the ``PendingInterrupts`` Attribute (a JSON array of ``AgentInterrupt``)."""
-
-PendingInterrupts = PVector[AgentInterrupt]
-"""The Python type of the ``PendingInterrupts`` Attribute; also its codec key."""
-
-_RECORDS: Final[tuple[type[object], ...]] = (
-    AgentEvent,
-    AgentInterruptResolution,
-    AgentMessage,
-    AgentMessagePage,
-    AgentSessionStartInput,
-    AgentSnapshot,
-    AgentState,
-    AgentToolCall,
-    AgentUsage,
-    AgentUserMessage,
-    ListAgentMessagesInput,
-    ResolveInterruptInput,
-    SendUserMessageInput,
-    ToolCallCompleted,
-)
+def _type_hint_of(node: WireNode) -> object:
+    match node:
+        case RecordNode(record=record):
+            return record
+        case VectorNode(item=item):
+            return cast(Any, PVector)[_type_hint_of(item)]
+        case _:
+            raise TypeError(f"no session value is a {type(node).__name__}")
 
 
-def _session_codecs() -> dict[object, Codec[Any]]:
-    codecs: dict[object, Codec[Any]] = {record: WireTextCodec(record_type(record)) for record in _RECORDS}
-    codecs[PendingInterrupts] = WireTextCodec(PENDING_INTERRUPTS_TYPE)
-    return codecs
+def value_type_of(value_type: WireType[T] | type[T]) -> type[T]:
+    """The type hint Dex knows a value type by (a definition's ``value_type``, a codec's key): the
+    record class, ``PVector[record]`` for a vector, or the plain Python type itself."""
+    if isinstance(value_type, WireType):
+        return cast(type[T], _type_hint_of(value_type.node))
+    return value_type
 
 
-SESSION_CODECS: Final[Mapping[object, Codec[Any]]] = _session_codecs()
-"""Codec of every top-level session type, keyed by the type hint the definitions use."""
+def _session_wire_types() -> Iterator[WireType[Any]]:
+    for key in PERSISTED_KEYS:
+        if isinstance(key.value_type, WireType):
+            yield key.value_type
+    records: list[type[object]] = [START_INPUT_TYPE]
+    for row in RPC_TABLE.values():
+        records.extend(record for record in (row.input_type, row.output_type) if record is not None)
+    for record in records:
+        if dataclasses.is_dataclass(record):
+            yield record_type(record)
+
+
+SESSION_CODECS: Final[Mapping[object, Codec[Any]]] = {
+    value_type_of(wire_type): WireTextCodec(wire_type) for wire_type in _session_wire_types()
+}
+"""Codec of every top-level session type (persisted values, the start input, RPC inputs and outputs),
+keyed by the type hint the definitions and handlers use."""
 
 
 def session_codec_registry(extra: Mapping[object, Codec[Any]] | None = None) -> CodecRegistry:
@@ -119,10 +110,9 @@ def session_codec_registry(extra: Mapping[object, Codec[Any]] | None = None) -> 
 
 
 __all__ = [
-    "PENDING_INTERRUPTS_TYPE",
     "SESSION_CODECS",
-    "PendingInterrupts",
     "StoredValueError",
     "WireTextCodec",
     "session_codec_registry",
+    "value_type_of",
 ]

@@ -1,55 +1,116 @@
-"""The session's Dex persistence definitions, one object per persisted name of the spec.
+"""The session's Dex persistence definitions, one object per persisted name, built from the pure
+core's typed keys (``dex_agents.pure.persistence``).
 
 Attributes, AttributeMaps, Channels and the ChannelMap are module-level: the SDK allows one
 definition object in several Flows, and ``@rpc`` lock and load arguments are evaluated when the
 Flow class is defined. A Stream may belong to one Flow only, so ``event_stream`` makes one per Flow.
 
-Invariant: every name comes from the pure core's enums (``dex_agents.pure.persistence``), and every
-value type has a codec in ``SESSION_CODECS``.
+Invariants:
+    * Every definition's name and value type come from its key (nothing here names a type), and every
+      value type has a codec in ``SESSION_CODECS`` (built from the same keys).
+    * ``attribute_of(key)`` and its siblings return the one definition of ``key``, typed by it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar, cast
 
 from dex import Attribute, AttributeLock, AttributeMap, AttributeMapLoad, Channel, ChannelMap, Stream
 
-from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName, StreamName
-from dex_agents.pure.values import (
-    AgentEvent,
-    AgentInterruptResolution,
-    AgentMessage,
-    AgentState,
-    AgentToolCall,
-    AgentUsage,
-    AgentUserMessage,
-    ToolCallCompleted,
+from dex_agents.pure import persistence
+from dex_agents.pure.persistence import (
+    PERSISTED_KEYS,
+    AttributeKey,
+    AttributeName,
+    ChannelKey,
+    ChannelMapKey,
+    ChannelMapName,
+    ChannelName,
+    MapKey,
+    MapName,
+    StreamKey,
 )
-from dex_agents.shell.codecs import PendingInterrupts
+from dex_agents.pure.values import AgentEvent
+from dex_agents.shell.codecs import value_type_of
 
-AGENT_STATE: Final = Attribute(AttributeName.AGENT_STATE.value, AgentState)
-FRAMEWORK_RUN_STATE: Final = Attribute(AttributeName.FRAMEWORK_RUN_STATE.value, str)
-PENDING_INTERRUPTS: Final = Attribute[PendingInterrupts](AttributeName.PENDING_INTERRUPTS.value, PendingInterrupts)
-AGENT_USAGE: Final = Attribute(AttributeName.AGENT_USAGE.value, AgentUsage)
-AGENT_MESSAGES: Final = AttributeMap(MapName.AGENT_MESSAGES.value, AgentMessage)
-AGENT_TOOL_CALLS: Final = AttributeMap(MapName.AGENT_TOOL_CALLS.value, AgentToolCall)
-QUEUED_USER_MESSAGES: Final = Channel(ChannelName.QUEUED_USER_MESSAGES.value, AgentUserMessage)
-TOOL_CALL_RESULTS: Final = Channel(ChannelName.TOOL_CALL_RESULTS.value, ToolCallCompleted)
-INTERRUPT_RESOLUTIONS: Final = ChannelMap(ChannelMapName.INTERRUPT_RESOLUTIONS.value, AgentInterruptResolution)
+T = TypeVar("T")
 
-ATTRIBUTES: Final[dict[AttributeName, Attribute[Any]]] = {
-    AttributeName.AGENT_STATE: AGENT_STATE,
-    AttributeName.FRAMEWORK_RUN_STATE: FRAMEWORK_RUN_STATE,
-    AttributeName.PENDING_INTERRUPTS: PENDING_INTERRUPTS,
-    AttributeName.AGENT_USAGE: AGENT_USAGE,
+AnyDefinition = Attribute[Any] | AttributeMap[Any] | Channel[Any] | ChannelMap[Any]
+"""A definition the Flows share (everything but the Stream)."""
+
+
+def _definition(key: object) -> AnyDefinition | None:
+    match key:
+        case AttributeKey(name=name, value_type=value_type):
+            return Attribute(name.value, value_type_of(value_type))
+        case MapKey(name=name, value_type=value_type):
+            return AttributeMap(name.value, value_type_of(value_type))
+        case ChannelKey(name=name, value_type=value_type):
+            return Channel(name.value, value_type_of(value_type))
+        case ChannelMapKey(name=name, value_type=value_type):
+            return ChannelMap(name.value, value_type_of(value_type))
+        case StreamKey():
+            return None
+        case _:
+            raise TypeError(f"not a persisted key: {key!r}")
+
+
+SCHEMA_DEFINITIONS: Final[tuple[AnyDefinition, ...]] = tuple(
+    definition for definition in map(_definition, PERSISTED_KEYS) if definition is not None
+)
+"""Every definition of a session Flow's schema except its own Stream, in the spec's table order."""
+
+ATTRIBUTES: Final[Mapping[AttributeName, Attribute[Any]]] = {
+    AttributeName(d.name): d for d in SCHEMA_DEFINITIONS if isinstance(d, Attribute)
 }
-"""Singleton Attribute definitions by name (values are written through the typed effects)."""
+"""Singleton Attribute definitions by name."""
 
-MAPS: Final[dict[MapName, AttributeMap[Any]]] = {
-    MapName.AGENT_MESSAGES: AGENT_MESSAGES,
-    MapName.AGENT_TOOL_CALLS: AGENT_TOOL_CALLS,
+MAPS: Final[Mapping[MapName, AttributeMap[Any]]] = {
+    MapName(d.name): d for d in SCHEMA_DEFINITIONS if isinstance(d, AttributeMap)
 }
 """AttributeMap definitions by name."""
+
+CHANNELS: Final[Mapping[ChannelName, Channel[Any]]] = {
+    ChannelName(d.name): d for d in SCHEMA_DEFINITIONS if isinstance(d, Channel)
+}
+"""Channel definitions by name."""
+
+CHANNEL_MAPS: Final[Mapping[ChannelMapName, ChannelMap[Any]]] = {
+    ChannelMapName(d.name): d for d in SCHEMA_DEFINITIONS if isinstance(d, ChannelMap)
+}
+"""ChannelMap definitions by name."""
+
+
+def attribute_of(key: AttributeKey[T]) -> Attribute[T]:
+    """The Attribute definition of ``key``."""
+    return cast(Attribute[T], ATTRIBUTES[key.name])
+
+
+def map_of(key: MapKey[T]) -> AttributeMap[T]:
+    """The AttributeMap definition of ``key``."""
+    return cast(AttributeMap[T], MAPS[key.name])
+
+
+def channel_of(key: ChannelKey[T]) -> Channel[T]:
+    """The Channel definition of ``key``."""
+    return cast(Channel[T], CHANNELS[key.name])
+
+
+def channel_map_of(key: ChannelMapKey[T]) -> ChannelMap[T]:
+    """The ChannelMap definition of ``key``."""
+    return cast(ChannelMap[T], CHANNEL_MAPS[key.name])
+
+
+AGENT_STATE: Final = attribute_of(persistence.AGENT_STATE)
+FRAMEWORK_RUN_STATE: Final = attribute_of(persistence.FRAMEWORK_RUN_STATE)
+PENDING_INTERRUPTS: Final = attribute_of(persistence.PENDING_INTERRUPTS)
+AGENT_USAGE: Final = attribute_of(persistence.AGENT_USAGE)
+AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
+AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
+QUEUED_USER_MESSAGES: Final = channel_of(persistence.QUEUED_USER_MESSAGES)
+TOOL_CALL_RESULTS: Final = channel_of(persistence.TOOL_CALL_RESULTS)
+INTERRUPT_RESOLUTIONS: Final = channel_map_of(persistence.INTERRUPT_RESOLUTIONS)
 
 
 def attribute_lock(name: AttributeName) -> AttributeLock:
@@ -65,21 +126,9 @@ def map_instance_load(name: MapName, key: str) -> AttributeMapLoad:
 def event_stream(capacity_bytes: int) -> Stream[AgentEvent]:
     """A new ``AgentEvents`` Stream definition for one Flow type (its byte budget is shared by every
     session of that type)."""
-    return Stream(StreamName.AGENT_EVENTS.value, AgentEvent, capacity_bytes)
+    key = persistence.AGENT_EVENTS
+    return Stream(key.name.value, value_type_of(key.value_type), capacity_bytes)
 
-
-SCHEMA_DEFINITIONS: Final = (
-    AGENT_STATE,
-    AGENT_MESSAGES,
-    FRAMEWORK_RUN_STATE,
-    AGENT_TOOL_CALLS,
-    PENDING_INTERRUPTS,
-    AGENT_USAGE,
-    QUEUED_USER_MESSAGES,
-    INTERRUPT_RESOLUTIONS,
-    TOOL_CALL_RESULTS,
-)
-"""Every definition of a session Flow's schema except its own Stream, in the spec's table order."""
 
 __all__ = [
     "AGENT_MESSAGES",
@@ -87,6 +136,8 @@ __all__ = [
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
     "ATTRIBUTES",
+    "CHANNELS",
+    "CHANNEL_MAPS",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "MAPS",
@@ -94,7 +145,12 @@ __all__ = [
     "QUEUED_USER_MESSAGES",
     "SCHEMA_DEFINITIONS",
     "TOOL_CALL_RESULTS",
+    "AnyDefinition",
     "attribute_lock",
+    "attribute_of",
+    "channel_map_of",
+    "channel_of",
     "event_stream",
     "map_instance_load",
+    "map_of",
 ]

@@ -15,20 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dex import (
-    Attribute,
-    AttributeMap,
-    Channel,
-    ChannelMap,
-    Context,
-    Flow,
-    PersistenceSchema,
-    RPCResult,
-    Step,
-    StepList,
-    Stream,
-    rpc,
-)
+from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
 
 from dex_agents.pure.persistence import MapName, RpcName, StepType
 from dex_agents.pure.rpc_values import (
@@ -46,19 +33,7 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     SendUserMessageCalled,
 )
-from dex_agents.pure.values import (
-    AgentEvent,
-    AgentInterruptResolution,
-    AgentMessage,
-    AgentSessionStartInput,
-    AgentState,
-    AgentToolCall,
-    AgentUsage,
-    AgentUserMessage,
-    ToolCallCompleted,
-    ToolEffect,
-)
-from dex_agents.shell.codecs import PendingInterrupts
+from dex_agents.pure.values import AgentEvent, AgentSessionStartInput, ToolEffect
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -132,15 +107,15 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         )
         self._steps = tuple(cls(self.runtime) for cls in _STEP_CLASSES)
 
-    agent_state: Final[Attribute[AgentState]] = AGENT_STATE
-    agent_messages: Final[AttributeMap[AgentMessage]] = AGENT_MESSAGES
-    framework_run_state: Final[Attribute[str]] = FRAMEWORK_RUN_STATE
-    agent_tool_calls: Final[AttributeMap[AgentToolCall]] = AGENT_TOOL_CALLS
-    pending_interrupts: Final[Attribute[PendingInterrupts]] = PENDING_INTERRUPTS
-    agent_usage: Final[Attribute[AgentUsage]] = AGENT_USAGE
-    queued_user_messages: Final[Channel[AgentUserMessage]] = QUEUED_USER_MESSAGES
-    interrupt_resolutions: Final[ChannelMap[AgentInterruptResolution]] = INTERRUPT_RESOLUTIONS
-    tool_call_results: Final[Channel[ToolCallCompleted]] = TOOL_CALL_RESULTS
+    agent_state: Final = AGENT_STATE
+    agent_messages: Final = AGENT_MESSAGES
+    framework_run_state: Final = FRAMEWORK_RUN_STATE
+    agent_tool_calls: Final = AGENT_TOOL_CALLS
+    pending_interrupts: Final = PENDING_INTERRUPTS
+    agent_usage: Final = AGENT_USAGE
+    queued_user_messages: Final = QUEUED_USER_MESSAGES
+    interrupt_resolutions: Final = INTERRUPT_RESOLUTIONS
+    tool_call_results: Final = TOOL_CALL_RESULTS
 
     def get_flow_type(self) -> str:
         return self._flow_type
@@ -177,7 +152,6 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return await drive_rpc(
             self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage, whole_maps=_MESSAGE_MAPS
         )
-
 
 
 def create_agent_session_flow(

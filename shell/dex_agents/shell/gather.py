@@ -18,9 +18,9 @@ from dex import Context, ValueMappingError
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from dex_agents.pure.flow_rows import MapInstanceRef
 from dex_agents.pure.persistence import MapName
 from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_options import MapInstanceRef
 from dex_agents.pure.values import AgentMessage, AgentToolCall, AgentUsage
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import (

@@ -12,9 +12,10 @@ from typing import Any, TypeAlias, assert_never
 
 from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions
 
+from dex_agents.pure.flow_rows import Durability, RetrySpec
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.step_options import Durability, RetrySpec, StepOptionsSpec
 from dex_agents.pure.step_options import StepMovement as MovementSpec
+from dex_agents.pure.step_options import StepOptionsSpec
 from dex_agents.shell.definitions import MAPS, attribute_lock, map_instance_load
 
 StepClassOf: TypeAlias = Callable[[StepType], type[Step[Any]]]
@@ -35,7 +36,7 @@ def _retry(spec: RetrySpec | None) -> RetryPolicy | None:
     )
 
 
-def _durability(durability: Durability) -> StepDurability:
+def dex_durability(durability: Durability) -> StepDurability:
     match durability:
         case Durability.SYNC:
             return StepDurability.SYNC
@@ -51,8 +52,8 @@ def dex_step_options(spec: StepOptionsSpec, step_class_of: StepClassOf) -> StepO
         execute_method_timeout=_seconds(spec.execute_method_timeout_seconds),
         heartbeat_timeout=_seconds(spec.heartbeat_timeout_seconds),
         execute_retry=_retry(spec.execute_retry),
-        wait_for_durability=_durability(spec.wait_for_durability),
-        execute_durability=_durability(spec.execute_durability),
+        wait_for_durability=dex_durability(spec.wait_for_durability),
+        execute_durability=dex_durability(spec.execute_durability),
         execute_lock_attributes=tuple(attribute_lock(name) for name in spec.execute_lock_attributes),
         wait_for_load_attribute_map_instances=tuple(
             map_instance_load(ref.name, ref.key) for ref in spec.wait_for_load_attribute_map_instances
@@ -77,4 +78,4 @@ def dex_movement(movement: MovementSpec, step_class_of: StepClassOf) -> StepMove
     )
 
 
-__all__ = ["StepClassOf", "dex_movement", "dex_step_options"]
+__all__ = ["StepClassOf", "dex_durability", "dex_movement", "dex_step_options"]

@@ -1,6 +1,8 @@
 """``perform``: one exhaustive match from a pure effect to the Dex call (or runner call) it names.
 
 Invariants:
+    * A persistence effect names its typed key; ``perform`` writes through that key's one definition
+      (``definitions.attribute_of`` and its siblings), with the value the key's type pins.
     * Writes are staged on the Context; Dex commits them atomically with the handler's result.
     * A Step-only effect (events, heartbeats, tool runs, decisions) inside an RPC is a programming
       error of the core and raises.
@@ -30,8 +32,7 @@ from dex_agents.pure.effects import (
     WriteEvent,
 )
 from dex_agents.pure.step_inputs import StepInput
-from dex_agents.pure.values import AgentUserMessage, ToolCallCompleted
-from dex_agents.shell.definitions import ATTRIBUTES, INTERRUPT_RESOLUTIONS, MAPS, QUEUED_USER_MESSAGES, TOOL_CALL_RESULTS
+from dex_agents.shell.definitions import attribute_of, channel_map_of, channel_of, map_of
 from dex_agents.shell.heartbeats import heartbeat_sent
 from dex_agents.shell.options import dex_movement
 from dex_agents.shell.step_run import StepRun
@@ -53,29 +54,21 @@ def _step_only(effect: Effect, run: StepRun | None) -> StepRun:
     return run
 
 
-def _publish(context: Context, value: AgentUserMessage | ToolCallCompleted) -> None:
-    # The effect pairs each Channel with its value type (checked when the effect is built).
-    if isinstance(value, AgentUserMessage):
-        QUEUED_USER_MESSAGES.publish(context, value)
-    else:
-        TOOL_CALL_RESULTS.publish(context, value)
-
-
 async def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
     """Perform ``effect`` on ``context``; ``run`` is the Step invocation (``None`` inside an RPC)."""
     match effect:
-        case SetAttribute(name=name, value=value):
-            ATTRIBUTES[name].set(context, value)
-        case DeleteAttribute(name=name):
-            ATTRIBUTES[name].delete(context)
-        case SetMapInstance(name=name, key=key, value=value):
-            MAPS[name].set(context, key, value)
-        case DeleteMapInstance(name=name, key=key):
-            MAPS[name].delete(context, key)
-        case PublishToChannel(value=value):
-            _publish(context, value)
-        case PublishToChannelInstance(key=key, value=value):
-            INTERRUPT_RESOLUTIONS.publish(context, key, value)
+        case SetAttribute(attribute=attribute, value=value):
+            attribute_of(attribute).set(context, value)
+        case DeleteAttribute(attribute=attribute):
+            attribute_of(attribute).delete(context)
+        case SetMapInstance(map=attribute_map, key=key, value=value):
+            map_of(attribute_map).set(context, key, value)
+        case DeleteMapInstance(map=attribute_map, key=key):
+            map_of(attribute_map).delete(context, key)
+        case PublishToChannel(channel=channel, value=value):
+            channel_of(channel).publish(context, value)
+        case PublishToChannelInstance(channel_map=channel_map, key=key, value=value):
+            channel_map_of(channel_map).publish(context, key, value)
         case WriteEvent(event=event):
             _step_only(effect, run).writer.write_session_event(event)
         case Heartbeat():

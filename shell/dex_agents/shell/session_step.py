@@ -1,19 +1,22 @@
 """``SessionStep``: the base of the session's Step classes (one per spec Step type).
 
-Invariants: a Step class's name is its spec Step type; its static options come from the pure table
-(``step_options_for``), except for the tool-call Steps, which are only ever reached through
-movements carrying their complete per-call options, so statically they only set SYNC durability.
+Invariants: a Step class's name is its spec Step type; its static options come from its row of the
+pure flow table (through ``step_options_for``), except for the Steps whose input is a tool call ID,
+which are only ever reached through movements carrying their complete per-call options, so statically
+they only set their row's durability.
 """
 
 from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from dex import Context, Step, StepDurability, StepOptions
+from dex import Context, Step, StepOptions
 
-from dex_agents.pure.persistence import TOOL_CALL_STEP_TYPES, StepType
+from dex_agents.pure.flow_rows import StepInputKind
+from dex_agents.pure.flow_table import STEP_TABLE
+from dex_agents.pure.persistence import StepType
 from dex_agents.pure.step_options import step_options_for
-from dex_agents.shell.options import dex_step_options
+from dex_agents.shell.options import dex_durability, dex_step_options
 from dex_agents.shell.runtime import SessionRuntime
 
 InputT = TypeVar("InputT")
@@ -33,8 +36,10 @@ class SessionStep(Step[InputT], Generic[InputT]):
         return self.step_type.value
 
     def get_step_options(self) -> StepOptions | None:
-        if self.step_type in TOOL_CALL_STEP_TYPES:
-            return StepOptions(wait_for_durability=StepDurability.SYNC, execute_durability=StepDurability.SYNC)
+        row = STEP_TABLE[self.step_type]
+        if row.input is StepInputKind.TOOL_CALL_ID:
+            durability = dex_durability(row.durability)
+            return StepOptions(wait_for_durability=durability, execute_durability=durability)
         return dex_step_options(step_options_for(self.step_type), self.runtime.step_class_of)
 
 

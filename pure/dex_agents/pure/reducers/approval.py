@@ -21,7 +21,7 @@ from typing import TypeAlias, assert_never, final
 from dex_agents.pure import events
 from dex_agents.pure.deadlines import is_late, timer_seconds
 from dex_agents.pure.effects import Effect, SetMapInstance, WriteEvent
-from dex_agents.pure.persistence import MapName, StepType
+from dex_agents.pure.persistence import AGENT_TOOL_CALLS, StepType
 from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.reducers.common import (
     dead_end,
@@ -112,7 +112,7 @@ def _decide(
     return transition(
         replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, approved_record)),
         [
-            SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=record.tool_call_id, value=approved_record),
+            SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, approved_record),
             *before,
             go_to(tool_step_type(record.effect), record.tool_call_id),
         ],

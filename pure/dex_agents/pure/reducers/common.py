@@ -31,7 +31,15 @@ from dex_agents.pure.effects import (
     WriteEvent,
 )
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE, message_sequence_key, turn_id_for
-from dex_agents.pure.persistence import AttributeName, ChannelName, MapName, StepType
+from dex_agents.pure.persistence import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    FRAMEWORK_RUN_STATE,
+    PENDING_INTERRUPTS,
+    TOOL_CALL_RESULTS,
+    StepType,
+)
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import Invocation
 from dex_agents.pure.step_options import MovementInput, move_to
@@ -56,14 +64,14 @@ def go_to(step_type: StepType, step_input: MovementInput = None) -> GoToSteps:
     return GoToSteps(movements=pvector([move_to(step_type, step_input)]))
 
 
-def set_agent_state(agent_state: AgentState) -> SetAttribute:
+def set_agent_state(agent_state: AgentState) -> Effect:
     """Write the ``AgentState`` Attribute."""
-    return SetAttribute(name=AttributeName.AGENT_STATE, value=agent_state)
+    return SetAttribute.of(AGENT_STATE, agent_state)
 
 
-def set_pending_interrupts(state: SessionState) -> SetAttribute:
+def set_pending_interrupts(state: SessionState) -> Effect:
     """Write the state's ``PendingInterrupts``."""
-    return SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=state.pending_interrupts)
+    return SetAttribute.of(PENDING_INTERRUPTS, state.pending_interrupts)
 
 
 def room_for_messages(agent_state: AgentState, count: int) -> str | None:
@@ -105,7 +113,7 @@ def append_messages(
             )
         )
     effects: list[Effect] = [
-        SetMapInstance(name=MapName.AGENT_MESSAGES, key=message_sequence_key(message.sequence), value=message)
+        SetMapInstance.of(AGENT_MESSAGES, message_sequence_key(message.sequence), message)
         for message in stored
     ]
     new_agent_state = replace(agent_state, message_count=agent_state.message_count + len(stored))
@@ -169,9 +177,9 @@ def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Ef
     """
     effects: list[Effect] = []
     if state.framework_run_state is not None:
-        effects.append(DeleteAttribute(name=AttributeName.FRAMEWORK_RUN_STATE))
+        effects.append(DeleteAttribute.of(FRAMEWORK_RUN_STATE))
     effects.extend(
-        DeleteMapInstance(name=MapName.AGENT_TOOL_CALLS, key=record.tool_call_id)
+        DeleteMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id)
         for record in state.records_in_deferral_order()
     )
     remaining = pvector(i for i in state.pending_interrupts if i.turn_id != turn_id)
@@ -191,11 +199,9 @@ def finalize_record(
         new_state,
         [
             *before,
-            SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=final_record.tool_call_id, value=final_record),
+            SetMapInstance.of(AGENT_TOOL_CALLS, final_record.tool_call_id, final_record),
             WriteEvent(event=events.tool_call_finished(invocation, final_record)),
-            PublishToChannel(
-                name=ChannelName.TOOL_CALL_RESULTS, value=ToolCallCompleted(tool_call_id=final_record.tool_call_id)
-            ),
+            PublishToChannel.of(TOOL_CALL_RESULTS, ToolCallCompleted(tool_call_id=final_record.tool_call_id)),
             DeadEnd(),
         ],
     )

@@ -23,7 +23,7 @@ from dex_agents.pure import events
 from dex_agents.pure.deadlines import deadline_ms, format_instant
 from dex_agents.pure.effects import Effect, GoToSteps, SetAttribute, SetMapInstance, WriteEvent
 from dex_agents.pure.keys import idempotency_key, interrupt_id_for
-from dex_agents.pure.persistence import AttributeName, MapName, StepType
+from dex_agents.pure.persistence import AGENT_TOOL_CALLS, AGENT_USAGE, FRAMEWORK_RUN_STATE, StepType
 from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.reducers.common import (
     NO_RUNNING_TURN,
@@ -87,7 +87,7 @@ def _turn_completed(
         [
             *message_effects,
             *clear_effects,
-            SetAttribute(name=AttributeName.AGENT_USAGE, value=usage),
+            SetAttribute.of(AGENT_USAGE, usage),
             set_agent_state(agent_state),
             WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
             WriteEvent(event=events.turn_completed(turn_id, invocation, len(outcome.new_messages))),
@@ -173,14 +173,14 @@ def _tool_calls_requested(
         usage=usage,
     )
     effects: list[Effect] = [
-        SetAttribute(name=AttributeName.FRAMEWORK_RUN_STATE, value=outcome.framework_run_state),
-        *(SetMapInstance(name=MapName.AGENT_TOOL_CALLS, key=r.tool_call_id, value=r) for r in records),
+        SetAttribute.of(FRAMEWORK_RUN_STATE, outcome.framework_run_state),
+        *(SetMapInstance.of(AGENT_TOOL_CALLS, r.tool_call_id, r) for r in records),
     ]
     if interrupts:
         effects.append(set_pending_interrupts(new_state))
     effects.extend(
         [
-            SetAttribute(name=AttributeName.AGENT_USAGE, value=usage),
+            SetAttribute.of(AGENT_USAGE, usage),
             set_agent_state(agent_state),
             WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
         ]

@@ -21,7 +21,7 @@ from pyrsistent import pvector
 from dex_agents.pure.effects import PublishToChannel, PublishToChannelInstance
 from dex_agents.pure.paging import page_messages
 from dex_agents.pure.deadlines import is_late
-from dex_agents.pure.persistence import ChannelMapName, ChannelName
+from dex_agents.pure.persistence import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES
 from dex_agents.pure.reducers.common import interrupt_deadline, set_pending_interrupts
 from dex_agents.pure.reducers.session import is_blank
 from dex_agents.pure.rpc_values import AgentSnapshot
@@ -42,7 +42,7 @@ def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled)
     if is_blank(text):
         return answer(state, False)
     queued = replace(state, queued_message_count=state.queued_message_count + 1)
-    publish = PublishToChannel(name=ChannelName.QUEUED_USER_MESSAGES, value=AgentUserMessage(text=text))
+    publish = PublishToChannel.of(QUEUED_USER_MESSAGES, AgentUserMessage(text=text))
     return answer(queued, True, [publish])
 
 
@@ -72,9 +72,7 @@ def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled
         True,
         [
             set_pending_interrupts(resolved),
-            PublishToChannelInstance(
-                name=ChannelMapName.INTERRUPT_RESOLUTIONS, key=request.interrupt_id, value=resolution
-            ),
+            PublishToChannelInstance.of(INTERRUPT_RESOLUTIONS, request.interrupt_id, resolution),
         ],
     )
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pyrsistent import pvector
 
 from dex_agents.pure.effects import Effect, SetAttribute
-from dex_agents.pure.persistence import AttributeName, StepType
+from dex_agents.pure.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
 from dex_agents.pure.reducers.common import NOT_STARTED, go_to, set_agent_state, start_turn
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import SessionStarted, UserMessageArrived
@@ -50,8 +50,8 @@ def reduce_session_started(state: SessionState, started: SessionStarted) -> Tran
     )
     initialized = replace(state, agent_state=agent_state, usage=empty_agent_usage(), pending_interrupts=pvector())
     init_effects: list[Effect] = [
-        SetAttribute(name=AttributeName.AGENT_USAGE, value=initialized.usage),
-        SetAttribute(name=AttributeName.PENDING_INTERRUPTS, value=initialized.pending_interrupts),
+        SetAttribute.of(AGENT_USAGE, initialized.usage),
+        SetAttribute.of(PENDING_INTERRUPTS, initialized.pending_interrupts),
     ]
     if started.initial_user_message is None:
         return transition(

@@ -1,0 +1,225 @@
+"""The flow table against the spec: one row per Step type and per RPC, the spec's inputs, waits, failure
+routes, locks and loads (restated here from the spec text on purpose: the spec is the oracle), and the
+typed persisted keys, whose value types mypy pins on every persistence effect."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from pyrsistent import pvector
+
+from dex_agents.pure.effects import (
+    AnswerRpc,
+    DeleteAttribute,
+    PublishToChannel,
+    PublishToChannelInstance,
+    RpcOutput,
+    SetAttribute,
+    SetMapInstance,
+)
+from dex_agents.pure.flow_rows import (
+    ForInputCountMessages,
+    ForOneMessage,
+    ForResolutionOrDeadline,
+    MethodAccess,
+    NoWait,
+    StepInputKind,
+)
+from dex_agents.pure.flow_table import RPC_TABLE, START_INPUT_TYPE, STEP_TABLE, steps_with_input
+from dex_agents.pure.persistence import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    INTERRUPT_RESOLUTIONS,
+    PENDING_INTERRUPTS,
+    PERSISTED_KEYS,
+    QUEUED_USER_MESSAGES,
+    TOOL_CALL_RESULTS,
+    AttributeKey,
+    AttributeName,
+    ChannelMapName,
+    ChannelName,
+    MapName,
+    RpcName,
+    StepType,
+    StreamName,
+    holds,
+)
+from dex_agents.pure.policies import tool_step_attempts
+from dex_agents.pure.values import (
+    AgentInterruptResolution,
+    AgentSessionStartInput,
+    AgentUsage,
+    AgentUserMessage,
+    ToolCallCompleted,
+    ToolEffect,
+)
+from dex_agents.pure.wire_schema import JSON_VALUE_TYPE
+
+from tests.pure.scenario_support import Session, requested, started_session, tool_call
+
+SPEC_PERSISTED_NAMES = [
+    "AgentState",
+    "AgentMessages",
+    "FrameworkRunState",
+    "AgentToolCalls",
+    "PendingInterrupts",
+    "AgentUsage",
+    "QueuedUserMessages",
+    "InterruptResolutions",
+    "ToolCallResults",
+    "AgentEvents",
+]
+"""The spec's persistence table, "Persistence name" column, in its order."""
+
+SPEC_INPUTS = {
+    StepType.START_AGENT_SESSION: StepInputKind.START_INPUT,
+    StepType.AWAIT_USER_MESSAGE: StepInputKind.NONE,
+    StepType.RUN_MODEL: StepInputKind.NONE,
+    StepType.AWAIT_TOOL_APPROVAL: StepInputKind.TOOL_CALL_ID,
+    StepType.CALL_TOOL: StepInputKind.TOOL_CALL_ID,
+    StepType.CALL_SINGLE_ATTEMPT_TOOL: StepInputKind.TOOL_CALL_ID,
+    StepType.RECORD_TOOL_FAILURE: StepInputKind.TOOL_CALL_ID,
+    StepType.RECORD_TOOL_OUTCOME_UNKNOWN: StepInputKind.TOOL_CALL_ID,
+    StepType.RESUME_TURN: StepInputKind.RESULT_COUNT,
+    StepType.RECORD_TURN_FAILURE: StepInputKind.NONE,
+}
+"""The spec's Step table, "Input" column."""
+
+SPEC_FAILURE_ROUTES = {
+    StepType.RUN_MODEL: StepType.RECORD_TURN_FAILURE,
+    StepType.CALL_TOOL: StepType.RECORD_TOOL_FAILURE,
+    StepType.CALL_SINGLE_ATTEMPT_TOOL: StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
+}
+"""The spec's Step table, "Options" column: the failure routes."""
+
+
+def test_every_step_type_and_rpc_has_one_row_under_its_own_name() -> None:
+    assert list(STEP_TABLE) == list(StepType)
+    assert all(row.step_type is step_type for step_type, row in STEP_TABLE.items())
+    assert list(RPC_TABLE) == list(RpcName)
+    assert all(row.rpc is name for name, row in RPC_TABLE.items())
+
+
+def test_inputs_are_the_spec_step_tables() -> None:
+    assert {step_type: row.input for step_type, row in STEP_TABLE.items()} == SPEC_INPUTS
+    assert START_INPUT_TYPE is AgentSessionStartInput
+    assert steps_with_input(StepInputKind.START_INPUT) == {StepType.START_AGENT_SESSION}
+
+
+def test_failure_routes_are_the_specs_and_a_route_has_no_route_of_its_own() -> None:
+    routes = {step_type: row.failure_route for step_type, row in STEP_TABLE.items() if row.failure_route is not None}
+    assert routes == SPEC_FAILURE_ROUTES
+    for route in routes.values():
+        assert STEP_TABLE[route].failure_route is None
+
+
+def test_waits_are_the_spec_step_tables() -> None:
+    waits = {step_type: row.wait for step_type, row in STEP_TABLE.items() if not isinstance(row.wait, NoWait)}
+    assert waits == {
+        StepType.AWAIT_USER_MESSAGE: ForOneMessage(channel=ChannelName.QUEUED_USER_MESSAGES),
+        StepType.RESUME_TURN: ForInputCountMessages(channel=ChannelName.TOOL_CALL_RESULTS),
+        StepType.AWAIT_TOOL_APPROVAL: ForResolutionOrDeadline(channel_map=ChannelMapName.INTERRUPT_RESOLUTIONS),
+    }
+
+
+def test_only_await_tool_approval_locks_and_it_locks_pending_interrupts_in_execute() -> None:
+    locking = {step_type: row.execute.locks for step_type, row in STEP_TABLE.items() if row.execute.locks}
+    assert locking == {StepType.AWAIT_TOOL_APPROVAL: (AttributeName.PENDING_INTERRUPTS,)}
+    assert all(not row.wait_for.locks for row in STEP_TABLE.values())
+
+
+def test_a_tool_call_step_loads_only_its_own_record() -> None:
+    for step_type in steps_with_input(StepInputKind.TOOL_CALL_ID):
+        row = STEP_TABLE[step_type]
+        assert row.execute.maps == ()
+        assert row.execute.call_instances == (MapName.AGENT_TOOL_CALLS,)
+        assert row.execute.instances("c1")[0].key == "c1"
+    for step_type in set(StepType) - steps_with_input(StepInputKind.TOOL_CALL_ID):
+        assert STEP_TABLE[step_type].execute.call_instances == ()
+
+
+def test_tool_attempts_come_from_the_tool_steps_rows() -> None:
+    assert tool_step_attempts(ToolEffect.READ) == 3
+    assert tool_step_attempts(ToolEffect.UNCLASSIFIED) == 1
+
+
+def test_rpc_rows_are_the_spec_rpc_tables() -> None:
+    assert {name: row.access for name, row in RPC_TABLE.items()} == {
+        RpcName.SEND_USER_MESSAGE: MethodAccess(),
+        RpcName.RESOLVE_INTERRUPT: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
+        RpcName.GET_AGENT_SNAPSHOT: MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS)),
+        RpcName.LIST_AGENT_MESSAGES: MethodAccess(maps=(MapName.AGENT_MESSAGES,)),
+    }
+    assert {name for name, row in RPC_TABLE.items() if row.writes} == {
+        RpcName.SEND_USER_MESSAGE,
+        RpcName.RESOLVE_INTERRUPT,
+    }
+    assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
+
+
+def test_the_rpc_output_union_is_the_tables_output_types() -> None:
+    assert set(get_args(RpcOutput)) == {row.output_type for row in RPC_TABLE.values()}
+
+
+def test_an_rpc_that_does_not_write_only_answers() -> None:
+    session = started_session()
+    session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED)))
+    transitions = {
+        RpcName.GET_AGENT_SNAPSHOT: session.snapshot(),
+        RpcName.LIST_AGENT_MESSAGES: session.list_messages(),
+        RpcName.SEND_USER_MESSAGE: session.send("x"),
+        RpcName.RESOLVE_INTERRUPT: session.resolve("turn-1:w", True),
+    }
+    for name, transition in transitions.items():
+        only_answers = all(isinstance(effect, AnswerRpc) for effect in transition.effects)
+        assert only_answers is not RPC_TABLE[name].writes, name
+
+
+def test_there_is_one_typed_key_per_persisted_name_in_the_spec_order() -> None:
+    assert [key.name for key in PERSISTED_KEYS] == SPEC_PERSISTED_NAMES
+    names = {*AttributeName, *MapName, *ChannelName, *ChannelMapName, *StreamName}
+    assert {key.name for key in PERSISTED_KEYS} == names
+    assert FRAMEWORK_RUN_STATE.value_type is str
+
+
+def test_keys_hold_their_own_type_only() -> None:
+    assert PENDING_INTERRUPTS.holds(pvector())
+    assert not PENDING_INTERRUPTS.holds(pvector([AgentUsage()]))
+    assert not PENDING_INTERRUPTS.holds([])
+    assert AGENT_USAGE.holds(AgentUsage()) and not AGENT_USAGE.holds("x")
+    assert QUEUED_USER_MESSAGES.holds(AgentUserMessage(text="x"))
+    assert not TOOL_CALL_RESULTS.holds(AgentUserMessage(text="x"))
+    with pytest.raises(TypeError, match="no persisted name holds"):
+        holds(JSON_VALUE_TYPE, 1)
+
+
+def test_effects_built_from_keys_carry_them() -> None:
+    resolution = AgentInterruptResolution(interrupt_id="i", approved=True, rejection_message=None)
+    published = PublishToChannelInstance.of(INTERRUPT_RESOLUTIONS, "i", resolution)
+    assert published == PublishToChannelInstance(channel_map=INTERRUPT_RESOLUTIONS, key="i", value=resolution)
+    assert DeleteAttribute.of(FRAMEWORK_RUN_STATE) == DeleteAttribute(attribute=FRAMEWORK_RUN_STATE)
+    with pytest.raises(ValueError, match="InterruptResolutions cannot carry"):
+        PublishToChannelInstance(
+            channel_map=INTERRUPT_RESOLUTIONS, key="i", value=ToolCallCompleted(tool_call_id="c")  # type: ignore[misc]
+        )
+
+
+def _a_value_of_the_wrong_type_is_a_mypy_error(attribute: AttributeKey[object]) -> None:
+    """Never called: mypy checks it, and every ``type: ignore`` here must stay needed (an unused
+    ignore is an error), so each line pins one mismatch that mypy refuses."""
+    SetAttribute.of(AGENT_STATE, AgentUsage())  # type: ignore[misc]
+    SetAttribute.of(FRAMEWORK_RUN_STATE, 1)  # type: ignore[misc]
+    SetAttribute.of(PENDING_INTERRUPTS, pvector([AgentUsage()]))  # type: ignore[misc]
+    SetAttribute(attribute=AGENT_USAGE, value="x")  # type: ignore[misc]
+    SetMapInstance.of(AGENT_MESSAGES, "k", AgentUsage())  # type: ignore[misc]
+    PublishToChannel.of(TOOL_CALL_RESULTS, AgentUserMessage(text="x"))  # type: ignore[misc]
+    PublishToChannelInstance.of(INTERRUPT_RESOLUTIONS, "i", ToolCallCompleted(tool_call_id="c"))  # type: ignore[misc]
+    SetAttribute.of(attribute, "anything")
+
+
+def test_a_session_starts_through_typed_effects() -> None:
+    t = Session().start(None)
+    assert SetAttribute(attribute=PENDING_INTERRUPTS, value=pvector()) in t.effects
