@@ -12,20 +12,21 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, force_fail
 
 from dex_agents.pure.effects import AnswerRpc, RpcOutput
-from dex_agents.pure.persistence import MapName, StepType
+from dex_agents.pure.flow_shape import rpc_of
+from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
+from dex_agents.pure.persistence import StepType
 from dex_agents.pure.reducers import reduce
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput
-from dex_agents.pure.step_options import step_options_for
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
-from dex_agents.shell.gather import gather_state
+from dex_agents.shell.gather import gather_for
 from dex_agents.shell.perform import perform
 from dex_agents.shell.runtime import SessionRuntime
 from dex_agents.shell.step_run import StepRun, attempt_deadline
@@ -47,12 +48,10 @@ def cannot_continue(context: Context, error: StoredValueError) -> StepDecision:
 async def drive_step(
     runtime: SessionRuntime, context: AsyncContext, step_type: StepType, tool_call_id: str | None, observe: Observe
 ) -> StepDecision:
-    """Run one Step ``execute``: gather what its options load, observe its fact, reduce and perform."""
-    spec = step_options_for(step_type, tool_call_id)
+    """Run one Step ``execute``: gather what its row loads, observe its fact, reduce and perform."""
+    row = STEP_TABLE[step_type]
     try:
-        state = gather_state(
-            context, whole_maps=spec.execute_load_attribute_maps, instances=spec.execute_load_attribute_map_instances
-        )
+        state = gather_for(context, row.execute, tool_call_id)
     except StoredValueError as error:
         return cannot_continue(context, error)
     now_ms = runtime.timing.now_ms()
@@ -63,7 +62,7 @@ async def drive_step(
         invocation=Invocation(
             flow_id=context.flow_id, step_execution_id=context.step_execution_id, attempt=context.attempt, now_ms=now_ms
         ),
-        deadline=attempt_deadline(now_ms, spec.execute_method_timeout_seconds or DEX_DEFAULT_METHOD_TIMEOUT_SECONDS),
+        deadline=attempt_deadline(now_ms, row.execute_method_timeout_seconds or DEX_DEFAULT_METHOD_TIMEOUT_SECONDS),
     )
     try:
         return await _reduce_and_perform(run, state, await observe(run, state))
@@ -92,11 +91,13 @@ async def drive_rpc(
     context: Context,
     call: RpcCall,
     output_type: type[OutputT],
-    *,
-    whole_maps: Iterable[MapName] = (),
 ) -> RPCResult[OutputT]:
-    """Run one RPC: gather what it loads, build its call fact, reduce and perform; answer the output."""
-    state = gather_state(context, whole_maps=whole_maps)
+    """Run one RPC: gather what its row loads, reduce its call fact and perform; answer the output
+    (``output_type``, the row's output type, binds the handler's static result type)."""
+    row = RPC_TABLE[rpc_of(call)]
+    if output_type is not row.output_type:
+        raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
+    state = gather_for(context, row.access)
     transition = reduce(state, runtime.config, call)
     for effect in transition.effects:
         performed = await perform(effect, context, None)

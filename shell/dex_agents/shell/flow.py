@@ -13,11 +13,12 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, get_args, get_type_hints
 
-from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
+from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream
 
-from dex_agents.pure.persistence import MapName, RpcName, StepType
+from dex_agents.pure.flow_table import RPC_TABLE
+from dex_agents.pure.persistence import RpcName, StepType
 from dex_agents.pure.rpc_values import (
     AgentMessagePage,
     AgentSnapshot,
@@ -49,6 +50,7 @@ from dex_agents.shell.definitions import (
 )
 from dex_agents.shell.driver import drive_rpc
 from dex_agents.shell.flow_options import session_config, validate_flow_type, validate_runner, validate_stream_capacity
+from dex_agents.shell.options import session_rpc
 from dex_agents.shell.runner import AgentFrameworkRunner
 from dex_agents.shell.runtime import SessionRuntime
 from dex_agents.shell.session_step import SessionStep
@@ -64,9 +66,6 @@ from dex_agents.shell.tool_steps import (
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES: Final = 10 * 1024 * 1024
 """The ``AgentEvents`` Stream's byte budget by default (shared by every session of the Flow type)."""
-
-_SNAPSHOT_MAPS: Final = (MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS)
-_MESSAGE_MAPS: Final = (MapName.AGENT_MESSAGES,)
 
 _STEP_CLASSES: Final[tuple[type[SessionStep[Any]], ...]] = (
     StartAgentSession,
@@ -127,31 +126,40 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(*SCHEMA_DEFINITIONS, self.agent_events)
 
-    @rpc(name=RpcName.SEND_USER_MESSAGE.value)
+    @session_rpc(RpcName.SEND_USER_MESSAGE)
     async def send_user_message(self, context: Context, input: SendUserMessageInput) -> RPCResult[bool]:
         """Queue a user message: ``False`` for blank text; sent during a turn, it starts the next turn."""
         return await drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool)
 
-    @rpc(name=RpcName.RESOLVE_INTERRUPT.value, lock_attributes=(PENDING_INTERRUPTS.lock(),))
+    @session_rpc(RpcName.RESOLVE_INTERRUPT)
     async def resolve_interrupt(self, context: Context, input: ResolveInterruptInput) -> RPCResult[bool]:
         """Approve or reject a pending interrupt: ``False`` when not pending or past its deadline.
         May raise ``RpcLockConflictError``, which is safe to retry."""
         called = ResolveInterruptCalled(input=input, now_ms=self.runtime.timing.now_ms())
         return await drive_rpc(self.runtime, context, called, bool)
 
-    @rpc(name=RpcName.GET_AGENT_SNAPSHOT.value, load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS))
+    @session_rpc(RpcName.GET_AGENT_SNAPSHOT)
     async def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
         """The session's state, messages, pending interrupts, tool calls, usage and queued message count."""
-        return await drive_rpc(
-            self.runtime, context, AgentSnapshotRequested(), AgentSnapshot, whole_maps=_SNAPSHOT_MAPS
-        )
+        return await drive_rpc(self.runtime, context, AgentSnapshotRequested(), AgentSnapshot)
 
-    @rpc(name=RpcName.LIST_AGENT_MESSAGES.value, load_attribute_maps=(AGENT_MESSAGES,))
+    @session_rpc(RpcName.LIST_AGENT_MESSAGES)
     async def list_agent_messages(self, context: Context, input: ListAgentMessagesInput) -> RPCResult[AgentMessagePage]:
         """One page of stored messages, oldest first (``limit`` clamped to 1..200, default 50)."""
-        return await drive_rpc(
-            self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage, whole_maps=_MESSAGE_MAPS
-        )
+        return await drive_rpc(self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage)
+
+
+def _check_rpc_handlers() -> None:
+    """Each RPC handler's annotated input and result are its row's types: Dex reads the annotations,
+    the codecs read the row, so the two must agree (checked once, when the module loads)."""
+    for name, row in RPC_TABLE.items():
+        hints = get_type_hints(getattr(AgentSessionFlow, name.value))
+        found = (hints.get("input"), get_args(hints["return"]))
+        if found != (row.input_type, (row.output_type,)):
+            raise TypeError(f"the {name} handler takes and answers {found}, its row says {row}")
+
+
+_check_rpc_handlers()
 
 
 def create_agent_session_flow(

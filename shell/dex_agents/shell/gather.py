@@ -1,8 +1,9 @@
 """Gather the ``SessionState`` one invocation can see from its Dex Context.
 
 Singleton Attributes and Channel sizes reach every invocation; AttributeMaps only as far as the
-invocation loaded them (whole maps or single instances, as its Step options or RPC declare). The
-parts not loaded stay empty, and the reducer of that Step never reads them.
+invocation loaded them (whole maps or single instances): ``gather_for`` reads what one Step method or
+RPC loads from its row of the flow table (``MethodAccess``). The parts not loaded stay empty, and the
+reducer of that Step never reads them.
 
 Invariant: a stored value that cannot be decoded raises ``StoredValueError`` naming the persisted
 name (and map key), never a partial state.
@@ -18,7 +19,7 @@ from dex import Context, ValueMappingError
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from dex_agents.pure.flow_rows import MapInstanceRef
+from dex_agents.pure.flow_rows import MapInstanceRef, MethodAccess
 from dex_agents.pure.persistence import MapName
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.values import AgentMessage, AgentToolCall, AgentUsage
@@ -87,4 +88,10 @@ def gather_state(
     )
 
 
-__all__ = ["gather_state", "read_stored"]
+def gather_for(context: Context, access: MethodAccess, tool_call_id: str | None = None) -> SessionState:
+    """The session state visible to a Step method or RPC that loads ``access`` (the instances keyed by
+    ``tool_call_id`` for a tool call Step)."""
+    return gather_state(context, whole_maps=access.maps, instances=access.instances(tool_call_id))
+
+
+__all__ = ["gather_for", "gather_state", "read_stored"]

@@ -1,19 +1,22 @@
-"""Step options and movements of the pure core, turned into the SDK's ``StepOptions``/``StepMovement``.
+"""Step options, movements and RPC rows of the pure core, turned into the SDK's ``StepOptions``,
+``StepMovement`` and ``@rpc`` arguments.
 
 A pure translation: every field of ``StepOptionsSpec`` maps to one ``StepOptions`` field, durations
-are whole seconds, names become the module-level definitions. Nothing is decided here.
+are whole seconds, names become the module-level definitions, and an RPC's name, locks and loads come
+from its row of ``flow_table.RPC_TABLE``. Nothing is decided here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeAlias, assert_never
+from typing import Any, TypeAlias, TypeVar, assert_never
 
-from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions
+from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions, rpc
 
 from dex_agents.pure.flow_rows import Durability, RetrySpec
-from dex_agents.pure.persistence import StepType
+from dex_agents.pure.flow_table import RPC_TABLE
+from dex_agents.pure.persistence import RpcName, StepType
 from dex_agents.pure.step_options import StepMovement as MovementSpec
 from dex_agents.pure.step_options import StepOptionsSpec
 from dex_agents.shell.definitions import MAPS, attribute_lock, map_instance_load
@@ -34,6 +37,9 @@ def _retry(spec: RetrySpec | None) -> RetryPolicy | None:
         total_duration=_seconds(spec.total_duration_seconds),
         maximum_interval=_seconds(spec.maximum_interval_seconds),
     )
+
+
+HandlerT = TypeVar("HandlerT", bound=Callable[..., Any])
 
 
 def dex_durability(durability: Durability) -> StepDurability:
@@ -78,4 +84,16 @@ def dex_movement(movement: MovementSpec, step_class_of: StepClassOf) -> StepMove
     )
 
 
-__all__ = ["StepClassOf", "dex_durability", "dex_movement", "dex_step_options"]
+def session_rpc(name: RpcName) -> Callable[[HandlerT], HandlerT]:
+    """The ``@rpc`` decorator of the RPC ``name``: its protocol name, locks and loads from its row."""
+    access = RPC_TABLE[name].access
+    if access.call_instances:
+        raise ValueError(f"RPC {name} has no tool call whose instances it could load")
+    return rpc(
+        name=name.value,
+        lock_attributes=tuple(attribute_lock(attribute) for attribute in access.locks),
+        load_attribute_maps=tuple(MAPS[attribute_map] for attribute_map in access.maps),
+    )
+
+
+__all__ = ["StepClassOf", "dex_durability", "dex_movement", "dex_step_options", "session_rpc"]
