@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from hypothesis.stateful import RuleBasedStateMachine
 from pyrsistent import pvector
@@ -32,11 +33,14 @@ from dex_agents.pure.effects import (
     GoToSteps,
     WriteEvent,
 )
+from dex_agents.pure.flow_shape import rpc_of
+from dex_agents.pure.flow_rows import ForInputCountMessages, ForOneMessage, ForResolutionOrDeadline, NoWait
+from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
 from dex_agents.pure.keys import message_sequence_key
 from dex_agents.pure.persistence import AGENT_TOOL_CALLS, MapName, StepType
 from dex_agents.pure.reducers import ApprovalWait, SkipWait, WaitForResolution, approval_wait, reduce
 from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import Invocation, SessionInput
+from dex_agents.pure.step_inputs import Invocation, RpcCall, SessionInput
 from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
 from dex_agents.pure.transition import Transition
 from dex_agents.pure.usage import add_agent_usage
@@ -49,8 +53,11 @@ FLOW_ID = "session-machine"
 T0_MS = 1_767_323_045_000
 MAIN_LINE = frozenset({StepType.AWAIT_USER_MESSAGE, StepType.RUN_MODEL, StepType.RECORD_TURN_FAILURE, StepType.RESUME_TURN})
 SINGLE_ATTEMPT_EFFECTS = frozenset({ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.UNCLASSIFIED})
-LOAD_EVERYTHING = StepOptionsSpec(execute_load_attribute_maps=pvector([MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS]))
-LOAD_SINGLETONS = StepOptionsSpec()
+
+
+def rpc_loads(call: RpcCall) -> StepOptionsSpec:
+    """What the RPC that ``call`` comes from loads (its row of the flow table), as options ``load`` reads."""
+    return StepOptionsSpec(execute_load_attribute_maps=pvector(RPC_TABLE[rpc_of(call)].access.maps))
 
 
 @dataclass
@@ -136,7 +143,7 @@ class SessionMachineBase(RuleBasedStateMachine):
         check_movement_against_spec(movement)
         self.executions += 1
         step = PendingStep(execution=self.executions, movement=movement)
-        if movement.step_type is StepType.AWAIT_TOOL_APPROVAL:
+        if isinstance(STEP_TABLE[movement.step_type].wait, ForResolutionOrDeadline):
             self.arm_wait(step)
         self.pending.append(step)
 
@@ -211,21 +218,25 @@ class SessionMachineBase(RuleBasedStateMachine):
         return [step for step in self.pending if step.step_type in step_types]
 
     def is_ready(self, step: PendingStep) -> bool:
-        match step.step_type:
-            case StepType.AWAIT_USER_MESSAGE:
-                return bool(self.world.queued_user_messages)
-            case StepType.RESUME_TURN:
+        """Whether the Step's wait (its row of the flow table) is satisfied."""
+        table_wait = STEP_TABLE[step.step_type].wait
+        match table_wait:
+            case NoWait():
+                return True
+            case ForOneMessage(channel=channel):
+                return self.world.channel_size(channel) >= 1
+            case ForInputCountMessages(channel=channel):
                 assert isinstance(step.movement.input, int)
-                return len(self.world.tool_call_results) >= step.movement.input
-            case StepType.AWAIT_TOOL_APPROVAL:
+                return self.world.channel_size(channel) >= step.movement.input
+            case ForResolutionOrDeadline(channel_map=channel_map):
                 wait = step.wait
                 if isinstance(wait, SkipWait):
                     return True
                 assert isinstance(wait, WaitForResolution)
                 timer_due = step.timer_due_ms is not None and step.timer_due_ms <= self.now_ms
-                return timer_due or bool(self.world.interrupt_resolutions.get(wait.interrupt_id))
+                return timer_due or self.world.channel_map_size(channel_map, wait.interrupt_id) >= 1
             case _:
-                return True
+                assert_never(table_wait)
 
     def ready_steps(self) -> list[PendingStep]:
         return [step for step in self.pending if self.is_ready(step)]
@@ -238,4 +249,4 @@ class SessionMachineBase(RuleBasedStateMachine):
         return None if self.world.agent_state is None else self.world.agent_state.status
 
 
-__all__ = ["FLOW_ID", "LOAD_EVERYTHING", "LOAD_SINGLETONS", "SINGLE_ATTEMPT_EFFECTS", "PendingStep", "SessionMachineBase"]
+__all__ = ["FLOW_ID", "SINGLE_ATTEMPT_EFFECTS", "PendingStep", "SessionMachineBase", "rpc_loads"]

@@ -93,6 +93,24 @@ class SessionWorld:
     completions_by_call: Counter[tuple[str, str]] = field(default_factory=Counter)
     """``ToolCallCompleted`` publishes per ``(turn_id, tool_call_id)`` (strays not counted)."""
 
+    def channel_size(self, channel: ChannelName) -> int:
+        """Messages published on ``channel`` and not yet consumed."""
+        match channel:
+            case ChannelName.QUEUED_USER_MESSAGES:
+                return len(self.queued_user_messages)
+            case ChannelName.TOOL_CALL_RESULTS:
+                return len(self.tool_call_results)
+            case _:
+                assert_never(channel)
+
+    def channel_map_size(self, channel_map: ChannelMapName, key: str) -> int:
+        """Messages published on the instance ``key`` of ``channel_map`` and not yet consumed."""
+        match channel_map:
+            case ChannelMapName.INTERRUPT_RESOLUTIONS:
+                return len(self.interrupt_resolutions.get(key, []))
+            case _:
+                assert_never(channel_map)
+
     def singletons(self, queued_message_count: int | None = None) -> SessionState:
         """What every invocation receives: the singleton Attributes and the queue size, no map."""
         return SessionState(

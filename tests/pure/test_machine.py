@@ -47,12 +47,7 @@ from dex_agents.pure.step_options import step_options_for
 from dex_agents.pure.transition import Transition
 from dex_agents.pure.values import AgentSessionStartInput, AgentUsage, ToolCallCompleted, ToolEffect
 from tests.pure.machine_steps import SessionSteps
-from tests.pure.session_machine import (
-    FLOW_ID,
-    LOAD_EVERYTHING,
-    LOAD_SINGLETONS,
-    PendingStep,
-)
+from tests.pure.session_machine import FLOW_ID, PendingStep, rpc_loads
 from tests.pure.session_strategies import MACHINE_TOOL_POLICIES, build_user_message, user_texts
 from tests.pure.strategies import tool_effects
 
@@ -133,8 +128,8 @@ class SessionMachine(SessionSteps):
     @rule(text=user_texts)
     def a_user_sends_a_message(self, text: str) -> None:
         called = SendUserMessageCalled(input=SendUserMessageInput(text=text))
-        result = self.reduce_checked(self.world.load(LOAD_SINGLETONS), called)
-        self.commit([called], result, LOAD_SINGLETONS, None)
+        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
+        self.commit([called], result, rpc_loads(called), None)
         assert _answer(result) is (not is_blank(text))
 
     @precondition(lambda self: any(r.interrupt_id is not None for r in self.world.tool_calls.values()))
@@ -147,8 +142,8 @@ class SessionMachine(SessionSteps):
         called = ResolveInterruptCalled(
             input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=message), now_ms=self.now_ms
         )
-        result = self.reduce_checked(self.world.load(LOAD_SINGLETONS), called)
-        self.commit([called], result, LOAD_SINGLETONS, None)
+        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
+        self.commit([called], result, rpc_loads(called), None)
         event(f"resolve_interrupt: {'pending' if pending else 'not pending'} -> {expected}")
         assert _answer(result) is expected
 
@@ -167,8 +162,8 @@ class SessionMachine(SessionSteps):
         called = ResolveInterruptCalled(
             input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=None), now_ms=self.now_ms
         )
-        result = self.reduce_checked(self.world.load(LOAD_SINGLETONS), called)
-        self.commit([called], result, LOAD_SINGLETONS, None)
+        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
+        self.commit([called], result, rpc_loads(called), None)
         assert _answer(result) is False, "a late answer won"
 
     @rule(data=st.data())
@@ -182,8 +177,8 @@ class SessionMachine(SessionSteps):
 
     def _read_snapshot(self) -> None:
         called = AgentSnapshotRequested()
-        result = self.reduce_checked(self.world.load(LOAD_EVERYTHING), called)
-        self.commit([called], result, LOAD_EVERYTHING, None)
+        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
+        self.commit([called], result, rpc_loads(called), None)
         snapshot = _answer(result)
         assert isinstance(snapshot, AgentSnapshot) and snapshot == snapshot_of(self.world.full_state())
         assert [r.deferral_order for r in snapshot.tool_calls] == list(range(len(snapshot.tool_calls)))
@@ -191,8 +186,8 @@ class SessionMachine(SessionSteps):
 
     def _list_messages(self, before: int | None, limit: int | None) -> None:
         called = AgentMessagesListed(input=ListAgentMessagesInput(before_sequence=before, limit=limit))
-        result = self.reduce_checked(self.world.load(LOAD_EVERYTHING), called)
-        self.commit([called], result, LOAD_EVERYTHING, None)
+        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
+        self.commit([called], result, rpc_loads(called), None)
         page = _answer(result)
         assert isinstance(page, AgentMessagePage)
         older = [m for m in sorted(self.world.messages.values(), key=lambda m: m.sequence) if before is None or m.sequence < before]
