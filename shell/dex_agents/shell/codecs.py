@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar, cast, final
 
 from dex import Codec, CodecRegistry, Value, WireKind
@@ -40,12 +40,38 @@ class StoredValueError(ValueError):
     """
 
 
+DECODE_MEMO_CHARACTERS: Final = 32 * 1024 * 1024
+"""Budget of one codec's decode memo, in characters of remembered text (cleared when exceeded)."""
+
+
+@final
+class _DecodeMemo(Generic[T]):
+    """Decoded values by their stored text. Sound because decoding is a pure function of the text and
+    the values are immutable; it keeps a long session's model calls from decoding the same history
+    again and again. Holds at most ``DECODE_MEMO_CHARACTERS`` characters of text."""
+
+    __slots__ = ("characters", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, T] = {}
+        self.characters = 0
+
+    def remember(self, text: str, value: T) -> None:
+        if self.characters + len(text) > DECODE_MEMO_CHARACTERS:
+            self.values.clear()
+            self.characters = 0
+        if len(text) <= DECODE_MEMO_CHARACTERS:
+            self.values[text] = value
+            self.characters += len(text)
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class WireTextCodec(Generic[T]):
     """A Dex ``Codec`` that stores ``wire_type`` as the spec's canonical JSON text."""
 
     wire_type: WireType[T]
+    _memo: _DecodeMemo[T] = field(default_factory=_DecodeMemo, compare=False, repr=False)
 
     @property
     def type_name(self) -> str:
@@ -61,10 +87,15 @@ class WireTextCodec(Generic[T]):
     def decode(self, value: Value) -> T:
         if value.kind is not WireKind.JSON or not isinstance(value.data, str):
             raise StoredValueError(f"cannot decode {self.type_name}: expected a JSON value, got {value.kind.name}")
+        remembered = self._memo.values.get(value.data)
+        if remembered is not None:
+            return remembered
         result = decode_as(value.data, self.wire_type)
         if not is_successful(result):
             raise StoredValueError(result.failure().message)
-        return result.unwrap()
+        decoded = result.unwrap()
+        self._memo.remember(value.data, decoded)
+        return decoded
 
 
 def _type_hint_of(node: WireNode) -> object:

@@ -145,8 +145,11 @@ class StreamAgentEventWriter:
             self._timer = None
 
     def _write(self, event: AgentEvent) -> None:
-        size = len(encode(event))
-        if size > self._stream.stream_capacity_bytes:
+        capacity = self._stream.stream_capacity_bytes
+        size = _size_bound(event)
+        if size is None or size > capacity:
+            size = len(encode(event))
+        if size > capacity:
             _LOGGER.warning("dropped %s event of %d bytes: over the Stream's %d-byte budget",
                             event.type, size, self._stream.stream_capacity_bytes)
             return
@@ -154,6 +157,26 @@ class StreamAgentEventWriter:
             self._stream.write(self._context, event)
         except Exception:  # events are best effort: a refused write must not fail the Step
             _LOGGER.exception("dropped %s event: the Stream write failed", event.type)
+
+
+_MAX_ESCAPE: Final = 6
+"""The most ASCII characters one character can take in the wire JSON (``\\uXXXX``)."""
+
+_FIXED_BOUND: Final = 512
+"""More than the field names, numbers, quotes and separators of an event with a flat payload."""
+
+
+def _size_bound(event: AgentEvent) -> int | None:
+    """An upper bound of the event's encoded size when its payload is flat (cheaper than encoding it),
+    else ``None``."""
+    strings = len(event.type) + len(event.turn_id or "") + len(event.step_execution_id)
+    for key, value in event.payload.items():
+        if isinstance(value, str):
+            strings += len(value)
+        elif not isinstance(value, (bool, int, float)) and value is not None:
+            return None
+        strings += len(key) + 24
+    return strings * _MAX_ESCAPE + _FIXED_BOUND
 
 
 __all__ = ["StreamAgentEventWriter"]
