@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import SetAttribute
+from dex_agents.pure.effects import AnswerRpc, SetAttribute
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
 from dex_agents.pure.persistence import PENDING_INTERRUPTS, StepType
 from dex_agents.pure.reducers import WaitForResolution, approval_wait, reduce
@@ -28,7 +28,7 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     WaitSkipped,
 )
-from dex_agents.pure.values import AgentSessionStartInput, AgentUserMessage, ToolEffect
+from dex_agents.pure.values import AgentSessionStartInput, AgentUserMessage, ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (
     T0_MS,
@@ -140,11 +140,21 @@ def unreadable_deadline_session() -> Session:
     return session
 
 
-def test_an_unreadable_stored_deadline_fires_at_once_and_is_reported() -> None:
+def test_an_unreadable_stored_deadline_fires_at_once_and_rejects_the_call_instead_of_failing_forever() -> None:
     session = unreadable_deadline_session()
     assert approval_wait(session.state, "w", T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
-    assert "unreadable deadline" in failure_of(session.timer_fires("w"))
-    assert "unreadable deadline" in failure_of(session.resolve("turn-1:w", True))
+    fired = session.timer_fires("w")
+    assert not fired.is_rejection
+    record = fired.state.tool_calls["w"]
+    assert record.status is ToolCallStatus.REJECTED
+    assert record.rejection_message == "approval deadline unreadable: 'tomorrow'"
+    assert fired.state.pending_interrupts == pvector()
+
+
+def test_resolving_an_interrupt_with_an_unreadable_deadline_answers_false() -> None:
+    session = unreadable_deadline_session()
+    resolved = session.resolve("turn-1:w", True)
+    assert resolved.effects == pvector([AnswerRpc(output=False)])
 
 
 def test_a_tool_step_for_a_call_awaiting_approval_is_rejected_and_never_runs() -> None:

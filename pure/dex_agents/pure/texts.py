@@ -41,6 +41,15 @@ from dex_agents.pure.values import AgentToolCall, ToolCallStatus
 approval_deadline_passed_message: Final = "approval deadline passed"
 """The rejection message of an interrupt whose approval deadline passed."""
 
+
+def approval_deadline_unreadable_message(deadline: str | None) -> str:
+    """The rejection message of an interrupt whose stored deadline cannot be read (it counts as passed).
+
+    >>> approval_deadline_unreadable_message("tomorrow")
+    "approval deadline unreadable: 'tomorrow'"
+    """
+    return f"approval deadline unreadable: {deadline!r}"
+
 OUTCOME_UNKNOWN_PREFIX: Final = "The tool call's outcome is unknown: "
 FAILED_PREFIX: Final = "The tool call failed: "
 REJECTED_PREFIX: Final = "The tool call was rejected: "
@@ -119,6 +128,7 @@ __all__ = [
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
     "approval_deadline_passed_message",
+    "approval_deadline_unreadable_message",
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "outcome_unknown_tool_result",

@@ -7,7 +7,9 @@ Execute, so ``resolve_interrupt`` cannot change it underneath).
   ``pending``, ``interrupt_resolved``, -> the call's tool Step; rejected -> record ``rejected`` with the
   rejection message, ``interrupt_resolved``, ``tool_call_finished``, one ``ToolCallCompleted``, dead end.
 * The deadline Timer: when the interrupt is still pending and its deadline has come, reject with
-  ``"approval deadline passed"`` as above. When ``resolve_interrupt`` already removed the interrupt
+  ``"approval deadline passed"`` as above; a stored deadline that cannot be read counts as passed
+  (rejected with ``"approval deadline unreadable: <value>"``), so a corrupt value never approves a
+  call and never fails the Step forever. When ``resolve_interrupt`` already removed the interrupt
   (its resolution is queued), or the Timer fired before the deadline, wait again: move to
   ``AwaitToolApproval`` for the same call, whose wait consumes the resolution or re-arms the Timer.
 * A call that no longer awaits approval (missing or already decided) ends without effects.
@@ -32,7 +34,7 @@ from dex_agents.pure.reducers.common import (
 )
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import ApprovalWaitEnded, DeadlineTimerFired, ResolutionReceived, WaitSkipped
-from dex_agents.pure.texts import approval_deadline_passed_message
+from dex_agents.pure.texts import approval_deadline_passed_message, approval_deadline_unreadable_message
 from dex_agents.pure.transition import Transition, reject, transition
 from dex_agents.pure.values import AgentToolCall, ToolCallStatus
 
@@ -142,8 +144,9 @@ def reduce_approval_wait_ended(state: SessionState, waited: ApprovalWaitEnded) -
                 return _wait_again(state, waited.tool_call_id)
             try:
                 deadline = interrupt_deadline(interrupt)
-            except ValueError as error:
-                return reject(state, f"interrupt {interrupt_id!r} has an unreadable deadline: {error}")
+            except ValueError:
+                message = approval_deadline_unreadable_message(interrupt.deadline)
+                return _decide(state, waited, record, interrupt_id, False, message)
             if not is_late(waited.invocation.now_ms, deadline):
                 return _wait_again(state, waited.tool_call_id)
             return _decide(state, waited, record, interrupt_id, False, approval_deadline_passed_message)

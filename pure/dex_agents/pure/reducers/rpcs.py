@@ -32,7 +32,7 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     SendUserMessageCalled,
 )
-from dex_agents.pure.transition import Transition, answer, reject
+from dex_agents.pure.transition import Transition, answer
 from dex_agents.pure.values import AgentInterruptResolution, AgentUserMessage
 
 
@@ -47,18 +47,15 @@ def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled)
 
 
 def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> Transition:
-    """``resolve_interrupt``: ``false`` unless pending and before its deadline; else resolve (``true``).
-
-    Rejects (the RPC raises) only when the stored deadline cannot be read.
-    """
+    """``resolve_interrupt``: ``false`` unless pending and before a readable deadline; else resolve (``true``)."""
     request = called.input
     interrupt = state.pending_interrupt(request.interrupt_id)
     if interrupt is None:
         return answer(state, False)
     try:
         deadline = interrupt_deadline(interrupt)
-    except ValueError as error:
-        return reject(state, f"interrupt {request.interrupt_id!r} has an unreadable deadline: {error}")
+    except ValueError:
+        return answer(state, False)
     if is_late(called.now_ms, deadline):
         return answer(state, False)
     resolution = AgentInterruptResolution(
