@@ -21,7 +21,6 @@ from dex_agents.pure.effects import AnswerRpc, RpcOutput
 from dex_agents.pure.flow_shape import rpc_of
 from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import reduce
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput
 from dex_agents.shell.codecs import StoredValueError
@@ -72,7 +71,7 @@ async def drive_step(
 
 async def _reduce_and_perform(run: StepRun, state: SessionState, fact: StepInput) -> StepDecision:
     while True:
-        transition = reduce(state, run.runtime.config, fact)
+        transition = run.runtime.reduce(state, fact)
         follow_up: StepInput | None = None
         for effect in transition.effects:
             performed = await perform(effect, run.context, run)
@@ -98,7 +97,7 @@ async def drive_rpc(
     if output_type is not row.output_type:
         raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
     state = gather_for(context, row.access)
-    transition = reduce(state, runtime.config, call)
+    transition = runtime.reduce(state, call)
     for effect in transition.effects:
         performed = await perform(effect, context, None)
         if isinstance(performed, AnswerRpc):

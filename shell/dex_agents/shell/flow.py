@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, get_args, get_type_hints
 
 from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream
@@ -29,6 +29,7 @@ from dex_agents.pure.rpc_values import (
 from dex_agents.pure.runner_values import ToolPolicy
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_inputs import (
+    SessionInput,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ResolveInterruptCalled,
@@ -96,13 +97,19 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         config: SessionConfig,
         timing: SessionTiming,
         event_stream_capacity_bytes: int,
+        fact_observer: Callable[[SessionInput], None] | None = None,
     ) -> None:
         """Use ``create_agent_session_flow``, which validates the options first."""
         self._flow_type = flow_type
         self.agent_events: Stream[AgentEvent] = event_stream(event_stream_capacity_bytes)
         step_classes: dict[StepType, type[Step[Any]]] = {cls.step_type: cls for cls in _STEP_CLASSES}
         self.runtime = SessionRuntime(
-            runner=runner, config=config, timing=timing, events=self.agent_events, step_classes=step_classes
+            runner=runner,
+            config=config,
+            timing=timing,
+            events=self.agent_events,
+            step_classes=step_classes,
+            fact_observer=fact_observer,
         )
         self._steps = tuple(cls(self.runtime) for cls in _STEP_CLASSES)
 
@@ -171,6 +178,7 @@ def create_agent_session_flow(
     event_stream_capacity_bytes: int = DEFAULT_EVENT_STREAM_CAPACITY_BYTES,
     interrupt_deadline_ms: int | None = None,
     timing: SessionTiming | None = None,
+    fact_observer: Callable[[SessionInput], None] | None = None,
 ) -> AgentSessionFlow:
     """A new session Flow of type ``flow_type`` driven by ``runner``.
 
@@ -184,6 +192,9 @@ def create_agent_session_flow(
         interrupt_deadline_ms: Milliseconds after which a pending approval is rejected with
             ``"approval deadline passed"``; ``None``: approvals never expire. Must fit a Dex Timer.
         timing: The clock and heartbeat period (tests inject a clock; default the Worker's wall clock).
+        fact_observer: Called in the Worker with every fact (Step input or RPC call) the session reduces,
+            before its effects are performed, including facts of attempts that later fail. For
+            recording a session to ``dex_agents.pure.replay`` it offline, and for tests.
 
     Raises:
         ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
@@ -194,7 +205,9 @@ def create_agent_session_flow(
     validate_flow_type(flow_type)
     validate_stream_capacity(event_stream_capacity_bytes)
     config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms)
-    return AgentSessionFlow(runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes)
+    return AgentSessionFlow(
+        runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes, fact_observer
+    )
 
 
 __all__ = ["DEFAULT_EVENT_STREAM_CAPACITY_BYTES", "AgentSessionFlow", "create_agent_session_flow"]
