@@ -26,7 +26,7 @@ from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.gather import gather_for
-from dex_agents.shell.perform import perform
+from dex_agents.shell.perform import Await, perform
 from dex_agents.shell.runtime import SessionRuntime
 from dex_agents.shell.step_run import StepRun, attempt_deadline
 
@@ -74,18 +74,19 @@ async def _reduce_and_perform(run: StepRun, state: SessionState, fact: StepInput
         transition = run.runtime.reduce(state, fact)
         follow_up: StepInput | None = None
         for effect in transition.effects:
-            performed = await perform(effect, run.context, run)
+            performed = perform(effect, run.context, run)
             if isinstance(performed, StepDecision):
                 return performed
-            if performed is not None and not isinstance(performed, AnswerRpc):
-                follow_up = performed
-                break
+            if isinstance(performed, Await):
+                follow_up = await performed.action
+                if follow_up is not None:
+                    break
         if follow_up is None:
             raise RuntimeError(f"the core's transition of {type(fact).__name__} ended without a Step decision")
         state, fact = transition.state, follow_up
 
 
-async def drive_rpc(
+def drive_rpc(
     runtime: SessionRuntime,
     context: Context,
     call: RpcCall,
@@ -99,7 +100,7 @@ async def drive_rpc(
     state = gather_for(context, row.access)
     transition = runtime.reduce(state, call)
     for effect in transition.effects:
-        performed = await perform(effect, context, None)
+        performed = perform(effect, context, None)
         if isinstance(performed, AnswerRpc):
             if not isinstance(performed.output, output_type):
                 raise RuntimeError(f"the core answered {type(performed.output).__name__}, not {output_type.__name__}")

@@ -134,26 +134,26 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return PersistenceSchema.of(*SCHEMA_DEFINITIONS, self.agent_events)
 
     @session_rpc(RpcName.SEND_USER_MESSAGE)
-    async def send_user_message(self, context: Context, input: SendUserMessageInput) -> RPCResult[bool]:
+    def send_user_message(self, context: Context, input: SendUserMessageInput) -> RPCResult[bool]:
         """Queue a user message: ``False`` for blank text; sent during a turn, it starts the next turn."""
-        return await drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool)
+        return drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool)
 
     @session_rpc(RpcName.RESOLVE_INTERRUPT)
-    async def resolve_interrupt(self, context: Context, input: ResolveInterruptInput) -> RPCResult[bool]:
+    def resolve_interrupt(self, context: Context, input: ResolveInterruptInput) -> RPCResult[bool]:
         """Approve or reject a pending interrupt: ``False`` when not pending or past its deadline.
         May raise ``RpcLockConflictError``, which is safe to retry."""
         called = ResolveInterruptCalled(input=input, now_ms=self.runtime.timing.now_ms())
-        return await drive_rpc(self.runtime, context, called, bool)
+        return drive_rpc(self.runtime, context, called, bool)
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)
-    async def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
+    def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
         """The session's state, messages, pending interrupts, tool calls, usage and queued message count."""
-        return await drive_rpc(self.runtime, context, AgentSnapshotRequested(), AgentSnapshot)
+        return drive_rpc(self.runtime, context, AgentSnapshotRequested(), AgentSnapshot)
 
     @session_rpc(RpcName.LIST_AGENT_MESSAGES)
-    async def list_agent_messages(self, context: Context, input: ListAgentMessagesInput) -> RPCResult[AgentMessagePage]:
+    def list_agent_messages(self, context: Context, input: ListAgentMessagesInput) -> RPCResult[AgentMessagePage]:
         """One page of stored messages, oldest first (``limit`` clamped to 1..200, default 50)."""
-        return await drive_rpc(self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage)
+        return drive_rpc(self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage)
 
 
 def _check_rpc_handlers() -> None:

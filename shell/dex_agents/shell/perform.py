@@ -11,7 +11,9 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TypeAlias, assert_never
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import TypeAlias, assert_never, final
 
 from dex import Context, StepDecision, dead_end, go_to_many
 
@@ -44,8 +46,22 @@ class AttemptRejectedError(RuntimeError):
     state); the message says why. Dex fails the attempt; nothing of it is committed."""
 
 
-Performed: TypeAlias = StepDecision | StepInput | AnswerRpc | None
-"""What performing one effect yields: a decision, a follow-up fact, the RPC answer, or nothing."""
+@final
+@dataclass(frozen=True, slots=True)
+class Await:
+    """An effect whose work is asynchronous (a heartbeat proven sent, a tool run): the Step driver
+    awaits ``action``, which yields the follow-up fact or ``None``."""
+
+    action: Coroutine[None, None, StepInput | None]
+
+
+Performed: TypeAlias = StepDecision | Await | AnswerRpc | None
+"""What performing one effect yields: a decision, asynchronous work, the RPC answer, or nothing.
+``perform`` itself is synchronous, so RPC handlers (which only write and answer) are plain ``def``s."""
+
+
+async def _heartbeat_sent(run: StepRun) -> None:
+    await heartbeat_sent(run.context)
 
 
 def _step_only(effect: Effect, run: StepRun | None) -> StepRun:
@@ -54,7 +70,7 @@ def _step_only(effect: Effect, run: StepRun | None) -> StepRun:
     return run
 
 
-async def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
+def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
     """Perform ``effect`` on ``context``; ``run`` is the Step invocation (``None`` inside an RPC)."""
     match effect:
         case SetAttribute(attribute=attribute, value=value):
@@ -72,10 +88,9 @@ async def perform(effect: Effect, context: Context, run: StepRun | None) -> Perf
         case WriteEvent(event=event):
             _step_only(effect, run).writer.write_session_event(event)
         case Heartbeat():
-            step = _step_only(effect, run)
-            await heartbeat_sent(step.context)
+            return Await(_heartbeat_sent(_step_only(effect, run)))
         case ExecuteDeferredToolCall(tool_call=tool_call, idempotency_key=key):
-            return await execute_tool_call(_step_only(effect, run), tool_call, key)
+            return Await(execute_tool_call(_step_only(effect, run), tool_call, key))
         case GoToSteps(movements=movements):
             step = _step_only(effect, run)
             return go_to_many(*(dex_movement(m, step.runtime.step_class_of) for m in movements))
@@ -93,4 +108,4 @@ async def perform(effect: Effect, context: Context, run: StepRun | None) -> Perf
     return None
 
 
-__all__ = ["AttemptRejectedError", "Performed", "perform"]
+__all__ = ["Await", "AttemptRejectedError", "Performed", "perform"]
