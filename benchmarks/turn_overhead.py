@@ -68,11 +68,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Final, TypeVar, cast
 
 import dex
 import grpc
@@ -84,7 +84,7 @@ from benchmarks.engine_roundtrip import cpu_seconds, load_average, percentile
 from dex_agents.engine.launch import EngineProcess
 from dex_agents.pure.keys import idempotency_key, turn_id_for
 from dex_agents.pure.persistence import RpcName, StepType
-from dex_agents.pure.rpc_values import AgentSnapshot, SendUserMessageInput
+from dex_agents.pure.rpc_values import SendUserMessageInput
 from dex_agents.pure.runner_values import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.pure.values import (
     AgentMessage,
@@ -309,12 +309,6 @@ class Durable:
     flow: AgentSessionFlow
     history: dex_pb2_grpc.FlowServiceStub
 
-    def invoke(self, rpc_method: Callable[..., Any], session_id: str, *input: object) -> object:
-        """``client.invoke_rpc`` of a session RPC (the SDK's overloads type only synchronous RPC methods;
-        the session's RPCs are ``async``)."""
-        answer: object = self.client.invoke_rpc(rpc_method, session_id, *input)
-        return answer
-
     def start_session(self, session_id: str) -> DurableSession:
         """Start a session with no initial message and wait until it waits for one."""
         self.client.start_flow(self.flow, session_id, AgentSessionStartInput(initial_message=None))
@@ -326,7 +320,7 @@ class Durable:
         """Send ``text`` as the session's next turn and wait until the turn is committed; seconds taken."""
         turn_number = session.turns + 1
         started = time.perf_counter()
-        accepted = self.invoke(self.flow.send_user_message, session.session_id, SendUserMessageInput(text=text))
+        accepted = self.client.invoke_rpc(self.flow.send_user_message, session.session_id, SendUserMessageInput(text=text))
         self.client.wait_for_step_completion(
             session.session_id, StepExecutionId(StepType.RUN_MODEL.value, 2 * turn_number),
             WaitForStepCompletionOptions(request_timeout=WAIT_TIMEOUT),
@@ -368,9 +362,7 @@ class Durable:
     def confirm(self, session: DurableSession) -> None:
         """Check the committed AgentState (every turn completed, none failed, four messages each) and
         that every turn ran the same Steps."""
-        snapshot = self.invoke(self.flow.get_agent_snapshot, session.session_id)
-        if not isinstance(snapshot, AgentSnapshot):
-            raise RuntimeError(f"{session.session_id}: get_agent_snapshot answered {snapshot!r}")
+        snapshot = self.client.invoke_rpc(self.flow.get_agent_snapshot, session.session_id)
         state = snapshot.state
         if (state is None or state.completed_turn_count != session.turns or state.failed_turn_count
                 or state.message_count != MESSAGES_PER_TURN * session.turns):
