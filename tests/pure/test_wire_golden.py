@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TypeVar
 from types import ModuleType
 
 import pytest
@@ -23,7 +22,8 @@ from dex_agents.pure import rpc_values, runner_values, values
 from dex_agents.pure.json_value import JsonValue
 from dex_agents.pure.values import AgentEvent
 from dex_agents.pure.rpc_values import AgentSnapshot
-from dex_agents.pure.wire import WireType, canonical_json, decode, decode_as, encode_as, record_type
+from dex_agents.pure.wire import canonical_json, decode, record_type
+from dex_agents.shell.codecs import WireTextCodec
 from tests.pure.golden_fixtures import EVENTS, SPEC_EVENT_PAYLOAD_KEYS
 from tests.pure.golden_values import GOLDEN_CASES, GOLDEN_DIRECTORY, GoldenCase
 
@@ -102,32 +102,6 @@ def test_canonical_json_escapes_non_ascii_like_the_dex_sdk() -> None:
 def test_decoding_golden_text_as_another_record_fails() -> None:
     text = (GOLDEN_DIRECTORY / "agent_state.json").read_text("ascii")
     assert not is_successful(decode(text, AgentEvent))
-
-
-@dataclass(frozen=True)
-class WireTextCodec(Generic[T]):
-    """A Dex ``Codec`` over the wire module's text functions (the shape docs/wire.md recommends)."""
-
-    wire_type: WireType[T]
-
-    @property
-    def type_name(self) -> str:
-        return self.wire_type.name
-
-    @property
-    def wire_kind(self) -> WireKind:
-        return WireKind.JSON
-
-    def encode(self, value: T) -> Value:
-        return Value(WireKind.JSON, encode_as(value, self.wire_type))
-
-    def decode(self, value: Value) -> T:
-        if value.kind is not WireKind.JSON or not isinstance(value.data, str):
-            raise TypeError(f"{self.type_name} requires a JSON value")
-        result = decode_as(value.data, self.wire_type)
-        if not is_successful(result):
-            raise ValueError(result.failure().message)
-        return result.unwrap()
 
 
 def test_a_dex_codec_over_the_wire_text_stores_golden_bytes_and_keeps_every_decoding_rule() -> None:

@@ -92,32 +92,30 @@ class CallSingleAttemptTool(_ToolStep):
     step_type = StepType.CALL_SINGLE_ATTEMPT_TOOL
 
 
-class RecordToolFailure(SessionStep[str]):
+class _RecordingRoute(SessionStep[str]):
+    """A tool Step's failure route: records the call's final status with the recovery error text."""
+
+    fact: type[ToolAttemptsExhausted] | type[SingleAttemptToolFailed]
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        async def observe(run: StepRun, _state: SessionState) -> StepInput:
+            return self.fact(invocation=run.invocation, tool_call_id=input, recovery_error=recovery_error_text(context))
+
+        return await drive_step(self.runtime, context, self.step_type, input, observe)
+
+
+class RecordToolFailure(_RecordingRoute):
     """``CallTool``'s failure route: ``failed`` for a read, ``outcome_unknown`` for a write."""
 
     step_type = StepType.RECORD_TOOL_FAILURE
-
-    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
-        async def observe(run: StepRun, _state: SessionState) -> StepInput:
-            return ToolAttemptsExhausted(
-                invocation=run.invocation, tool_call_id=input, recovery_error=recovery_error_text(context)
-            )
-
-        return await drive_step(self.runtime, context, self.step_type, input, observe)
+    fact = ToolAttemptsExhausted
 
 
-class RecordToolOutcomeUnknown(SessionStep[str]):
+class RecordToolOutcomeUnknown(_RecordingRoute):
     """``CallSingleAttemptTool``'s failure route: ``outcome_unknown``."""
 
     step_type = StepType.RECORD_TOOL_OUTCOME_UNKNOWN
-
-    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
-        async def observe(run: StepRun, _state: SessionState) -> StepInput:
-            return SingleAttemptToolFailed(
-                invocation=run.invocation, tool_call_id=input, recovery_error=recovery_error_text(context)
-            )
-
-        return await drive_step(self.runtime, context, self.step_type, input, observe)
+    fact = SingleAttemptToolFailed
 
 
 __all__ = [
