@@ -110,6 +110,7 @@ def session_flow(runner: object, *, prefix: str, tool_policies: Mapping[str, Too
 class ModelCallSeen:
     """One ``run_model_step`` call as the runner received it."""
 
+    flow_id: str
     turn_id: str
     attempt: int
     is_resuming: bool
@@ -138,7 +139,8 @@ class RecordingRunner:
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         with self._lock:
-            self.seen.append(ModelCallSeen(turn_id=turn.turn_id, attempt=turn.attempt, is_resuming=turn.is_resuming,
+            self.seen.append(ModelCallSeen(flow_id=turn.flow_id, turn_id=turn.turn_id, attempt=turn.attempt,
+                                           is_resuming=turn.is_resuming,
                                            framework_items=tuple(m.framework_item for m in turn.messages)))
         if self.before_model is not None:
             replaced = await self.before_model(turn)
@@ -149,9 +151,11 @@ class RecordingRunner:
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         return await self.inner.execute_deferred_tool_call(call)
 
-    def calls_of(self, turn_id: str) -> list[ModelCallSeen]:
+    def calls_of(self, turn_id: str, flow_id: str | None = None) -> list[ModelCallSeen]:
+        """The model calls of ``turn_id`` (of session ``flow_id`` when given), in the order received."""
         with self._lock:
-            return [seen for seen in self.seen if seen.turn_id == turn_id]
+            return [seen for seen in self.seen
+                    if seen.turn_id == turn_id and (flow_id is None or seen.flow_id == flow_id)]
 
 
 def user_text_of(turn: AgentTurnContext) -> str:
