@@ -24,6 +24,7 @@ from dex.dexpb import dex_pb2_grpc
 from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.values import AgentEvent, FrameworkMessage, MessageRole, ToolEffect
 from dex_agents.shell import (
+    AgentFrameworkRunner,
     AgentSessionFlow,
     AgentTurnContext,
     DeferredToolExecution,
@@ -98,10 +99,10 @@ def scripted_runner(directory: Path, script: Mapping[str, Sequence[ScriptedModel
                                invocation_log=tool_log(directory))
 
 
-def session_flow(runner: object, *, prefix: str, tool_policies: Mapping[str, ToolPolicy] | None = None,
+def session_flow(runner: AgentFrameworkRunner, *, prefix: str, tool_policies: Mapping[str, ToolPolicy] | None = None,
                  interrupt_deadline_ms: int | None = None, timing: SessionTiming | None = None) -> AgentSessionFlow:
     """A session Flow of a Flow type no other test uses."""
-    return create_agent_session_flow(runner, unique_flow_type(prefix),  # type: ignore[arg-type]
+    return create_agent_session_flow(runner, unique_flow_type(prefix),
                                      tool_policies=tool_policies, interrupt_deadline_ms=interrupt_deadline_ms,
                                      timing=timing)
 
