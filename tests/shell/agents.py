@@ -1,12 +1,20 @@
 """The support agent of the shell's integration tests: one scripted session Flow, built the same way
 in the test process (for its Client) and in a Worker child (``tests.shell.worker_main``).
 
-Tools: ``lookup_order`` (``read``) and ``refund`` (``non_idempotent_write``, so it needs approval).
+Tools: ``lookup_order`` (``read``), ``refund`` (``non_idempotent_write``, so it needs approval),
+``self_destruct_refund`` (``non_idempotent_write`` without approval, which SIGKILLs its own Worker
+process as its first instruction) and ``stalled_self_destruct_refund`` (the same, but it first stops
+its Worker's event loop at the synchronous ``SELF_DESTRUCT_GATE``, so nothing the Step had not handed
+to gRPC before the tool ran can leave the process). Both kill only in a Flow built with
+``self_destruct=True``, which only a Worker child's ``support_flow_from_environment`` does, and
+refuse anywhere else.
 The runner records ``<tool>:<idempotency key>`` in ``tool_invocations(state_directory)`` before a
 tool runs, so a test counts real tool runs across processes. A tool whose arguments carry
 ``"gate": "<name>"`` then stops at ``FileGate(state_directory, "<name>")`` until the test releases
-it; the ``GATED_*`` messages use this, and ``GATED_MODEL_MESSAGE`` stops the model call at
-``MODEL_GATE`` after its output, so crash tests can SIGKILL the Worker at an exact point.
+it; the ``GATED_*`` messages use this, ``GATED_MODEL_MESSAGE`` stops the model call at
+``MODEL_GATE`` after its output, and ``LOOKUP_THEN_GATED_MODEL_MESSAGE`` runs ``lookup_order`` and
+then stops the turn's second model call at ``MODEL_BEFORE_OUTPUT_GATE`` before any output, so crash
+tests can SIGKILL the Worker at an exact point.
 
 A Worker child learns its state directory and Flow type from ``TEST_STATE_DIR`` and
 ``TEST_FLOW_TYPE`` (``worker_environment`` builds both). Flow types must be unique on the engine
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import uuid
 from pathlib import Path
 from typing import Final
@@ -40,13 +49,21 @@ GATED_LOOKUP_MESSAGE: Final = "Where is order 42? Take your time."
 GATED_REFUND_MESSAGE: Final = "Refund order 42, carefully."
 GATED_MODEL_MESSAGE: Final = "Think it over."
 GATED_MODEL_ANSWER: Final = "I thought it over."
+LOOKUP_THEN_GATED_MODEL_MESSAGE: Final = "Where is order 42? Think before you answer."
+SELF_DESTRUCT_MESSAGE: Final = "Refund order 42 and crash."
+SELF_DESTRUCT_ANSWER: Final = "The refund of order 42 may or may not have happened."
+STALLED_SELF_DESTRUCT_MESSAGE: Final = "Refund order 42, stall, and crash."
 
 LOOKUP_GATE: Final = "lookup_order"
 REFUND_GATE: Final = "refund"
 MODEL_GATE: Final = "model"
+MODEL_BEFORE_OUTPUT_GATE: Final = "model-before-output"
+SELF_DESTRUCT_GATE: Final = "self-destruct"
 
 LOOKUP_CALL_ID: Final = "call-lookup"
 REFUND_CALL_ID: Final = "call-refund"
+SELF_DESTRUCT_CALL_ID: Final = "call-self-destruct"
+STALLED_SELF_DESTRUCT_CALL_ID: Final = "call-stalled-self-destruct"
 
 
 def _order_call(tool_name: str, tool_call_id: str, gate: str | None = None) -> ScriptedToolCall:
@@ -67,12 +84,22 @@ SUPPORT_SCRIPT: Final = {
     GATED_REFUND_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("refund", REFUND_CALL_ID, REFUND_GATE),)),
                            ScriptedModelCall(text=REFUND_ANSWER)),
     GATED_MODEL_MESSAGE: (ScriptedModelCall(text=GATED_MODEL_ANSWER, gate_after_output=MODEL_GATE),),
+    LOOKUP_THEN_GATED_MODEL_MESSAGE: (
+        ScriptedModelCall(tool_calls=(_order_call("lookup_order", LOOKUP_CALL_ID),)),
+        ScriptedModelCall(text=LOOKUP_ANSWER, gate_before_output=MODEL_BEFORE_OUTPUT_GATE)),
+    SELF_DESTRUCT_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("self_destruct_refund", SELF_DESTRUCT_CALL_ID),)),
+                            ScriptedModelCall(text=SELF_DESTRUCT_ANSWER)),
+    STALLED_SELF_DESTRUCT_MESSAGE: (
+        ScriptedModelCall(tool_calls=(_order_call("stalled_self_destruct_refund", STALLED_SELF_DESTRUCT_CALL_ID),)),
+        ScriptedModelCall(text=SELF_DESTRUCT_ANSWER)),
 }
 """Model calls by user message; any other message gets the runner's echo answer."""
 
 TOOL_POLICIES: Final = {
     "lookup_order": ToolPolicy(effect=ToolEffect.READ),
     "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE),
+    "self_destruct_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+    "stalled_self_destruct_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
 }
 
 
@@ -86,8 +113,14 @@ def unique_flow_type(prefix: str = DEFAULT_FLOW_TYPE) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_TYPE) -> AgentSessionFlow:
-    """The support agent's session Flow, with its gates and tool log in ``state_directory``."""
+def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_TYPE,
+                       self_destruct: bool = False) -> AgentSessionFlow:
+    """The support agent's session Flow, with its gates and tool log in ``state_directory``.
+
+    ``self_destruct`` lets ``self_destruct_refund`` and ``stalled_self_destruct_refund`` SIGKILL the
+    process they run in; without it they raise instead (so a Flow built in the test process can never
+    kill the test).
+    """
 
     async def pass_gate(call: DeferredToolExecution) -> dict[str, object]:
         arguments: dict[str, object] = json.loads(call.tool_call.arguments)
@@ -104,7 +137,24 @@ def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_T
         arguments = await pass_gate(call)
         return f"order {arguments['order_id']} refunded"
 
-    runner = ScriptedAgentRunner(script=SUPPORT_SCRIPT, tools={"lookup_order": lookup_order, "refund": refund},
+    async def self_destruct_refund(call: DeferredToolExecution) -> str:
+        # The runner has recorded this run in the tool log already; nothing else happens before the kill.
+        if not self_destruct:
+            raise RuntimeError("self_destruct_refund runs only in a Worker child built with self_destruct=True")
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable: the process was sent SIGKILL")
+
+    async def stalled_self_destruct_refund(call: DeferredToolExecution) -> str:
+        if not self_destruct:
+            raise RuntimeError("stalled_self_destruct_refund runs only in a Worker child built with self_destruct=True")
+        # Synchronous on purpose: the event loop (and with it the SDK's frame queue) stops until the kill.
+        FileGate(state_directory, SELF_DESTRUCT_GATE).mark_reached()
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable: the process was sent SIGKILL")
+
+    tools = {"lookup_order": lookup_order, "refund": refund, "self_destruct_refund": self_destruct_refund,
+             "stalled_self_destruct_refund": stalled_self_destruct_refund}
+    runner = ScriptedAgentRunner(script=SUPPORT_SCRIPT, tools=tools,
                                  gate_directory=state_directory, invocation_log=tool_invocations(state_directory))
     return create_agent_session_flow(runner, flow_type, tool_policies=TOOL_POLICIES)
 
@@ -115,7 +165,8 @@ def worker_environment(state_directory: Path, flow_type: str) -> dict[str, str]:
 
 
 def support_flow_from_environment() -> AgentSessionFlow:
-    """The Flow a Worker child serves: ``build_support_flow`` with ``TEST_STATE_DIR`` and ``TEST_FLOW_TYPE``.
+    """The Flow a Worker child serves: ``build_support_flow`` with ``TEST_STATE_DIR`` and ``TEST_FLOW_TYPE``,
+    with the self-destruct tools armed (they kill this Worker child, never a test process).
 
     Raises:
         RuntimeError: ``TEST_STATE_DIR`` is not set.
@@ -124,4 +175,4 @@ def support_flow_from_environment() -> AgentSessionFlow:
     if not state_directory:
         raise RuntimeError(f"{STATE_DIR_ENV} is not set: the Worker child needs the test's state directory")
     flow_type = os.environ.get(FLOW_TYPE_ENV, "").strip() or DEFAULT_FLOW_TYPE
-    return build_support_flow(Path(state_directory), flow_type=flow_type)
+    return build_support_flow(Path(state_directory), flow_type=flow_type, self_destruct=True)
