@@ -2,12 +2,11 @@
 in the test process (for its Client) and in a Worker child (``tests.shell.worker_main``).
 
 Tools: ``lookup_order`` (``read``), ``refund`` (``non_idempotent_write``, so it needs approval),
-``self_destruct_refund`` (``non_idempotent_write`` without approval, which SIGKILLs its own Worker
-process as its first instruction) and ``stalled_self_destruct_refund`` (the same, but it first stops
+and ``stalled_self_destruct_refund`` (``non_idempotent_write`` without approval, which first stops
 its Worker's event loop at the synchronous ``SELF_DESTRUCT_GATE``, so nothing the Step had not handed
-to gRPC before the tool ran can leave the process). Both kill only in a Flow built with
-``self_destruct=True``, which only a Worker child's ``support_flow_from_environment`` does, and
-refuse anywhere else.
+to gRPC before the tool ran can leave the process, then SIGKILLs its Worker). It kills only in a Flow
+built with ``self_destruct=True``, which only a Worker child's ``support_flow_from_environment``
+does, and refuses anywhere else.
 The runner records ``<tool>:<idempotency key>`` in ``tool_invocations(state_directory)`` before a
 tool runs, so a test counts real tool runs across processes. A tool whose arguments carry
 ``"gate": "<name>"`` then stops at ``FileGate(state_directory, "<name>")`` until the test releases
@@ -50,7 +49,6 @@ GATED_REFUND_MESSAGE: Final = "Refund order 42, carefully."
 GATED_MODEL_MESSAGE: Final = "Think it over."
 GATED_MODEL_ANSWER: Final = "I thought it over."
 LOOKUP_THEN_GATED_MODEL_MESSAGE: Final = "Where is order 42? Think before you answer."
-SELF_DESTRUCT_MESSAGE: Final = "Refund order 42 and crash."
 SELF_DESTRUCT_ANSWER: Final = "The refund of order 42 may or may not have happened."
 STALLED_SELF_DESTRUCT_MESSAGE: Final = "Refund order 42, stall, and crash."
 
@@ -62,7 +60,6 @@ SELF_DESTRUCT_GATE: Final = "self-destruct"
 
 LOOKUP_CALL_ID: Final = "call-lookup"
 REFUND_CALL_ID: Final = "call-refund"
-SELF_DESTRUCT_CALL_ID: Final = "call-self-destruct"
 STALLED_SELF_DESTRUCT_CALL_ID: Final = "call-stalled-self-destruct"
 
 
@@ -87,8 +84,6 @@ SUPPORT_SCRIPT: Final = {
     LOOKUP_THEN_GATED_MODEL_MESSAGE: (
         ScriptedModelCall(tool_calls=(_order_call("lookup_order", LOOKUP_CALL_ID),)),
         ScriptedModelCall(text=LOOKUP_ANSWER, gate_before_output=MODEL_BEFORE_OUTPUT_GATE)),
-    SELF_DESTRUCT_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("self_destruct_refund", SELF_DESTRUCT_CALL_ID),)),
-                            ScriptedModelCall(text=SELF_DESTRUCT_ANSWER)),
     STALLED_SELF_DESTRUCT_MESSAGE: (
         ScriptedModelCall(tool_calls=(_order_call("stalled_self_destruct_refund", STALLED_SELF_DESTRUCT_CALL_ID),)),
         ScriptedModelCall(text=SELF_DESTRUCT_ANSWER)),
@@ -98,7 +93,6 @@ SUPPORT_SCRIPT: Final = {
 TOOL_POLICIES: Final = {
     "lookup_order": ToolPolicy(effect=ToolEffect.READ),
     "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE),
-    "self_destruct_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
     "stalled_self_destruct_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
 }
 
@@ -117,7 +111,7 @@ def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_T
                        self_destruct: bool = False) -> AgentSessionFlow:
     """The support agent's session Flow, with its gates and tool log in ``state_directory``.
 
-    ``self_destruct`` lets ``self_destruct_refund`` and ``stalled_self_destruct_refund`` SIGKILL the
+    ``self_destruct`` lets ``stalled_self_destruct_refund`` SIGKILL the
     process they run in; without it they raise instead (so a Flow built in the test process can never
     kill the test).
     """
@@ -137,13 +131,6 @@ def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_T
         arguments = await pass_gate(call)
         return f"order {arguments['order_id']} refunded"
 
-    async def self_destruct_refund(call: DeferredToolExecution) -> str:
-        # The runner has recorded this run in the tool log already; nothing else happens before the kill.
-        if not self_destruct:
-            raise RuntimeError("self_destruct_refund runs only in a Worker child built with self_destruct=True")
-        os.kill(os.getpid(), signal.SIGKILL)
-        raise AssertionError("unreachable: the process was sent SIGKILL")
-
     async def stalled_self_destruct_refund(call: DeferredToolExecution) -> str:
         if not self_destruct:
             raise RuntimeError("stalled_self_destruct_refund runs only in a Worker child built with self_destruct=True")
@@ -152,8 +139,7 @@ def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_T
         os.kill(os.getpid(), signal.SIGKILL)
         raise AssertionError("unreachable: the process was sent SIGKILL")
 
-    tools = {"lookup_order": lookup_order, "refund": refund, "self_destruct_refund": self_destruct_refund,
-             "stalled_self_destruct_refund": stalled_self_destruct_refund}
+    tools = {"lookup_order": lookup_order, "refund": refund, "stalled_self_destruct_refund": stalled_self_destruct_refund}
     runner = ScriptedAgentRunner(script=SUPPORT_SCRIPT, tools=tools,
                                  gate_directory=state_directory, invocation_log=tool_invocations(state_directory))
     return create_agent_session_flow(runner, flow_type, tool_policies=TOOL_POLICIES)
