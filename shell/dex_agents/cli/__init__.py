@@ -1,0 +1,1 @@
+"""The ``dex-agents`` command line: ``engine``, ``demo``, ``chat`` and ``sessions`` (see ``main``)."""
