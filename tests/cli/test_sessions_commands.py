@@ -1,0 +1,93 @@
+"""``dex-agents sessions ...`` against a running engine with a Worker child serving the support agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
+from dex_agents.testing.private_engine import PrivateDexEngine
+from tests.cli.support import run_cli
+from tests.shell.agents import (
+    LOOKUP_ANSWER,
+    LOOKUP_MESSAGE,
+    REFUND_ANSWER,
+    REFUND_MESSAGE,
+    WORKER_MODULE,
+    build_support_flow,
+    unique_flow_type,
+    worker_environment,
+)
+
+
+def test_list_show_approve_send_and_tail_a_session(
+    dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+    killable_worker: KillableWorkerFactory, tmp_path: Path,
+) -> None:
+    flow_type = unique_flow_type("CliSessions")
+    flow = build_support_flow(tmp_path, flow_type=flow_type)
+    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
+    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    sessions.start_session("cli-1", REFUND_MESSAGE)
+    interrupt = sessions.wait_for_pending_interrupt("cli-1", "refund")
+    server = {"DEX_SERVER_ADDRESS": dex_engine.server_address}
+
+    def cli(*arguments: str) -> tuple[int, str, str]:
+        result = run_cli("sessions", *arguments, "--flow-type", flow_type, environment=server)
+        return result.returncode, result.stdout, result.stderr
+
+    status, out, err = cli("list")
+    assert status == 0, err
+    assert "cli-1" in out and "running" in out
+
+    status, out, err = cli("show", "cli-1")
+    assert status == 0, err
+    assert interrupt.interrupt_id in out and "awaiting_approval" in out and REFUND_MESSAGE in out
+
+    status, out, err = cli("approve", "cli-1", interrupt.interrupt_id)
+    assert status == 0, err
+    assert f"interrupt {interrupt.interrupt_id} approved" in out
+    sessions.wait_for_completed_turns("cli-1", 1)
+
+    status, out, err = cli("approve", "cli-1", interrupt.interrupt_id)
+    assert status == 1
+    assert err.strip().splitlines() == [
+        f"dex-agents: error: interrupt {interrupt.interrupt_id} is not pending "
+        f"(hint: see the pending interrupts with: dex-agents sessions show cli-1)"]
+
+    status, out, err = cli("send", "cli-1", LOOKUP_MESSAGE)
+    assert status == 0, err
+    assert "sent to cli-1" in out
+    sessions.wait_for_completed_turns("cli-1", 2)
+
+    status, out, err = cli("tail", "cli-1", "--no-follow")
+    assert status == 0, err
+    assert out.index("turn 1") < out.index(REFUND_ANSWER) < out.index("turn 2") < out.index(LOOKUP_ANSWER)
+    assert f"interrupt {interrupt.interrupt_id} approved" in out
+    assert "tool refund finished: succeeded" in out and "tool lookup_order finished: succeeded" in out
+    assert "turn 2 completed; usage: requests=2 input_tokens=20 output_tokens=10" in out
+
+    status, out, err = cli("show", "cli-1")
+    assert status == 0, err
+    assert LOOKUP_ANSWER in out and "usage: requests=4 input_tokens=40 output_tokens=20" in out
+
+
+def test_reject_tells_the_model(
+    dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+    killable_worker: KillableWorkerFactory, tmp_path: Path,
+) -> None:
+    flow_type = unique_flow_type("CliReject")
+    flow = build_support_flow(tmp_path, flow_type=flow_type)
+    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
+    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    sessions.start_session("cli-2", REFUND_MESSAGE)
+    interrupt = sessions.wait_for_pending_interrupt("cli-2", "refund")
+
+    result = run_cli("sessions", "reject", "cli-2", interrupt.interrupt_id, "--message", "not today",
+                     "--flow-type", flow_type, "--server", dex_engine.server_address)
+    assert result.returncode == 0, result.stderr
+    sessions.wait_for_turns("cli-2", 1)
+    tail = run_cli("sessions", "tail", "cli-2", "--no-follow", "--flow-type", flow_type,
+                   "--server", dex_engine.server_address)
+    assert tail.returncode == 0, tail.stderr
+    assert f"interrupt {interrupt.interrupt_id} rejected: not today" in tail.stdout
+    assert "tool refund finished: rejected" in tail.stdout
