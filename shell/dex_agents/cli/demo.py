@@ -31,6 +31,7 @@ from dex_agents.cli.driver import NO_TTY_HINT, Approval, SessionDriver, auto_app
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.view import EventView, format_usage
 from dex_agents.pure import events as kinds
+from dex_agents.pure.rpc_values import AgentSnapshot
 from dex_agents.pure.values import AgentEvent, AgentInterrupt
 from dex_agents.testing.processes import KillableWorkerProcess
 
@@ -53,12 +54,16 @@ class DemoOptions:
     auto_approve: bool = False
     crash: bool = False
     model: str | None = None
+    agent_module: str = DEMO_AGENT_MODULE
+    """Module with ``DEMO_TURNS``."""
+    worker_module: str = DEMO_WORKER_MODULE
+    """Worker child module serving the agent's Flow."""
 
 
-def demo_turns() -> Sequence[str]:
+def demo_turns(agent_module: str = DEMO_AGENT_MODULE) -> Sequence[str]:
     """The scripted user messages of the demo agent."""
     try:
-        module = importlib.import_module(DEMO_AGENT_MODULE)
+        module = importlib.import_module(agent_module)
     except ImportError as error:
         raise CliError(f"the demo agent cannot be loaded: {error}",
                        hint="install the demo's dependencies (pip install 'dex-agents[demo]')") from error
@@ -150,7 +155,7 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
     if not options.auto_approve and not sys.stdin.isatty():
         raise CliError("the demo asks for approvals but " + NO_TTY_HINT.split(", so ")[0],
                        hint="rerun with --auto-approve", exit_code=2)
-    turns = demo_turns()
+    turns = demo_turns(options.agent_module)
     from dex_agents.testing.coordination import FileGate
 
     with scratch_directory(debug, console) as directory:
@@ -160,7 +165,7 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
         if options.model is not None:
             environment[MODEL_ENV] = options.model
         with local_engine(directory, console) as address:
-            workers = WorkerChildren(address, directory, environment, console)
+            workers = WorkerChildren(address, directory, environment, console, module=options.worker_module)
             try:
                 workers.start({CRASH_GATE_ENV: "1"} if options.crash else None)
                 flow = client_flow(DEFAULT_FLOW_TYPE)
@@ -201,15 +206,18 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
     return 0
 
 
-def _summary(snapshot: object, view: EventView, state_directory: Path, console: Console) -> None:
-    from dex_agents.pure.rpc_values import AgentSnapshot
-
-    assert isinstance(snapshot, AgentSnapshot)
+def _summary(snapshot: AgentSnapshot, view: EventView, state_directory: Path, console: Console) -> None:
     console.rule("summary", style="cyan")
-    for call in snapshot.tool_calls:
-        detail = f" ({call.error})" if call.error else ""
-        console.print(f"tool call {call.tool_name} [{call.effect.value}]: {call.status.value}{detail}",
-                      markup=False, highlight=False)
+    for (turn_id, tool_call_id), (tool_name, status) in view.finished_tools.items():
+        console.print(f"tool call {tool_name}: {status}", markup=False, highlight=False,
+                      style="bold red" if status == "outcome_unknown" else None)
+        if status != "outcome_unknown":
+            continue
+        told = next((message.tool_output for message in snapshot.messages
+                     if message.turn_id == turn_id and message.tool_call_id == tool_call_id
+                     and message.tool_output is not None), None)
+        if told is not None:
+            console.print(f"  the model was told: {told}", markup=False, highlight=False)
     console.print(f"session usage: {format_usage(snapshot.usage)}", highlight=False)
     log = state_directory / REFUNDS_LOG
     refunds = len(log.read_text().splitlines()) if log.exists() else 0

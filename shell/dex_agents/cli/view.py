@@ -82,6 +82,8 @@ class EventView:
         self.ended_turns: dict[str, str] = {}
         self.turn_usage: dict[str, AgentUsage] = {}
         self.session_usage = AgentUsage()
+        self.finished_tools: dict[tuple[str, str], tuple[str, str]] = {}
+        """``(turn_id, tool_call_id)`` -> ``(tool_name, status)`` of every finished tool call."""
         self._attempts: dict[str, int] = {}
         self._inline = False
 
@@ -136,6 +138,7 @@ class EventView:
                 self._line(f"  tool {_text(payload, 'tool_name')} started{attempt}", "blue")
             case kinds.TOOL_CALL_FINISHED:
                 status = _text(payload, "status")
+                self.finished_tools[(turn_id, _text(payload, "tool_call_id"))] = (_text(payload, "tool_name"), status)
                 self._line(f"  tool {_text(payload, 'tool_name')} finished: {status}{attempt}",
                            _STATUS_STYLES.get(status, "blue"))
             case kinds.INTERRUPT_RAISED:

@@ -1,0 +1,71 @@
+"""``dex-agents demo`` end to end: a local engine, a Worker child, the scripted turns, approvals, a crash.
+
+The loop is tested with ``tests.cli.stand_in_demo`` (a scripted agent with the demo's tools, refunds
+log and crash gate, no model); the command itself runs as a user runs it once ``dex_agents.demo``
+is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from dex_agents.cli.demo import DemoOptions, run_demo
+from tests.cli import stand_in_demo
+from tests.cli.support import run_cli
+
+STAND_IN = {"agent_module": "tests.cli.stand_in_demo", "worker_module": "tests.cli.stand_in_demo_worker"}
+HAS_DEMO = importlib.util.find_spec("dex_agents.demo") is not None
+
+
+def _demo_output(*, crash: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the demo's scratch directory, checked afterwards
+    output = io.StringIO()
+    console = Console(file=output, width=200, color_system=None)
+    assert run_demo(DemoOptions(auto_approve=True, crash=crash, **STAND_IN), console) == 0
+    assert list(tmp_path.iterdir()) == [], "the demo left files behind"
+    return output.getvalue()
+
+
+def test_the_demo_runs_every_turn_with_approval_and_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _demo_output(crash=False, tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert text.index(stand_in_demo.LOOKUP_ANSWER) < text.index("auto-approved refund_order")
+    assert text.index("auto-approved refund_order") < text.index(stand_in_demo.REFUND_ANSWER)
+    assert "tool refund_order finished: succeeded" in text
+    assert "turn 2 completed; usage: requests=2 input_tokens=20 output_tokens=10" in text
+    assert "refunds performed: 1" in text and "outcome_unknown" not in text
+
+
+def test_the_crash_demo_records_outcome_unknown_and_refunds_once(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _demo_output(crash=True, tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert "CRASH: Worker pid" in text and "worker 2: pid" in text
+    assert "tool refund_order finished: outcome_unknown" in text
+    assert "the model was told: The tool call's outcome is unknown" in text
+    assert "refunds performed: 1" in text
+
+
+@pytest.mark.skipif(not HAS_DEMO, reason="dex_agents.demo is not installed")
+def test_demo_auto_approve_as_a_user_runs_it(tmp_path: Path) -> None:
+    result = run_cli("demo", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "auto-approved refund_order" in result.stdout
+    assert "completed; usage: requests=" in result.stdout
+    assert "refunds performed: 1" in result.stdout
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(not HAS_DEMO, reason="dex_agents.demo is not installed")
+def test_demo_crash_as_a_user_runs_it(tmp_path: Path) -> None:
+    result = run_cli("demo", "--crash", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "tool refund_order finished: outcome_unknown" in result.stdout
+    assert "the model was told:" in result.stdout
+    assert "refunds performed: 1" in result.stdout
+    assert os.listdir(tmp_path) == []
