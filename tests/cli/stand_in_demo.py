@@ -48,3 +48,10 @@ def build_support_flow(*, state_directory: Path, flow_type: str = "SupportAgent"
     policies = {"lookup_order": ToolPolicy(effect=ToolEffect.READ),
                 "refund_order": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE)}
     return create_agent_session_flow(runner, flow_type, tool_policies=policies)
+
+
+def chat_flow() -> AgentSessionFlow:
+    """The stand-in for ``dex-agents chat --agent tests.cli.stand_in_demo:chat_flow`` (state in
+    ``DEX_AGENTS_DEMO_STATE_DIR``, default the working directory)."""
+    return build_support_flow(state_directory=Path(os.environ.get("DEX_AGENTS_DEMO_STATE_DIR", ".")),
+                              flow_type="StandInChat")
