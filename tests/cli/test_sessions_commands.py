@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from tests.cli.support import run_cli
+from tests.cli.support import cli_environment, run_cli
 from tests.shell.agents import (
     LOOKUP_ANSWER,
     LOOKUP_MESSAGE,
@@ -91,3 +97,53 @@ def test_reject_tells_the_model(
     assert tail.returncode == 0, tail.stderr
     assert f"interrupt {interrupt.interrupt_id} rejected: not today" in tail.stdout
     assert "tool refund finished: rejected" in tail.stdout
+
+
+def _read_until(lines: queue.Queue[str], marker: str, seen: list[str], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(marker in line for line in seen):
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no line with {marker!r}; seen: {seen}"
+        try:
+            seen.append(lines.get(timeout=remaining))
+        except queue.Empty:
+            continue
+
+
+def test_tail_follows_new_turns_live_until_ctrl_c(
+    dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+    killable_worker: KillableWorkerFactory, tmp_path: Path,
+) -> None:
+    flow_type = unique_flow_type("CliTail")
+    flow = build_support_flow(tmp_path, flow_type=flow_type)
+    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
+    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    sessions.start_session("cli-3", LOOKUP_MESSAGE)
+    sessions.wait_for_completed_turns("cli-3", 1)
+    tail = subprocess.Popen(
+        [sys.executable, "-m", "dex_agents.cli", "sessions", "tail", "cli-3", "--flow-type", flow_type],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_environment({"DEX_SERVER_ADDRESS": dex_engine.server_address}))
+    lines: queue.Queue[str] = queue.Queue()
+    seen: list[str] = []
+    assert tail.stdout is not None
+    stdout = tail.stdout
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True)
+    reader.start()
+    try:
+        _read_until(lines, "turn 1 completed", seen)
+        sessions.send_user_message("cli-3", REFUND_MESSAGE)
+        _read_until(lines, "approval needed for refund", seen)
+        interrupt = sessions.wait_for_pending_interrupt("cli-3", "refund")
+        sessions.resolve_interrupt("cli-3", interrupt.interrupt_id, True)
+        _read_until(lines, "turn 2 completed", seen)
+        tail.send_signal(signal.SIGINT)
+        assert tail.wait(timeout=30) == 130
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+        reader.join(timeout=5)
+    text = "".join(seen)
+    assert text.index(LOOKUP_ANSWER) < text.index("turn 2") < text.index("tool refund finished: succeeded")
+    assert REFUND_ANSWER in text
