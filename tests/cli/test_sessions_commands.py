@@ -128,7 +128,12 @@ def test_tail_follows_new_turns_live_until_ctrl_c(
     seen: list[str] = []
     assert tail.stdout is not None
     stdout = tail.stdout
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True)
+
+    def read_lines() -> None:
+        for line in stdout:
+            lines.put(line)
+
+    reader = threading.Thread(target=read_lines, daemon=True)
     reader.start()
     try:
         _read_until(lines, "turn 1 completed", seen)
