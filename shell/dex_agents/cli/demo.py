@@ -123,10 +123,14 @@ class WorkerChildren:
         return self.started[-1]
 
     def check_alive(self) -> None:
+        from dex_agents.testing.processes import log_tail
+
         status = self.current.returncode
         if status is not None:
-            raise CliError(f"the Worker exited with status {status}",
-                           hint=f"its log: {self.current.log_path} (rerun with --debug to keep it)")
+            lines = [line for line in log_tail(self.current.log_path).splitlines() if line.strip()]
+            last = f": {lines[-1].strip()}" if lines else ""
+            raise CliError(f"the Worker exited with status {status}{last}",
+                           hint="rerun with --debug to keep its log")
 
     def stop_all(self) -> None:
         for worker in reversed(self.started):
@@ -180,7 +184,11 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
                         crashed.append(True)
                         gate = FileGate(state_directory, REFUND_GATE)
                         with console.status("waiting for the refund to reach its gate..."):
-                            gate.wait_until_reached(timeout=60.0)
+                            try:
+                                gate.wait_until_reached(timeout=60.0)
+                            except TimeoutError:
+                                raise CliError(f"{REFUND_TOOL} did not reach its crash gate within 60 s",
+                                               hint=f"the demo Worker arms it with {CRASH_GATE_ENV}=1") from None
                         victim = workers.current
                         victim.kill()
                         console.print(f"  CRASH: Worker pid {victim.pid} killed with SIGKILL inside {REFUND_TOOL}",
@@ -201,6 +209,10 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
                         driver.wait_for_turns(number)
                     _summary(sessions.snapshot(session_id), view, state_directory, console)
                     sessions.stop_session(session_id)
+                    failed = sum(1 for outcome in view.ended_turns.values() if outcome == "failed")
+                    if failed:
+                        raise CliError(f"{failed} of {len(turns)} turns failed (see above)",
+                                       hint="check --model and the provider's API key")
             finally:
                 workers.stop_all()
     return 0
