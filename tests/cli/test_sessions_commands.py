@@ -60,6 +60,12 @@ def test_list_show_approve_send_and_tail_a_session(
         f"dex-agents: error: interrupt {interrupt.interrupt_id} is not pending "
         f"(hint: see the pending interrupts with: dex-agents sessions show cli-1)"]
 
+    for command in (("show", "no-such-session"), ("tail", "no-such-session"), ("send", "no-such-session", "hi")):
+        status, out, err = cli(*command)
+        assert status == 1
+        assert err.strip().splitlines() == ["dex-agents: error: session no-such-session was not found or is not "
+                                            "running (hint: see the sessions with: dex-agents sessions list)"]
+
     status, out, err = cli("send", "cli-1", LOOKUP_MESSAGE)
     assert status == 0, err
     assert "sent to cli-1" in out

@@ -71,9 +71,23 @@ def _run(body: Callable[[], T], *, debug: bool = False, server: str | None = Non
     except Exception as error:  # noqa: BLE001 - every failure is one line unless --debug
         if debug:
             err.print_exception()
-        hint = f" (hint: is a Dex server running at {server}?)" if server is not None else " (hint: rerun with --debug)"
-        err.print(f"dex-agents: error: {type(error).__name__}: {_one_line(error)}{hint}", markup=False)
+        err.print(f"dex-agents: error: {_describe(error, server)}", markup=False)
         raise typer.Exit(1) from None
+
+
+def _describe(error: Exception, server: str | None) -> str:
+    """One line for an unexpected failure, with a hint where the cause is recognisable."""
+    import grpc
+    from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError
+
+    if isinstance(error, FlowNotFoundError | FlowNotActiveOrNotFoundError):
+        session = f"session {error.flow_id}" if error.flow_id else "the session"
+        return f"{session} was not found or is not running (hint: see the sessions with: dex-agents sessions list)"
+    if isinstance(error, DexServiceError) and error.code in (grpc.StatusCode.UNAVAILABLE,
+                                                              grpc.StatusCode.DEADLINE_EXCEEDED):
+        where = f" at {server}" if server is not None else ""
+        return f"the Dex server{where} does not answer: {_one_line(error)} (hint: is a Dex server running there?)"
+    return f"{type(error).__name__}: {_one_line(error)} (hint: rerun with --debug for the traceback)"
 
 
 def _server(address: str | None) -> str:

@@ -106,6 +106,7 @@ def approve(server: str, flow_type: str, session_id: str, interrupt_id: str, app
 def tail(server: str, flow_type: str, session_id: str, console: Console, *, follow: bool) -> None:
     """Print the session's events grouped by turn and attempt, then follow new ones."""
     with open_sessions(server, client_flow(flow_type)) as sessions:
+        sessions.client.describe_flow(session_id)  # an unknown session fails here instead of waiting forever
         events, token = retained_events(sessions, session_id)
         view = EventView(console)
         for event in latest_attempts_only(events):
