@@ -62,3 +62,11 @@ def test_demo_without_a_terminal_or_auto_approve_fails_fast_with_a_hint() -> Non
     assert result.stderr.strip().splitlines() == [
         "dex-agents: error: the demo asks for approvals but stdin is not a terminal (hint: rerun with --auto-approve)"]
     assert result.stdout == ""
+
+
+def test_debug_adds_the_traceback() -> None:
+    (port,) = find_free_loopback_ports(1)
+    result = run_cli("--debug", "sessions", "list", "--server", f"127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("dex-agents: error: the Dex server at")
