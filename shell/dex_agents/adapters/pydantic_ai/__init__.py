@@ -1,0 +1,12 @@
+"""The Pydantic AI adapter: ``create_pydantic_ai_session_flow(agent, flow_type, **options)``.
+
+Needs the ``pydantic-ai`` extra (``pip install "dex-agents[pydantic-ai]"``).
+"""
+
+from dex_agents.adapters.pydantic_ai.runner import (
+    DEX_EFFECT_METADATA_KEY,
+    PydanticAIRunner,
+    create_pydantic_ai_session_flow,
+)
+
+__all__ = ["DEX_EFFECT_METADATA_KEY", "PydanticAIRunner", "create_pydantic_ai_session_flow"]

@@ -1,0 +1,1 @@
+"""The demo support agent (needs the ``pydantic-ai`` extra)."""
