@@ -13,8 +13,8 @@ Public API:
     Tools: ``lookup_order(order_id: int) -> str`` (effect ``read``) and
     ``refund_order(order_id: int, amount: float) -> str`` (effect ``non_idempotent_write``, approval
     required). Every real refund appends one line to ``refunds.log`` in ``state_directory``. With
-    ``DEX_AGENTS_DEMO_CRASH_GATE=1`` in the environment the refund waits at
-    ``FileGate(state_directory, "refund")`` before it is performed.
+    ``DEX_AGENTS_DEMO_CRASH_GATE=1`` in the environment the refund then waits at
+    ``FileGate(state_directory, "refund")`` before it returns (performed, not yet reported).
     ``MissingModelKeyError``: a ``RuntimeError`` for a real model without its key.
 """
 
@@ -152,9 +152,9 @@ def build_support_agent(*, model: str | None = None, state_directory: Path) -> A
 
     async def refund_order(order_id: int, amount: float) -> str:
         """Refund an amount of an order to the customer."""
-        if gate is not None:
-            await gate.mark_reached_async()
         _record_refund(state_directory, f"order={order_id} amount={amount:.2f}")
+        if gate is not None:  # the crash demo kills the Worker here: refunded, but not yet reported
+            await gate.mark_reached_async()
         return f"Refunded {amount:.2f} for order {order_id}."
 
     tools = [
