@@ -55,8 +55,9 @@ def test_the_crash_demo_records_outcome_unknown_and_refunds_once(tmp_path: Path,
 def test_demo_auto_approve_as_a_user_runs_it(tmp_path: Path) -> None:
     result = run_cli("demo", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "auto-approved refund_order" in result.stdout
-    assert "completed; usage: requests=" in result.stdout
+    assert "tool lookup_order finished: succeeded" in result.stdout
+    assert "auto-approved refund_order" in result.stdout and "tool refund_order finished: succeeded" in result.stdout
+    assert "turn 2 completed; usage: requests=" in result.stdout
     assert "refunds performed: 1" in result.stdout
     assert os.listdir(tmp_path) == []
 
@@ -65,7 +66,8 @@ def test_demo_auto_approve_as_a_user_runs_it(tmp_path: Path) -> None:
 def test_demo_crash_as_a_user_runs_it(tmp_path: Path) -> None:
     result = run_cli("demo", "--crash", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
     assert result.returncode == 0, result.stderr
+    assert "CRASH: Worker pid" in result.stdout and "worker 2: pid" in result.stdout
     assert "tool refund_order finished: outcome_unknown" in result.stdout
-    assert "the model was told:" in result.stdout
+    assert "the model was told: The tool call's outcome is unknown" in result.stdout
     assert "refunds performed: 1" in result.stdout
     assert os.listdir(tmp_path) == []
