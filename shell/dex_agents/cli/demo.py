@@ -66,7 +66,7 @@ def demo_turns(agent_module: str = DEMO_AGENT_MODULE) -> Sequence[str]:
         module = importlib.import_module(agent_module)
     except ImportError as error:
         raise CliError(f"the demo agent cannot be loaded: {error}",
-                       hint="the demo needs its agent framework installed next to dex-agents") from error
+                       hint="install the demo's extra: pip install 'dex-agents[pydantic-ai]'") from error
     turns: Sequence[str] = module.DEMO_TURNS
     return turns
 
