@@ -20,7 +20,6 @@ from typing import Final, cast
 import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-
 from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.values import AgentEvent, FrameworkMessage, MessageRole, ToolEffect
 from dex_agents.shell import (
@@ -44,6 +43,8 @@ from dex_agents.testing import (
     poll_until,
     read_step_history,
 )
+
+from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
 from tests.shell.agents import unique_flow_type
 
 TOOL_LOG: Final = "tool-runs"
@@ -53,20 +54,8 @@ READ_POLICY: Final = ToolPolicy(effect=ToolEffect.READ)
 IDEMPOTENT_WRITE_POLICY: Final = ToolPolicy(effect=ToolEffect.IDEMPOTENT_WRITE)
 WRITE_POLICY: Final = ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
 
-EVENT_PAYLOAD_KEYS: Final[Mapping[str, frozenset[str]]] = {
-    "turn_started": frozenset({"sequence"}),
-    "turn_completed": frozenset({"message_count"}),
-    "turn_failed": frozenset({"error"}),
-    "text_delta": frozenset({"text"}),
-    "reasoning_delta": frozenset({"text"}),
-    "tool_call_deferred": frozenset({"tool_call_id", "tool_name", "effect", "requires_approval"}),
-    "tool_call_started": frozenset({"tool_call_id", "tool_name"}),
-    "tool_call_finished": frozenset({"tool_call_id", "tool_name", "status"}),
-    "interrupt_raised": frozenset({"interrupt_id", "tool_call_id", "tool_name", "deadline"}),
-    "interrupt_resolved": frozenset({"interrupt_id", "approved", "rejection_message"}),
-    "usage_recorded": frozenset({"recorded", "session"}),
-}
-"""The spec's events table: payload keys by event type."""
+EVENT_PAYLOAD_KEYS: Final[Mapping[str, frozenset[str]]] = SPEC_EVENT_PAYLOAD_KEYS
+"""The spec's events table: payload keys by event type (one copy, in the golden fixtures)."""
 
 
 def new_session_id() -> str:
