@@ -39,6 +39,7 @@ SATURATED_SECONDS = 1.0
 SETTLE_SECONDS = 0.001
 """Delay before a saturated Worker's freed stream is offered the next task."""
 _ids = itertools.count(1)
+_order = itertools.count(1)
 
 
 def new_task_id() -> str:
@@ -68,6 +69,8 @@ class Task:
     timeout: float = 0.0
     local_phase: bool = False
     declines: int = 0
+    queue_order: int | None = None
+    """Set while the task waits in its queue (see ``PendingTasks``)."""
     deadline: float = 0.0
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
@@ -102,6 +105,66 @@ class WorkerStream:
         self.outbox.put(None)
 
 
+class PendingTasks:
+    """The tasks of one queue waiting for a stream, in order; Step and RPC tasks are kept apart so
+    an RPC can pass Step tasks that no stream may take, without a walk over them.
+
+    Invariant: a task is queued iff ``task.queue_order`` is not None, and then exactly one live
+    entry ``(task.queue_order, task)`` exists; other entries of the task are stale and skipped.
+    Push, pop and discard are O(1) amortized.
+    """
+
+    def __init__(self) -> None:
+        self._steps: deque[tuple[int, Task]] = deque()
+        self._rpcs: deque[tuple[int, Task]] = deque()
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def push(self, task: Task, *, front: bool = False) -> None:
+        """Queue ``task`` last (or first, ahead of every queued task)."""
+        if task.queue_order is not None:
+            return
+        entries = self._rpcs if task.kind == "rpc" else self._steps
+        order = -next(_order) if front else next(_order)
+        task.queue_order = order
+        if front:
+            entries.appendleft((order, task))
+        else:
+            entries.append((order, task))
+        self._size += 1
+
+    def discard(self, task: Task) -> bool:
+        """Unqueue ``task``; False when it was not queued (its entry turns stale)."""
+        if task.queue_order is None:
+            return False
+        task.queue_order = None
+        self._size -= 1
+        return True
+
+    @staticmethod
+    def _head(entries: deque[tuple[int, Task]]) -> tuple[int, Task] | None:
+        while entries and entries[0][1].queue_order != entries[0][0]:
+            entries.popleft()
+        return entries[0] if entries else None
+
+    def pop(self, *, steps: bool) -> Task | None:
+        """Unqueue the oldest task (only RPC tasks unless ``steps``), or None."""
+        rpc = self._head(self._rpcs)
+        step = self._head(self._steps) if steps else None
+        if step is not None and (rpc is None or step[0] < rpc[0]):
+            self._steps.popleft()
+            chosen = step[1]
+        elif rpc is not None:
+            self._rpcs.popleft()
+            chosen = rpc[1]
+        else:
+            return None
+        self.discard(chosen)
+        return chosen
+
+
 class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
@@ -110,7 +173,7 @@ class Dispatcher:
         self._held: dict[str, list[WorkerStream]] = {}
         self._saturated: dict[str, float] = {}
         """app worker id -> when it last declined a Step task (it runs at its Step capacity)."""
-        self._pending: dict[str, deque[Task]] = {}
+        self._pending: dict[str, PendingTasks] = {}
         self._schedule = schedule_retry
         self.streams: set[WorkerStream] = set()
 
@@ -140,21 +203,17 @@ class Dispatcher:
         return any(s.queue_name == queue_name and not s.closed for s in self.streams)
 
     def submit(self, task: Task, *, front: bool = False) -> None:
-        """Queue a task; it is delivered at once when an idle stream of its queue exists."""
-        pending = self._pending.setdefault(task.flow_type, deque())
-        if front:
-            pending.appendleft(task)
-        else:
-            pending.append(task)
+        """Queue a task (O(1)); it is delivered at once when an idle stream of its queue exists."""
+        pending = self._pending.get(task.flow_type)
+        if pending is None:
+            pending = self._pending[task.flow_type] = PendingTasks()
+        pending.push(task, front=front)
         self._offer(task.flow_type)
 
     def withdraw(self, task: Task) -> bool:
-        """Remove a not yet delivered task; False when it is not pending."""
+        """Remove a not yet delivered task (O(1)); False when it is not pending."""
         pending = self._pending.get(task.flow_type)
-        if pending is not None and task in pending:
-            pending.remove(task)
-            return True
-        return False
+        return pending is not None and pending.discard(task)
 
     def finish(self, task: Task) -> None:
         """The task's final frame arrived (or it was abandoned): free its stream for the next task."""
@@ -249,32 +308,45 @@ class Dispatcher:
     def _usable(stream: WorkerStream, now: float) -> bool:
         return not stream.closed and stream.declined_until <= now
 
+    def _stream_for(self, queue_name: str, kind: TaskKind, now: float) -> WorkerStream | None:
+        """An idle usable stream, else a held one (for a Step task only of an unsaturated Worker)."""
+        chosen = next((s for s in self._idle.get(queue_name, ()) if self._usable(s, now)), None)
+        if chosen is None:
+            chosen = next((s for s in self._held.get(queue_name, ()) if self._usable(s, now) and (
+                kind == "rpc"
+                or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
+        return chosen
+
     def _offer(self, queue_name: str) -> None:
+        """Hand queued tasks to usable streams, oldest first; costs O(tasks handed over + streams),
+        never a walk over the whole queue."""
         pending = self._pending.get(queue_name)
         if not pending:
             return
-        idle = self._idle.setdefault(queue_name, [])
-        held = self._held.setdefault(queue_name, [])
         now = time.monotonic()
-        for task in list(pending):
-            chosen = next((s for s in idle if self._usable(s, now)), None)
-            if chosen is None:
-                chosen = next((s for s in held if self._usable(s, now) and (
-                    task.kind == "rpc"
-                    or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
-                if chosen is None:
-                    continue
-                held.remove(chosen)
-                self._acknowledge(chosen)
-            idle.remove(chosen)
-            pending.remove(task)
-            chosen.task = task
-            task.stream = chosen
-            task.delivered_at = now
-            if task.timeout:
-                wall = time.time()
-                task.deadline = wall + task.timeout
-                task.message.deadline.FromNanoseconds(int(task.deadline * 1e9))
-                if task.heartbeat_timeout is not None:
-                    task.heartbeat_deadline = wall + task.heartbeat_timeout
-            chosen.send(pb.PollWorkerTaskResponse(task=task.message))
+        while pending:
+            step_stream = self._stream_for(queue_name, "execute", now)
+            stream = step_stream or self._stream_for(queue_name, "rpc", now)
+            if stream is None:
+                return
+            task = pending.pop(steps=step_stream is not None)
+            if task is None:
+                return
+            self._deliver(task, stream, now)
+
+    def _deliver(self, task: Task, chosen: WorkerStream, now: float) -> None:
+        held = self._held.setdefault(chosen.queue_name, [])
+        if chosen in held:
+            held.remove(chosen)
+            self._acknowledge(chosen)
+        self._idle[chosen.queue_name].remove(chosen)
+        chosen.task = task
+        task.stream = chosen
+        task.delivered_at = now
+        if task.timeout:
+            wall = time.time()
+            task.deadline = wall + task.timeout
+            task.message.deadline.FromNanoseconds(int(task.deadline * 1e9))
+            if task.heartbeat_timeout is not None:
+                task.heartbeat_deadline = wall + task.heartbeat_timeout
+        chosen.send(pb.PollWorkerTaskResponse(task=task.message))

@@ -1,0 +1,69 @@
+"""Engine core, a large backlog (no server): queuing a task costs the same with 10 or 10,000 tasks
+queued (restart with N open runs queues N tasks), and the queue keeps its order: oldest first, a
+re-queued task first of all, a withdrawn task never delivered, and an RPC passes Step tasks that no
+stream may take."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dex_agents.engine.dispatch import Dispatcher, PendingTasks, WorkerStream
+
+from .test_core_dispatch import dispatcher, sent, task
+
+BACKLOG = 3000
+
+
+def test_queuing_behind_a_backlog_does_not_walk_the_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    checks = 0
+    usable = Dispatcher._usable
+
+    def counting(stream: WorkerStream, now: float) -> bool:
+        nonlocal checks
+        checks += 1
+        return usable(stream, now)
+
+    monkeypatch.setattr(Dispatcher, "_usable", staticmethod(counting))
+    d, _ = dispatcher()
+    backing_off = WorkerStream("Q", "w1")
+    d.register(backing_off)
+    sent(backing_off)
+    backing_off.declined_until = time.monotonic() + 3600  # idle but not usable: every task must wait
+    for i in range(BACKLOG):
+        d.submit(task(f"t{i}"))
+    assert sent(backing_off) == []
+    assert checks <= 4 * BACKLOG, f"{checks} stream checks for {BACKLOG} submits: each submit walked the queue"
+
+
+def test_the_queue_keeps_its_order_with_front_submits_and_withdrawals() -> None:
+    d, _ = dispatcher()
+    first, second, requeued = task("first"), task("second"), task("requeued")
+    withdrawn = task("withdrawn")
+    for t in (first, withdrawn, second):
+        d.submit(t)
+    d.submit(requeued, front=True)
+    assert d.withdraw(withdrawn) and not d.withdraw(withdrawn)
+    stream = WorkerStream("Q", "w1")
+    d.register(stream)
+    delivered = []
+    for _ in range(4):
+        frames = [f for f in sent(stream) if f.startswith("task:")]
+        delivered += frames
+        if stream.task is not None:
+            d.finish(stream.task)
+    assert delivered == ["task:requeued", "task:first", "task:second"]
+
+
+def test_an_rpc_passes_step_tasks_only_a_saturated_workers_spare_could_take() -> None:
+    queue = PendingTasks()
+    steps = [task(f"s{i}") for i in range(3)]
+    rpc = task("r", kind="rpc")
+    for t in (*steps, rpc):
+        queue.push(t)
+    assert len(queue) == 4
+    assert queue.pop(steps=False) is rpc, "with no stream for Steps only the RPC may go"
+    assert queue.pop(steps=False) is None
+    assert [queue.pop(steps=True) for _ in range(3)] == steps
+    assert len(queue) == 0 and queue.pop(steps=True) is None
