@@ -3,8 +3,10 @@
 Concurrency model: every state change runs under ``Engine.lock`` inside one SQLite transaction;
 after the commit, :meth:`Engine.apply` performs the effects (dispatch the next tasks, cancel
 running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
-idle worker stream directly after its decision is durable. Long polls wait on ``Engine.changed``
-(conditions over the same lock, one per kind of change), notified only when someone waits.
+idle worker stream directly after its decision is durable. A long poll waits on its own
+:class:`LongPoll` (a condition over the same lock) registered under the key of what it waits for
+(a run's close, a run's state, one Stream of one Flow); a commit wakes only the waiters of the runs
+it touched, and a client's cancel wakes its waiter at once.
 
 Locks (Attribute locks shared by Steps and RPCs) live in memory: a Step method acquires all its
 keys before it is dispatched and holds them until its result commits; a Step whose keys are held
@@ -32,7 +34,19 @@ from .store import Store
 
 
 WaitKind = Literal["closed", "state", "stream"]
-"""Long-poll wake-ups: a run closed; any committed state change; a Stream append."""
+"""Long-poll wake-ups: a run closed; a committed state change of a run; a Stream append."""
+WaitKey = tuple[WaitKind, object]
+"""What a long poll waits for: ``("closed", uid)``, ``("state", uid)`` or
+``("stream", (flow_type, stream, flow_id))``."""
+
+
+class LongPoll:
+    """One long-poll call's wait: a condition over the engine lock, woken by a commit it concerns,
+    by its client's cancel (``abandoned``), or by shutdown."""
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.condition = threading.Condition(lock)
+        self.abandoned = False
 
 
 def now_ms() -> int:
@@ -51,8 +65,7 @@ class Engine:
 
         self.store = store
         self.lock = threading.RLock()
-        self.changed = {kind: threading.Condition(self.lock) for kind in ("closed", "state", "stream")}
-        self._waiting = {kind: 0 for kind in self.changed}
+        self._waiters: dict[WaitKey, set[LongPoll]] = {}
         self.scheduler = Scheduler(self.lock)
         self.dispatcher = Dispatcher(self.scheduler.call_later)
         self.running: dict[tuple[int, str], Task] = {}
@@ -145,24 +158,41 @@ class Engine:
             self.steps.check_waits(uid)
         for uid in effects.closed:
             self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
-        self.notify("state")
-        if effects.closed:
-            self.notify("closed")
+        if self._waiters:
+            touched = (effects.touched | effects.wait_checks | effects.closed | {uid for uid, _ in effects.launches}
+                       | {uid for uid, _ in effects.cancels} | {uid for _, uid, _, _ in effects.timers})
+            for uid in touched:
+                self.notify(("state", uid))
+            for uid in effects.closed:
+                self.notify(("closed", uid))
 
-    def notify(self, kind: WaitKind) -> None:
-        """Wake long polls of ``kind`` (cheap when nobody waits)."""
-        if self._waiting[kind]:
-            self.changed[kind].notify_all()
+    def notify(self, key: WaitKey) -> None:
+        """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""
+        for poll in self._waiters.get(key, ()):
+            poll.condition.notify_all()
 
     def notify_all(self) -> None:
         """Wake every long poll (used on shutdown)."""
-        for condition in self.changed.values():
-            condition.notify_all()
+        for polls in self._waiters.values():
+            for poll in polls:
+                poll.condition.notify_all()
 
-    def wait_change(self, kind: WaitKind, timeout: float) -> None:
-        """Wait (lock held) until a change of ``kind`` is committed or ``timeout`` passes."""
-        self._waiting[kind] += 1
+    def abandon(self, poll: LongPoll) -> None:
+        """The poll's client is gone: wake it so its thread is freed at once (lock held)."""
+        poll.abandoned = True
+        poll.condition.notify_all()
+
+    def wait_change(self, key: WaitKey, timeout: float, poll: LongPoll | None = None) -> None:
+        """Wait (lock held) until a change of ``key`` is committed, ``timeout`` passes, or the poll
+        is abandoned (then return at once)."""
+        poll = poll if poll is not None else LongPoll(self.lock)
+        if poll.abandoned:
+            return
+        polls = self._waiters.setdefault(key, set())
+        polls.add(poll)
         try:
-            self.changed[kind].wait(timeout)
+            poll.condition.wait(timeout)
         finally:
-            self._waiting[kind] -= 1
+            polls.discard(poll)
+            if not polls and self._waiters.get(key) is polls:
+                del self._waiters[key]

@@ -59,7 +59,7 @@ class Outcomes:
     def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
         """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
         with self._outcome(task):
-            effects = Effects()
+            effects = Effects(touched={task.uid})
             try:
                 with self.engine.store.transaction() as db:
                     current = self._current(task)
@@ -102,7 +102,7 @@ class Outcomes:
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
         with self._outcome(task):
-            effects = Effects()
+            effects = Effects(touched={task.uid})
             try:
                 with self.engine.store.transaction() as db:
                     current = self._current(task)
@@ -121,7 +121,7 @@ class Outcomes:
     def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
         """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
         with self._outcome(task):
-            effects = Effects()
+            effects = Effects(touched={task.uid})
             with self.engine.store.transaction() as db:
                 current = self._current(task)
                 if current is None:
@@ -227,7 +227,7 @@ class Outcomes:
         self._finish_timer(uid, seid, idx, pb.INTERNAL_TIMER_STATUS_FIRED)
 
     def _finish_timer(self, uid: int, seid: str, idx: int, status: int) -> bool:
-        effects = Effects()
+        effects = Effects(touched={uid})
         with self.engine.store.transaction() as db:
             cursor = db.execute("UPDATE timers SET status=? WHERE uid=? AND seid=? AND idx=? AND status=?",
                                 (status, uid, seid, idx, pb.INTERNAL_TIMER_STATUS_PENDING))

@@ -18,10 +18,19 @@ from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, re
 from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .engine import Engine, LongPoll, WaitKey
 
 DEFAULT_FLOW_WAIT = 60.0
 DEFAULT_UPDATE_WAIT = 60.0
+MAX_LONG_POLL_SECONDS = 300.0
+"""The longest one long-poll call waits server-side; a longer requested wait ends with
+LONG_POLL_TIME_OUT there (the SDK's Client re-attaches its Step and Attribute waits by itself)."""
+ABANDONED = "the caller cancelled the wait"
+
+
+def long_poll_seconds(requested: float, default: float) -> float:
+    """The server-side wait of a long poll: the requested seconds (the default for 0), capped."""
+    return min(requested or default, MAX_LONG_POLL_SECONDS)
 _STATUS_NAMES = {
     "running": pb.FLOW_STATUS_RUNNING, "completed": pb.FLOW_STATUS_COMPLETED, "failed": pb.FLOW_STATUS_FAILED,
     "terminated": pb.FLOW_STATUS_TERMINATED, "canceled": pb.FLOW_STATUS_CANCELED, "cancelled": pb.FLOW_STATUS_CANCELED,
@@ -60,18 +69,19 @@ class Queries:
             response.close_time.CopyFrom(_stamp(flow.close_ms))
         return response
 
-    def wait_for_flow(self, request: pb.WaitForFlowRequest) -> pb.FlowResult:
+    def wait_for_flow(self, request: pb.WaitForFlowRequest, poll: LongPoll | None = None) -> pb.FlowResult:
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
-        deadline = time.monotonic() + (request.wait_time_seconds or DEFAULT_FLOW_WAIT)
+        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT)
         while True:
             flow = self._flow(request.flow_id, request.run_id)
             if not flow.running:
                 return self.engine.flows.result(flow.uid)
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.engine.stopped:
-                raise long_poll_timeout(f"flow {request.flow_id} is still running")
-            self.engine.wait_change("closed", remaining)
+            if remaining <= 0 or self.engine.stopped or (poll is not None and poll.abandoned):
+                raise long_poll_timeout(ABANDONED if poll is not None and poll.abandoned
+                                        else f"flow {request.flow_id} is still running")
+            self.engine.wait_change(("closed", flow.uid), remaining, poll)
 
     def search(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
         if request.page_size < 0:
@@ -146,11 +156,12 @@ class Queries:
     def _update_deadline(self, request_timeout_seconds: int, handler_timeout_seconds: int) -> tuple[float, bool]:
         if request_timeout_seconds < 0 or handler_timeout_seconds < 0:
             raise invalid("timeouts must not be negative")
-        if request_timeout_seconds:
+        if request_timeout_seconds and request_timeout_seconds <= MAX_LONG_POLL_SECONDS:
             return time.monotonic() + request_timeout_seconds, True
-        return time.monotonic() + (handler_timeout_seconds or DEFAULT_UPDATE_WAIT), False
+        return time.monotonic() + long_poll_seconds(request_timeout_seconds or handler_timeout_seconds,
+                                                    DEFAULT_UPDATE_WAIT), False
 
-    def wait_for_step(self, request: pb.WaitForStepCompletionRequest) -> None:
+    def wait_for_step(self, request: pb.WaitForStepCompletionRequest, poll: LongPoll | None = None) -> None:
         if not request.step_type or not request.step_execution_number.isdigit():
             raise invalid("step_type and a positive step_execution_number are required")
         seid = f"{request.step_type}-{int(request.step_execution_number)}"
@@ -163,15 +174,18 @@ class Queries:
                 return
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before {seid} completed")
-            self._wait_until(deadline, is_request, f"{seid} has not completed")
+            self._wait_until(deadline, is_request, f"{seid} has not completed", ("state", flow.uid), poll)
 
-    def _wait_until(self, deadline: float, is_request: bool, what: str) -> None:
+    def _wait_until(self, deadline: float, is_request: bool, what: str, key: WaitKey, poll: LongPoll | None) -> None:
+        if poll is not None and poll.abandoned:
+            raise long_poll_timeout(ABANDONED)
         remaining = deadline - time.monotonic()
         if remaining <= 0 or self.engine.stopped:
             raise request_timeout(what) if is_request else long_poll_timeout(what)
-        self.engine.wait_change("state", remaining)
+        self.engine.wait_change(key, remaining, poll)
 
-    def wait_for_attribute(self, request: pb.WaitForAttributeRequest) -> pb.WaitForAttributeResponse:
+    def wait_for_attribute(self, request: pb.WaitForAttributeRequest,
+                           poll: LongPoll | None = None) -> pb.WaitForAttributeResponse:
         match = request.match
         if not match.key or match.operator == pb.ATTRIBUTE_MATCH_OPERATOR_UNSPECIFIED or not match.HasField("operand"):
             raise invalid("match requires key, operator and operand")
@@ -184,7 +198,7 @@ class Queries:
                 return pb.WaitForAttributeResponse(matched_value=value)
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before the attribute matched")
-            self._wait_until(deadline, is_request, f"attribute {match.key} has not matched")
+            self._wait_until(deadline, is_request, f"attribute {match.key} has not matched", ("state", flow.uid), poll)
 
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
         flow = self._flow(request.flow_id, request.run_id)

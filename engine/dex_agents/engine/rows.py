@@ -129,3 +129,5 @@ class Effects:
     timers: list[tuple[float, int, str, int]] = field(default_factory=list)
     wait_checks: set[int] = field(default_factory=set)
     closed: set[int] = field(default_factory=set)
+    touched: set[int] = field(default_factory=set)
+    """Runs whose state the transaction changed otherwise (wakes their long polls)."""

@@ -153,7 +153,7 @@ class RpcOps:
         flow = engine.flow(uid)
         if flow is None or not flow.running:
             raise flow_not_found(request.flow_id, f"flow {request.flow_id} is not active")
-        effects = Effects()
+        effects = Effects(touched={uid})
         with engine.store.transaction() as db:
             state.upsert_attributes(db, uid, response.upsert_attributes)
             if response.publish_to_channel:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
@@ -21,6 +22,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from . import state
+from .engine import LongPoll
 from .errors import ServiceError, invalid
 from .queries import Queries
 from .rows import Effects
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
 _LOGGER = logging.getLogger(__name__)
 SERVER_VERSION = "dex-agents-local-engine/0.1.0"
 R = TypeVar("R")
+MAX_LONG_POLLS = 448
+"""Long polls (WaitForFlow, ReadStream, WaitForStepCompletion, WaitForAttribute) served at once;
+each holds a server thread, so the bound keeps threads for short calls. One more is refused with
+RESOURCE_EXHAUSTED at once."""
 SERVED = frozenset({
     "GetServerInfo", "HealthCheck", "SyncAttributeIndexes", "StartFlow", "StopFlow", "InvokeRPC", "WriteStream",
     "ReadStream", "ListStreamMessages", "GetFlowSummary", "WaitForFlow", "SearchFlows", "SkipTimer",
@@ -50,6 +56,23 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.queries = Queries(engine)
+        self._long_polls = threading.BoundedSemaphore(MAX_LONG_POLLS)
+
+    def _long_poll(self, context: grpc.ServicerContext, body: Callable[[LongPoll], R]) -> R:
+        """Run a long poll within the bound; the client's cancel wakes it at once."""
+        if not self._long_polls.acquire(blocking=False):
+            _abort(context, ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                         f"too many concurrent long polls (at most {MAX_LONG_POLLS}); retry later"))
+        try:
+            poll = LongPoll(self.engine.lock)
+            engine = self.engine
+            # The callback runs on gRPC's polling thread: hand the wake-up to the scheduler thread
+            # rather than wait for the engine lock there.
+            if not context.add_callback(lambda: engine.scheduler.call_later(0.0, lambda: engine.abandon(poll))):
+                poll.abandoned = True
+            return self._run(context, lambda: body(poll))
+        finally:
+            self._long_polls.release()
 
     def _run(self, context: grpc.ServicerContext, body: Callable[[], R], *, locked: bool = True) -> R:
         try:
@@ -96,7 +119,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         return empty_pb2.Empty()
 
     def ReadStream(self, request: pb.ReadStreamRequest, context: grpc.ServicerContext) -> pb.ReadStreamResponse:  # noqa: N802
-        return self._run(context, lambda: self.engine.streams.read(request))
+        return self._long_poll(context, lambda poll: self.engine.streams.read(request, poll))
 
     def ListStreamMessages(self, request: pb.ListStreamMessagesRequest,  # noqa: N802
                            context: grpc.ServicerContext) -> pb.ListStreamMessagesResponse:
@@ -107,7 +130,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         return self._run(context, lambda: self.queries.summary(request))
 
     def WaitForFlow(self, request: pb.WaitForFlowRequest, context: grpc.ServicerContext) -> pb.FlowResult:  # noqa: N802
-        return self._run(context, lambda: self.queries.wait_for_flow(request))
+        return self._long_poll(context, lambda poll: self.queries.wait_for_flow(request, poll))
 
     def SearchFlows(self, request: pb.SearchFlowsRequest, context: grpc.ServicerContext) -> pb.SearchFlowsResponse:  # noqa: N802
         return self._run(context, lambda: self.queries.search(request))
@@ -128,12 +151,12 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def WaitForStepCompletion(self, request: pb.WaitForStepCompletionRequest,  # noqa: N802
                               context: grpc.ServicerContext) -> pb.WaitForStepCompletionResponse:
-        self._run(context, lambda: self.queries.wait_for_step(request))
+        self._long_poll(context, lambda poll: self.queries.wait_for_step(request, poll))
         return pb.WaitForStepCompletionResponse()
 
     def WaitForAttribute(self, request: pb.WaitForAttributeRequest,  # noqa: N802
                          context: grpc.ServicerContext) -> pb.WaitForAttributeResponse:
-        return self._run(context, lambda: self.queries.wait_for_attribute(request))
+        return self._long_poll(context, lambda poll: self.queries.wait_for_attribute(request, poll))
 
     def GetHistoryEvents(self, request: pb.GetHistoryEventsRequest,  # noqa: N802
                          context: grpc.ServicerContext) -> pb.GetHistoryEventsResponse:
@@ -182,7 +205,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
                 if missing:
                     raise ServiceError(grpc.StatusCode.NOT_FOUND, f"channel message not found: {request.message_id}",
                                        pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
-            self.engine.apply(Effects())
+            self.engine.apply(Effects(touched={flow.uid}))
         self._run(context, delete)
         return empty_pb2.Empty()
 

@@ -17,9 +17,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from dex.dexpb import dex_pb2 as pb
 
 from .errors import invalid, long_poll_timeout
+from .queries import ABANDONED, long_poll_seconds
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .engine import Engine, LongPoll, WaitKey
 
 DEFAULT_READ_WAIT = 30.0
 
@@ -64,7 +65,7 @@ class StreamOps:
                 db.execute("DELETE FROM streams WHERE seq=?", (row[0],))
                 used -= int(row[1])
             self._usage[key] = used
-        self.engine.notify("stream")
+        self.engine.notify(("stream", (flow_type, stream, flow_id)))
 
     def _message(self, row: tuple[int, bytes, str, int]) -> pb.StreamMessage:
         seq, blob, source, created_ms = row
@@ -74,14 +75,15 @@ class StreamOps:
         created.FromMilliseconds(created_ms)
         return pb.StreamMessage(value=value, resume_token=str(seq), created_time=created, source=source)
 
-    def read(self, request: pb.ReadStreamRequest) -> pb.ReadStreamResponse:
+    def read(self, request: pb.ReadStreamRequest, poll: LongPoll | None = None) -> pb.ReadStreamResponse:
         """The first message after the token, waiting up to the request's wait time."""
         if not request.flow_type or not request.stream_name or not request.flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
         after = _token(request.resume_token)
-        deadline = time.monotonic() + (request.wait_time_seconds or DEFAULT_READ_WAIT)
+        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_READ_WAIT)
+        key: WaitKey = ("stream", (request.flow_type, request.stream_name, request.flow_id))
         while True:
             row = self.engine.store.db.execute(
                 "SELECT seq, value, source, created_ms FROM streams WHERE flow_type=? AND stream=? AND flow_id=? "
@@ -90,9 +92,11 @@ class StreamOps:
             if row is not None:
                 return pb.ReadStreamResponse(message=self._message(row))
             remaining = deadline - time.monotonic()
+            if poll is not None and poll.abandoned:
+                raise long_poll_timeout(ABANDONED)
             if remaining <= 0 or self.engine.stopped:
                 raise long_poll_timeout("no stream message before the wait expired")
-            self.engine.wait_change("stream", remaining)
+            self.engine.wait_change(key, remaining, poll)
 
     def list(self, request: pb.ListStreamMessagesRequest) -> pb.ListStreamMessagesResponse:
         """One newest-first page before the page token."""

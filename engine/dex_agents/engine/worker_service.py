@@ -10,6 +10,7 @@ ends for any reason the engine learns it at once (a running task is re-delivered
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
@@ -27,8 +28,11 @@ if TYPE_CHECKING:
 
 _LOGGER = logging.getLogger(__name__)
 UNKNOWN_NAME_BACKOFF_SECONDS = 1.0
-MAX_STREAMS = 1024
-"""Concurrent worker streams served (one reader thread each, pooled)."""
+MAX_STREAMS = 448
+"""Concurrent ``PollWorkerTask`` streams served (each holds a server thread and, once registered, a
+reader thread); one more is refused with RESOURCE_EXHAUSTED at once (the SDK's Worker retries)."""
+FIRST_FRAME_SECONDS = 10.0
+"""A stream that sends no ``register`` frame within this long is cancelled."""
 
 
 class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
@@ -37,6 +41,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._readers = ThreadPoolExecutor(max_workers=MAX_STREAMS, thread_name_prefix="dex-engine-stream")
+        self._streams = threading.BoundedSemaphore(MAX_STREAMS)
 
     def close(self) -> None:
         """Stop the reader pool (streams end when the server stops)."""
@@ -45,10 +50,29 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
     def PollWorkerTask(  # noqa: N802 - gRPC method name
         self, request_iterator: Iterator[pb.PollWorkerTaskRequest], context: grpc.ServicerContext
     ) -> Iterator[pb.PollWorkerTaskResponse]:
+        if not self._streams.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"too many concurrent worker streams (at most {MAX_STREAMS}); retry later")
+        try:
+            yield from self._serve(request_iterator, context)
+        finally:
+            self._streams.release()
+
+    def _serve(self, request_iterator: Iterator[pb.PollWorkerTaskRequest],
+               context: grpc.ServicerContext) -> Iterator[pb.PollWorkerTaskResponse]:
+        arrived = threading.Event()
+
+        def cancel_if_silent() -> None:
+            if not arrived.is_set():
+                context.cancel()
+
+        self.engine.scheduler.call_later(FIRST_FRAME_SECONDS, cancel_if_silent)
         try:
             first = next(request_iterator)
         except (StopIteration, grpc.RpcError):
             return
+        finally:
+            arrived.set()
         if not first.HasField("register") or not first.register.queue:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PollWorkerTask must start with register naming a queue")
         register = first.register

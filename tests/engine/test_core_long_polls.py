@@ -1,0 +1,213 @@
+"""Engine core, long polls and threads: a client that gives up frees its waiter at once, a commit
+wakes only the waiters of the run it touched, server-side waits are capped, long polls and worker
+streams have their own bounds (one more is refused, short calls still answer), and a worker stream
+that never sends its first frame is cancelled. Runs an in-process ``EngineServer``; time limits are
+injected, and the tests wait on events."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import grpc
+import pytest
+from google.protobuf import empty_pb2
+
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from dex_agents.engine import queries, service, worker_service
+from dex_agents.engine.engine import Engine
+from dex_agents.engine.server import EngineServer
+
+EVENT_SECONDS = 10.0
+"""How long a test waits for an event that should follow at once (the engine's own waits are 60 s)."""
+
+
+class WaitProbe:
+    """Counts long-poll waits entering and leaving ``Engine.wait_change``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.entered = 0
+        self.left = 0
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        original = Engine.wait_change
+        probe = self
+
+        def wait_change(engine: Engine, *args: Any, **kwargs: Any) -> None:
+            with probe.lock:
+                probe.entered += 1
+                probe.lock.notify_all()
+            try:
+                original(engine, *args, **kwargs)
+            finally:
+                with probe.lock:
+                    probe.left += 1
+                    probe.lock.notify_all()
+
+        monkeypatch.setattr(Engine, "wait_change", wait_change)
+
+    def until(self, *, entered: int = 0, left: int = 0) -> bool:
+        """Wait until at least that many waits entered and left; False on timeout."""
+        with self.lock:
+            return self.lock.wait_for(lambda: self.entered >= entered and self.left >= left, EVENT_SECONDS)
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> WaitProbe:
+    waits = WaitProbe()
+    waits.install(monkeypatch)
+    return waits
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EngineServer]:
+    engine = EngineServer(tmp_path / "engine.db")
+    engine.start()
+    try:
+        yield engine
+    finally:
+        engine.stop(grace=0)
+
+
+@pytest.fixture
+def channel(server: EngineServer) -> Iterator[grpc.Channel]:
+    opened = grpc.insecure_channel(server.address)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def flows(channel: grpc.Channel) -> dex_pb2_grpc.FlowServiceStub:
+    return dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+
+
+def start(stub: dex_pb2_grpc.FlowServiceStub, flow_id: str) -> None:
+    stub.StartFlow(pb.StartFlowRequest(flow_id=flow_id, flow_type="T", request_id=f"r-{flow_id}"))
+
+
+def code_and_detail(future: Any) -> tuple[grpc.StatusCode, str]:
+    error = future.exception(timeout=EVENT_SECONDS + 20)
+    assert error is not None, "the call succeeded"
+    call = cast(grpc.Call, error)
+    return call.code(), call.details() or ""
+
+
+def test_a_wait_whose_client_cancels_is_freed_at_once(channel: grpc.Channel, probe: WaitProbe) -> None:
+    stub = flows(channel)
+    start(stub, "f")
+    waiting = stub.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=60))
+    assert probe.until(entered=1), "the wait never started"
+    waiting.cancel()
+    assert probe.until(left=1), "the abandoned wait still holds its server thread"
+
+
+def test_a_commit_wakes_only_the_waiters_of_its_run(channel: grpc.Channel, probe: WaitProbe) -> None:
+    stub = flows(channel)
+    start(stub, "watched")
+    start(stub, "busy")
+    match = pb.AttributeMatch(key="K", operator=pb.ATTRIBUTE_MATCH_OPERATOR_EQUAL, operand=pb.Value(string_value="x"))
+    waiting = stub.WaitForAttribute.future(pb.WaitForAttributeRequest(
+        flow_id="watched", match=match, request_timeout_seconds=60), timeout=EVENT_SECONDS + 20)
+    assert probe.until(entered=1)
+    for i in range(20):
+        stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="busy", messages=[
+            pb.ChannelMessage(channel_name="C", message_id=f"m{i}", value=pb.Value(int_value=i))]))
+    stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="watched", messages=[
+        pb.ChannelMessage(channel_name="C", message_id="w", value=pb.Value(int_value=0))]))
+    assert probe.until(entered=2), "a commit of its own run did not wake the waiter"
+    with probe.lock:
+        assert probe.entered == 2, f"the waiter woke {probe.entered - 1} times: commits of another run woke it"
+    waiting.cancel()
+
+
+def test_a_long_wait_is_capped_server_side(monkeypatch: pytest.MonkeyPatch, channel: grpc.Channel) -> None:
+    monkeypatch.setattr(queries, "MAX_LONG_POLL_SECONDS", 0.05, raising=False)
+    stub = flows(channel)
+    start(stub, "f")
+    waiting = stub.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=3600),
+                                      timeout=EVENT_SECONDS)
+    code, detail = code_and_detail(waiting)
+    assert (code, detail) == (grpc.StatusCode.DEADLINE_EXCEEDED, "flow f is still running"), \
+        "the server waited past its cap (the client's deadline ended the call)"
+
+
+def test_long_polls_beyond_their_bound_are_refused_while_short_calls_answer(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: WaitProbe) -> None:
+    monkeypatch.setattr(service, "MAX_LONG_POLLS", 3, raising=False)
+    engine = EngineServer(tmp_path / "bounded.db")
+    engine.start()
+    opened = grpc.insecure_channel(engine.address)
+    try:
+        stub = flows(opened)
+        start(stub, "f")
+        held = [stub.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=60)) for _ in range(3)]
+        assert probe.until(entered=3)
+        extra = stub.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=60),
+                                        timeout=EVENT_SECONDS)
+        code, detail = code_and_detail(extra)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "long polls" in detail, (code, detail)
+        assert stub.HealthCheck(empty_pb2.Empty(), timeout=EVENT_SECONDS).condition == "OK"
+        for call in held:
+            call.cancel()
+        assert probe.until(left=3)
+    finally:
+        opened.close()
+        engine.stop(grace=0)
+
+
+def silent(release: threading.Event) -> Iterator[pb.PollWorkerTaskRequest]:
+    """A worker stream's requests that send nothing until released."""
+    while not release.wait():
+        yield pb.PollWorkerTaskRequest()  # pragma: no cover - never reached
+
+
+def registering(worker: str, release: threading.Event) -> Iterator[pb.PollWorkerTaskRequest]:
+    """A worker stream's requests: register, then nothing until released."""
+    yield pb.PollWorkerTaskRequest(register=pb.PollWorkerTaskRegister(queue="Q", app_worker_id=worker))
+    release.wait()
+
+
+def test_a_worker_stream_without_a_first_frame_is_cancelled(monkeypatch: pytest.MonkeyPatch,
+                                                            channel: grpc.Channel) -> None:
+    monkeypatch.setattr(worker_service, "FIRST_FRAME_SECONDS", 0.05, raising=False)
+    release = threading.Event()
+    stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
+    stream = stub.PollWorkerTask(silent(release), timeout=EVENT_SECONDS)
+    try:
+        with pytest.raises(grpc.RpcError) as raised:
+            next(stream)
+        assert cast(grpc.Call, raised.value).code() == grpc.StatusCode.CANCELLED, \
+            "the silent stream was kept until the client's own deadline"
+    finally:
+        release.set()
+        stream.cancel()
+
+
+def test_worker_streams_beyond_their_bound_are_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(worker_service, "MAX_STREAMS", 2)
+    engine = EngineServer(tmp_path / "bounded.db")
+    engine.start()
+    opened = grpc.insecure_channel(engine.address)
+    release = threading.Event()
+    stub = dex_pb2_grpc.WorkerTaskServiceStub(opened)  # type: ignore[no-untyped-call]
+    held = [stub.PollWorkerTask(registering(f"w{i}", release)) for i in range(2)]
+    try:
+        for stream in held:
+            assert next(stream).WhichOneof("frame") == "registered"
+        extra = stub.PollWorkerTask(silent(release), timeout=EVENT_SECONDS)
+        with pytest.raises(grpc.RpcError) as raised:
+            next(extra)
+        assert cast(grpc.Call, raised.value).code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert flows(opened).HealthCheck(empty_pb2.Empty(), timeout=EVENT_SECONDS).condition == "OK"
+    finally:
+        release.set()
+        for stream in held:
+            stream.cancel()
+        opened.close()
+        engine.stop(grace=0)
