@@ -107,7 +107,7 @@ def test_a_wait_whose_client_cancels_is_freed_at_once(channel: grpc.Channel, pro
     assert probe.until(left=1), "the abandoned wait still holds its server thread"
 
 
-def test_a_commit_wakes_only_the_waiters_of_its_run(channel: grpc.Channel, probe: WaitProbe) -> None:
+def test_a_commit_wakes_only_the_waits_it_concerns(channel: grpc.Channel, probe: WaitProbe) -> None:
     stub = flows(channel)
     start(stub, "watched")
     start(stub, "busy")
@@ -115,15 +115,43 @@ def test_a_commit_wakes_only_the_waiters_of_its_run(channel: grpc.Channel, probe
     waiting = stub.WaitForAttribute.future(pb.WaitForAttributeRequest(
         flow_id="watched", match=match, request_timeout_seconds=60), timeout=EVENT_SECONDS + 20)
     assert probe.until(entered=1)
-    for i in range(20):
-        stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="busy", messages=[
-            pb.ChannelMessage(channel_name="C", message_id=f"m{i}", value=pb.Value(int_value=i))]))
-    stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="watched", messages=[
-        pb.ChannelMessage(channel_name="C", message_id="w", value=pb.Value(int_value=0))]))
-    assert probe.until(entered=2), "a commit of its own run did not wake the waiter"
+    for i in range(10):  # commits of another run, and of the same run that leave the Attribute alone
+        for flow_id in ("busy", "watched"):
+            stub.PublishToChannel(pb.PublishToChannelRequest(flow_id=flow_id, messages=[
+                pb.ChannelMessage(channel_name="C", message_id=f"m{i}", value=pb.Value(int_value=i))]))
+    stub.StopFlow(pb.StopFlowRequest(flow_id="watched"))
+    code, _ = code_and_detail(waiting)
+    assert code == grpc.StatusCode.NOT_FOUND, "the run's close must end the wait"
     with probe.lock:
-        assert probe.entered == 2, f"the waiter woke {probe.entered - 1} times: commits of another run woke it"
-    waiting.cancel()
+        assert probe.entered == 1, f"the wait woke {probe.entered - 1} times for commits that did not concern it"
+
+
+def test_streams_waiting_for_their_first_frame_are_bounded_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(worker_service, "MAX_UNREGISTERED_STREAMS", 1, raising=False)
+    engine = EngineServer(tmp_path / "bounded.db")
+    engine.start()
+    opened = grpc.insecure_channel(engine.address)
+    release = threading.Event()
+    stub = dex_pb2_grpc.WorkerTaskServiceStub(opened)  # type: ignore[no-untyped-call]
+    worker = stub.PollWorkerTask(registering("w", release), timeout=EVENT_SECONDS)
+    assert next(worker).WhichOneof("frame") == "registered"
+    calls = [stub.PollWorkerTask(silent(release), timeout=EVENT_SECONDS) for _ in range(2)]
+    ended = threading.Event()
+    try:
+        for call in calls:
+            call.add_done_callback(lambda _: ended.set())
+        assert ended.wait(EVENT_SECONDS), "neither silent stream was refused"
+        refused = [call for call in calls if call.done()]
+        assert len(refused) == 1
+        code, detail = refused[0].code(), refused[0].details() or ""
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "first frame" in detail, (code, detail)
+    finally:
+        release.set()
+        for call in calls:
+            call.cancel()
+        worker.cancel()
+        opened.close()
+        engine.stop(grace=0)
 
 
 def test_a_long_wait_is_capped_server_side(monkeypatch: pytest.MonkeyPatch, channel: grpc.Channel) -> None:

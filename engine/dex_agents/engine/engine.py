@@ -33,11 +33,12 @@ from .scheduler import Scheduler
 from .store import Store
 
 
-WaitKind = Literal["closed", "state", "stream"]
-"""Long-poll wake-ups: a run closed; a committed state change of a run; a Stream append."""
+WaitKind = Literal["closed", "state", "attribute", "stream"]
+"""Long-poll wake-ups: a run closed; a committed state change of a run; a write of one Attribute
+(or its run's close); a Stream append."""
 WaitKey = tuple[WaitKind, object]
-"""What a long poll waits for: ``("closed", uid)``, ``("state", uid)`` or
-``("stream", (flow_type, stream, flow_id))``."""
+"""What a long poll waits for: ``("closed", uid)``, ``("state", uid)``, ``("attribute", (uid, key))``
+or ``("stream", (flow_type, stream, flow_id))``."""
 
 
 class LongPoll:
@@ -163,8 +164,14 @@ class Engine:
                        | {uid for uid, _ in effects.cancels} | {uid for _, uid, _, _ in effects.timers})
             for uid in touched:
                 self.notify(("state", uid))
-            for uid in effects.closed:
-                self.notify(("closed", uid))
+            for written in effects.written:
+                self.notify(("attribute", written))
+            if effects.closed:
+                for key in list(self._waiters):
+                    kind, what = key
+                    if (kind == "closed" and what in effects.closed) or (
+                            kind == "attribute" and isinstance(what, tuple) and what[0] in effects.closed):
+                        self.notify(key)
 
     def notify(self, key: WaitKey) -> None:
         """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""

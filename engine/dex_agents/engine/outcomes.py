@@ -174,6 +174,7 @@ class Outcomes:
                       effects: Effects) -> None:
         """Apply a Step method's Attribute, Step-local and Channel writes."""
         state.upsert_attributes(db, step.uid, response.upsert_attributes)
+        effects.written.update((step.uid, write.key) for write in response.upsert_attributes)
         if response.upsert_step_exe_locals:
             merged = {kv.key: kv for kv in step.locals}
             for kv in response.upsert_step_exe_locals:

@@ -198,7 +198,8 @@ class Queries:
                 return pb.WaitForAttributeResponse(matched_value=value)
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before the attribute matched")
-            self._wait_until(deadline, is_request, f"attribute {match.key} has not matched", ("state", flow.uid), poll)
+            self._wait_until(deadline, is_request, f"attribute {match.key} has not matched",
+                             ("attribute", (flow.uid, match.key)), poll)
 
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
         flow = self._flow(request.flow_id, request.run_id)

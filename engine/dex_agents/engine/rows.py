@@ -130,4 +130,6 @@ class Effects:
     wait_checks: set[int] = field(default_factory=set)
     closed: set[int] = field(default_factory=set)
     touched: set[int] = field(default_factory=set)
+    written: set[tuple[int, str]] = field(default_factory=set)
+    """Attributes (run, key) the transaction wrote (wakes the waits on them)."""
     """Runs whose state the transaction changed otherwise (wakes their long polls)."""

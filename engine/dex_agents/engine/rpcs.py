@@ -156,6 +156,7 @@ class RpcOps:
         effects = Effects(touched={uid})
         with engine.store.transaction() as db:
             state.upsert_attributes(db, uid, response.upsert_attributes)
+            effects.written.update((uid, write.key) for write in response.upsert_attributes)
             if response.publish_to_channel:
                 state.publish(db, uid, response.publish_to_channel)
                 effects.wait_checks.add(uid)

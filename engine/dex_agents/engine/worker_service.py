@@ -33,6 +33,9 @@ MAX_STREAMS = 448
 reader thread); one more is refused with RESOURCE_EXHAUSTED at once (the SDK's Worker retries)."""
 FIRST_FRAME_SECONDS = 10.0
 """A stream that sends no ``register`` frame within this long is cancelled."""
+MAX_UNREGISTERED_STREAMS = 64
+"""Streams still waiting for their first frame, at most; one more is refused with RESOURCE_EXHAUSTED
+(silent streams cannot take the places of registered Workers)."""
 
 
 class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
@@ -42,6 +45,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         self.engine = engine
         self._readers = ThreadPoolExecutor(max_workers=MAX_STREAMS, thread_name_prefix="dex-engine-stream")
         self._streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self._unregistered = threading.BoundedSemaphore(MAX_UNREGISTERED_STREAMS)
 
     def close(self) -> None:
         """Stop the reader pool (streams end when the server stops)."""
@@ -60,6 +64,9 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
 
     def _serve(self, request_iterator: Iterator[pb.PollWorkerTaskRequest],
                context: grpc.ServicerContext) -> Iterator[pb.PollWorkerTaskResponse]:
+        if not self._unregistered.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many worker streams waiting for their "
+                          f"first frame (at most {MAX_UNREGISTERED_STREAMS}); retry later")
         arrived = threading.Event()
 
         def cancel_if_silent() -> None:
@@ -73,6 +80,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             return
         finally:
             arrived.set()
+            self._unregistered.release()
         if not first.HasField("register") or not first.register.queue:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "PollWorkerTask must start with register naming a queue")
         register = first.register
