@@ -1,15 +1,20 @@
 """Engine core, a large backlog (no server): queuing a task costs the same with 10 or 10,000 tasks
-queued (restart with N open runs queues N tasks), and the queue keeps its order: oldest first, a
+queued (restart with N open runs queues N tasks), releasing a holder's Attribute locks touches only
+its own keys, and the queue keeps its order: oldest first, a
 re-queued task first of all, a withdrawn task never delivered, and an RPC passes Step tasks that no
 stream may take."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dex_agents.engine.dispatch import Dispatcher, PendingTasks, WorkerStream
+from dex_agents.engine.engine import Engine
+from dex_agents.engine.store import Store
 
 from .test_core_dispatch import dispatcher, sent, task
 
@@ -67,3 +72,29 @@ def test_an_rpc_passes_step_tasks_only_a_saturated_workers_spare_could_take() ->
     assert queue.pop(steps=False) is None
     assert [queue.pop(steps=True) for _ in range(3)] == steps
     assert len(queue) == 0 and queue.pop(steps=True) is None
+
+
+class _NoWalk(dict[tuple[int, str], str]):
+    """The lock table; walking it (rather than looking keys up) is what a backlog makes slow."""
+
+    def items(self) -> Any:
+        raise AssertionError("the whole lock table was walked")
+
+    def __iter__(self) -> Any:
+        raise AssertionError("the whole lock table was walked")
+
+
+def test_releasing_a_holders_locks_does_not_walk_every_held_lock(tmp_path: Path) -> None:
+    store = Store(tmp_path / "engine.db")
+    try:
+        engine = Engine(store)
+        engine.locks = _NoWalk()
+        with engine.lock:
+            for uid in range(1, BACKLOG):
+                engine.acquire(uid, ["K"], "step:S-1")
+            engine.acquire(BACKLOG, ["K", "L"], "step:S-1")
+            engine.release(BACKLOG, "step:S-1")
+            assert engine.held(BACKLOG, ["K", "L"], "rpc:x") == []
+            assert engine.held(1, ["K"], "rpc:x") == ["K"], "another run's lock was freed"
+    finally:
+        store.close()

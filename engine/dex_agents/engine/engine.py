@@ -72,6 +72,8 @@ class Engine:
         self.running: dict[tuple[int, str], Task] = {}
         self.tasks: dict[str, Task] = {}
         self.locks: dict[tuple[int, str], str] = {}
+        self._holdings: dict[tuple[int, str], set[str]] = {}
+        """(run, holder) -> the keys it holds: a release touches only those (no walk over all locks)."""
         self.lock_waiters: list[tuple[int, str]] = []
         self.steps = StepOps(self)
         self.flows = FlowOps(self)
@@ -131,10 +133,11 @@ class Engine:
         """Take the keys (the caller checked they are free)."""
         for key in keys:
             self.locks[(uid, key)] = holder
+        self._holdings.setdefault((uid, holder), set()).update(keys)
 
     def release(self, uid: int, holder: str) -> None:
         """Free every key ``holder`` holds and give waiting Steps their turn."""
-        freed = [k for k, h in self.locks.items() if k[0] == uid and h == holder]
+        freed = [(uid, key) for key in self._holdings.pop((uid, holder), ()) if self.locks.get((uid, key)) == holder]
         for key in freed:
             del self.locks[key]
         if freed and self.lock_waiters:
