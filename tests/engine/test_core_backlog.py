@@ -1,19 +1,27 @@
 """Engine core, a large backlog (no server): queuing a task costs the same with 10 or 10,000 tasks
 queued (restart with N open runs queues N tasks), releasing a holder's Attribute locks touches only
-its own keys, and the queue keeps its order: oldest first, a
+its own keys, a restart serves at once and recovers its open runs in batches, and the queue keeps
+its order: oldest first, a
 re-queued task first of all, a withdrawn task never delivered, and an RPC passes Step tasks that no
 stream may take."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
 
+from dex_agents.engine import recovery
 from dex_agents.engine.dispatch import Dispatcher, PendingTasks, WorkerStream
 from dex_agents.engine.engine import Engine
+from dex_agents.engine.server import EngineServer
+from dex_agents.engine.steps import StepOps
 from dex_agents.engine.store import Store
 
 from .test_core_dispatch import dispatcher, sent, task
@@ -98,3 +106,42 @@ def test_releasing_a_holders_locks_does_not_walk_every_held_lock(tmp_path: Path)
             assert engine.held(1, ["K"], "rpc:x") == ["K"], "another run's lock was freed"
     finally:
         store.close()
+
+
+def test_a_restart_serves_at_once_and_recovers_the_backlog_in_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = 5
+    db_path = tmp_path / "engine.db"
+    first = EngineServer(db_path)
+    first.start()
+    opened = grpc.insecure_channel(first.address)
+    try:
+        stub = dex_pb2_grpc.FlowServiceStub(opened)  # type: ignore[no-untyped-call]
+        for i in range(runs):
+            stub.StartFlow(pb.StartFlowRequest(flow_id=f"f{i}", flow_type="T", request_id=f"r{i}",
+                                               start_step_type="S", step_input=pb.Value(int_value=i)))
+    finally:
+        opened.close()
+        first.stop(grace=0)
+
+    monkeypatch.setattr(recovery, "RECOVERY_BATCH", 2, raising=False)
+    starter = threading.current_thread()
+    launched_by_start = 0
+    launch = StepOps.launch
+
+    def counting(steps: StepOps, uid: int, seid: str) -> None:
+        nonlocal launched_by_start
+        if threading.current_thread() is starter:
+            launched_by_start += 1
+        launch(steps, uid, seid)
+
+    monkeypatch.setattr(StepOps, "launch", counting)
+    server = EngineServer(db_path)
+    server.start()
+    try:
+        assert launched_by_start == 2, f"start recovered {launched_by_start} runs before serving, not one batch"
+        assert server.recovered.wait(10), "the rest of the backlog was never recovered"
+        with server.engine.lock:
+            assert len(server.engine.running) == runs, "a recovered run has no queued task"
+    finally:
+        server.stop(grace=0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,8 +39,9 @@ _OPTIONS = [
 class EngineServer:
     """A local Dex engine serving FlowService and WorkerTaskService over gRPC.
 
-    Invariant: after :meth:`start` returns, every committed open Flow in the database is running
-    again (timers re-armed, tasks queued) and the server accepts calls on :attr:`address`.
+    Invariant: after :meth:`start` returns, the server accepts calls on :attr:`address` and the
+    committed open Flows in the database are being recovered in batches (timers re-armed, tasks
+    queued): :attr:`recovered` is set once every one of them runs again.
     """
 
     def __init__(self, db_path: pathlib.Path, *, host: str = "127.0.0.1", port: int = 0,
@@ -52,6 +54,8 @@ class EngineServer:
         self._server: grpc.Server | None = None
         self._engine: Engine | None = None
         self._worker_service: WorkerTaskService | None = None
+        self.recovered = threading.Event()
+        """Set once every open run found at start is recovered (see ``recovery``)."""
 
     @property
     def port(self) -> int:
@@ -103,7 +107,7 @@ class EngineServer:
         engine.scheduler.start()
         self._schedule_deadline_checks(engine)
         with engine.lock:
-            recover(engine)
+            self.recovered = recover(engine)
         server.start()
         self._engine = engine
         self._server = server
