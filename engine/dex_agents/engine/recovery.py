@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
-RECOVERY_BATCH = 500
-"""Open runs recovered per batch (one batch holds the engine lock for roughly 0.1-0.3 s)."""
+RECOVERY_BATCH = 200
+"""Open runs recovered per batch (one batch holds the engine lock for roughly 0.1 s)."""
+BATCH_GAP_SECONDS = 0.005
+"""Pause between batches, so calls waiting for the engine lock get it between two batches."""
 
 
 def recover(engine: Engine) -> threading.Event:
@@ -48,7 +50,7 @@ def recover(engine: Engine) -> threading.Event:
         for _ in range(min(RECOVERY_BATCH, len(running))):
             _recover_run(engine, running.popleft())
         if running:
-            engine.scheduler.call_later(0.0, next_batch)
+            engine.scheduler.call_later(BATCH_GAP_SECONDS, next_batch)
         else:
             done.set()
 
