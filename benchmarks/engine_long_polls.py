@@ -70,10 +70,10 @@ class Abusers:
         self.release = threading.Event()
 
     def flow_stub(self, index: int) -> dex_pb2_grpc.FlowServiceStub:
-        return dex_pb2_grpc.FlowServiceStub(self.channels[index // CALLS_PER_CHANNEL])  # type: ignore[no-untyped-call]
+        return dex_pb2_grpc.FlowServiceStub(self.channels[index // CALLS_PER_CHANNEL % len(self.channels)])  # type: ignore[no-untyped-call]
 
     def worker_stub(self, index: int) -> dex_pb2_grpc.WorkerTaskServiceStub:
-        return dex_pb2_grpc.WorkerTaskServiceStub(self.channels[index // CALLS_PER_CHANNEL])  # type: ignore[no-untyped-call]
+        return dex_pb2_grpc.WorkerTaskServiceStub(self.channels[index // CALLS_PER_CHANNEL % len(self.channels)])  # type: ignore[no-untyped-call]
 
     def silence(self) -> Iterator[pb.PollWorkerTaskRequest]:
         """A request stream that sends nothing until released."""
@@ -86,9 +86,9 @@ class Abusers:
             channel.close()
 
 
-def phase(name: str, flow_id: str, stub: dex_pb2_grpc.FlowServiceStub) -> None:
+def phase(name: str, flow_id: str, stub: dex_pb2_grpc.FlowServiceStub, window: float) -> None:
     """Print one phase's throughput and HealthCheck."""
-    rate = steps_per_second(flow_id)
+    rate = steps_per_second(flow_id, window)
     print(f"{name}: {rate:.0f} steps/s; HealthCheck {health_check(stub)}")
 
 
@@ -96,8 +96,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Start an engine child and a Worker, run the phases, and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--polls", type=int, default=1100, help="abandoned polls and silent streams (default 1,100)")
+    parser.add_argument("--window", type=float, default=WINDOW_SECONDS, help="seconds per measurement (default 3)")
     args = parser.parse_args(argv)
     polls = max(1, args.polls)
+    window = max(0.1, args.window)
     chain = ChainFlow()
     registry = Registry([chain])
     with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as directory:
@@ -119,15 +121,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"load average {load_average()}; CPUs: {os.cpu_count()}")
             client.start_flow(chain, "chain", 10**9, SYNC_FLOW)
             time.sleep(1.0)  # warm up
-            phase("quiet", "chain", stub)
+            phase("quiet", "chain", stub, window)
 
             waits = [abusers.flow_stub(i).WaitForFlow.future(
                 pb.WaitForFlowRequest(flow_id="chain", wait_time_seconds=60), timeout=ABANDON_AFTER_SECONDS)
                 for i in range(polls)]
             time.sleep(ABANDON_AFTER_SECONDS + 0.5)
             gone = sum(1 for w in waits if w.done())
-            phase(f"{polls} WaitForFlow abandoned after 2 s ({gone} given up)", "chain", stub)
-            phase("  3 s later", "chain", stub)
+            phase(f"{polls} WaitForFlow abandoned after 2 s ({gone} given up)", "chain", stub, window)
+            phase("  a window later", "chain", stub, window)
 
             match = pb.AttributeMatch(key="Never", operator=pb.ATTRIBUTE_MATCH_OPERATOR_EQUAL,
                                       operand=pb.Value(string_value="never"))
@@ -135,14 +137,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 pb.WaitForAttributeRequest(flow_id="chain", match=match, request_timeout_seconds=30), timeout=30)
                 for i in range(ATTRIBUTE_POLLS)]
             time.sleep(0.5)
-            phase(f"{ATTRIBUTE_POLLS} WaitForAttribute polls waiting", "chain", stub)
+            phase(f"{ATTRIBUTE_POLLS} WaitForAttribute polls waiting", "chain", stub, window)
             for call in attribute_polls:
                 call.cancel()
 
             streams = [abusers.worker_stub(i).PollWorkerTask(abusers.silence()) for i in range(polls)]
             time.sleep(0.5)
-            phase(f"{polls} silent PollWorkerTask streams open", "chain", stub)
-            phase("  3 s later", "chain", stub)
+            phase(f"{polls} silent PollWorkerTask streams open", "chain", stub, window)
+            phase("  a window later", "chain", stub, window)
             for call in streams:
                 call.cancel()
             print(f"load average at end: {load_average()}")
