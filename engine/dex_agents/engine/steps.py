@@ -203,8 +203,8 @@ class StepOps(Outcomes):
                             task.uid, task.seid))
         if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
             task.heartbeat_deadline = time.time() + task.heartbeat_timeout
-        if write is not None:
-            with engine.store.transaction() as db:
+        if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
+            with engine.store.transaction(durable=first) as db:
                 if first:
                     db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
                 try:
