@@ -540,13 +540,14 @@ def parse(argv: Sequence[str] | None) -> Settings:
     return Settings(turns=turns, sessions=sessions, warmup_turns=2 if quick else 10, warmup_sessions=1 if quick else 5)
 
 
-def _start_worker(loop: LoopThread, stack: contextlib.ExitStack, flow: AgentSessionFlow,
-                  cache: dex.BlobCache, address: str) -> AsyncWorker:
-    """The session Worker, built on the loop's thread (its grpc.aio channel binds to that loop)."""
+def start_session_worker(loop: LoopThread, stack: contextlib.ExitStack, flow: AgentSessionFlow, cache: dex.BlobCache,
+                         address: str, *, max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS) -> AsyncWorker:
+    """The session Worker, built on the loop's thread (its grpc.aio channel binds to that loop),
+    registered before this returns and stopped by ``stack``."""
     registry = session_registry([flow])
 
     async def build() -> AsyncWorker:
-        return session_worker(registry, cache, address)
+        return session_worker(registry, cache, address, max_concurrent_tasks=max_concurrent_tasks)
 
     worker = loop.run(build())
     serving = asyncio.run_coroutine_threadsafe(worker.start(), loop.loop)
@@ -578,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         stack.callback(cache.close)
         loop = LoopThread.start()
         stack.callback(loop.close)
-        worker = _start_worker(loop, stack, flow, cache, engine.address)
+        worker = start_session_worker(loop, stack, flow, cache, engine.address)
         client = Client(session_registry([flow]), cache,
                         ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)))
         stack.callback(client.close)
