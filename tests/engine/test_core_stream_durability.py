@@ -9,7 +9,8 @@ from pathlib import Path
 from dex import AsyncContext, StartFlowOptions, Step, StepDecision, force_complete
 
 from dex_agents.engine.server import EngineServer
-from dex_agents.engine.store import Durability, Store
+from dex_agents.engine.durability import Durability
+from dex_agents.engine.store import Store
 from tests.engine.harness import StreamStepFlow, open_harness, unique_name
 
 NORMAL, FULL = 1, 2

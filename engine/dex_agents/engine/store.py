@@ -17,13 +17,14 @@ Protobuf values are stored as serialized bytes; times are Unix milliseconds.
 
 from __future__ import annotations
 
-import enum
 import fcntl
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+from .durability import Durability
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (
@@ -115,23 +116,6 @@ CREATE TABLE IF NOT EXISTS streams (
 CREATE INDEX IF NOT EXISTS streams_by_instance ON streams (flow_type, stream, flow_id, seq);
 CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
 """
-
-
-class Durability(enum.Enum):
-    """What a committed change survives; the value is the command line's spelling."""
-
-    POWER_LOSS = "power-loss"
-    """Every commit is fsync'd (SQLite ``synchronous=FULL``): survives an OS crash or power loss."""
-    PROCESS_CRASH = "process-crash"
-    """Commits are written but not fsync'd (``synchronous=NORMAL``): survive the engine process's
-    crash, not an OS crash or power loss."""
-
-    @property
-    def description(self) -> str:
-        """A one-line statement of the level for ready lines and benchmark output."""
-        if self is Durability.POWER_LOSS:
-            return "power-loss (fsync per commit, SQLite synchronous=FULL)"
-        return "process-crash (no fsync; commits survive a process crash, not an OS crash: SQLite synchronous=NORMAL)"
 
 
 _SYNCHRONOUS = {Durability.POWER_LOSS: "FULL", Durability.PROCESS_CRASH: "NORMAL"}
