@@ -34,7 +34,6 @@ from dex import AsyncClient, ClientOptions, StepExecutionId, WaitForStepCompleti
 
 from benchmarks.engine_roundtrip import cpu_seconds, load_average, percentile
 from benchmarks.turn_overhead import (
-    DURABILITY,
     FLOW_TYPE,
     TOOL_NAME,
     LoopThread,
@@ -42,6 +41,7 @@ from benchmarks.turn_overhead import (
     question,
     start_session_worker,
 )
+from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import EngineProcess
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.rpc_values import SendUserMessageInput
@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("dex-agents concurrent sessions: each session runs its turns back to back "
               "(message -> read tool -> answer)")
         print(f"Python {platform.python_version()}; CPUs: {os.cpu_count()}; load average at start: {load_average()}")
-        print(f"durability: {DURABILITY}; engine in a child process; one session Worker "
+        print(f"durability: {Durability.POWER_LOSS.description}; engine in a child process; one session Worker "
               f"(AsyncWorker, pull, {settings.slots} task slots) and an AsyncClient in this process")
         client_loop.run(_run_level(client, flow, "warmup", 1, warmup, questions, engine.pid), RUN_TIMEOUT_SECONDS)
         for sessions in settings.levels:
