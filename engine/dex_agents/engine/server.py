@@ -111,11 +111,14 @@ class EngineServer:
     @staticmethod
     def _schedule_deadline_checks(engine: Engine) -> None:
         def check() -> None:
+            """Re-armed before the work, so one failing pass never ends the checks."""
             if engine.stopped:
                 return
-            engine.steps.check_deadlines()
-            engine.dispatcher.offer_pending()
             engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
+            try:
+                engine.steps.check_deadlines()
+            finally:
+                engine.dispatcher.offer_pending()
 
         engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
 

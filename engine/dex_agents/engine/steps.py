@@ -214,14 +214,18 @@ class StepOps(Outcomes):
                     _LOGGER.warning("dropped an invalid Stream write from %s", task.seid)
 
     def check_deadlines(self) -> None:
-        """Fail Step attempts past their method or heartbeat deadline (run every half second)."""
+        """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
+        attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
         now = time.time()
         for task in [t for t in self.engine.running.values() if not t.finished and not t.canceled]:
-            if task.deadline and task.stream is not None and now >= task.deadline:
-                self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
-            elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
-                self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
-                                "dex.HeartbeatTimeout")
+            try:
+                if task.deadline and task.stream is not None and now >= task.deadline:
+                    self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
+                elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
+                    self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
+                                    "dex.HeartbeatTimeout")
+            except Exception:
+                _LOGGER.exception("timing out %s failed", task.seid)
 
     def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
         if task.finished or task.canceled or self.engine.tasks.get(task.task_id) is not task:
