@@ -1,20 +1,110 @@
-"""Engine core, one bad run never stops others: retry back-off stays finite at any attempt number,
-and the periodic deadline check survives a failing pass. Runs in-process ``EngineServer``s."""
+"""Engine core, one bad run never stops others: a task too large for the pull Worker fails its
+attempt with a clear error, a Step type no Worker knows fails with NO_WORKER_AVAILABLE after the
+dispatch wait while the other Flows of its type go on, retry back-off stays finite at any attempt
+number, and the periodic deadline check survives a failing pass. Runs in-process ``EngineServer``s
+(with a short dispatch wait) and the SDK's pull Worker."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
+from dex import (
+    Context,
+    FlowStatus,
+    RetryPolicy,
+    Step,
+    StepDecision,
+    StepList,
+    StepOptions,
+    graceful_complete,
+)
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.engine import policy
 from dex_agents.engine.server import EngineServer
+from tests.engine.conftest import DexFixture
+from tests.engine.harness import NamedFlow
 
 WAIT = 10.0
+DISPATCH_WAIT = 0.5
+ONE_ATTEMPT = StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
+
+
+class Echo(Step[str]):
+    """Completes with the length of its input."""
+
+    def get_step_options(self) -> StepOptions:
+        return ONE_ATTEMPT
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(len(input))
+
+
+class Fresh(Step[str]):
+    """A Step type only the new deployment knows (the Worker below never registers it)."""
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=2))
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(0)
+
+
+class OldFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Echo())
+
+
+class NewFlow(NamedFlow[str]):
+    """The same Flow type as :class:`OldFlow`, as a newer Client sees it."""
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Fresh()).other_steps(Echo())
+
+
+@pytest.fixture
+def quick(tmp_path: Path) -> Iterator[EngineServer]:
+    """An engine whose dispatch wait is short."""
+    running = EngineServer(tmp_path / "quick.db", dispatch_wait=DISPATCH_WAIT)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_task_too_large_for_the_worker_fails_its_attempt_and_others_go_on(
+        dex: DexFixture, quick: EngineServer) -> None:
+    flow = OldFlow(dex.flow_type())
+    harness = dex.start(flow, address=quick.address)
+    big, small = dex.flow_id("big"), dex.flow_id("small")
+    harness.client.start_flow(flow, big, "x" * (policy.WORKER_TASK_LIMIT + 1024))
+    harness.client.start_flow(flow, small, "ok")
+    assert harness.result(small).single_output(int) == 2
+    failed = harness.result(big)
+    assert failed.status is FlowStatus.FAILED
+    assert "exceeds the pull Worker's 4194304-byte message limit" in (failed.error_message or "")
+
+
+def test_an_unknown_step_type_fails_with_no_worker_available_and_blocks_no_one(
+        dex: DexFixture, quick: EngineServer) -> None:
+    flow_type = dex.flow_type()
+    old, new = OldFlow(flow_type), NewFlow(flow_type)
+    harness = dex.start(old, address=quick.address)
+    newer_client = dex.client(new, address=quick.address)
+    rolled = dex.flow_id("rolled")
+    newer_client.start_flow(new, rolled, "new")
+    others = [dex.flow_id(f"old{i}") for i in range(5)]
+    for flow_id in others:
+        harness.client.start_flow(old, flow_id, flow_id)
+    assert [harness.result(flow_id).single_output(int) for flow_id in others] == [len(f) for f in others]
+    failed = harness.result(rolled)
+    assert failed.status is FlowStatus.FAILED
+    assert "NO_WORKER_AVAILABLE" in (failed.error_message or "") and "Fresh" in (failed.error_message or "")
 
 
 @pytest.fixture

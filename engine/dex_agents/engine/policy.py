@@ -24,6 +24,16 @@ DEFAULT_HEARTBEAT_TIMEOUT = 60.0
 MINIMUM_HEARTBEAT_TIMEOUT = 10.0
 DEFAULT_RPC_TIMEOUT = 60.0
 DISPATCH_WAIT = 10.0
+"""Seconds a task may wait for a Worker that knows it (then NO_WORKER_AVAILABLE), and the window in
+which a task whose stream broke before any output is re-delivered with the same attempt."""
+MAX_REDELIVERIES = 3
+"""Re-deliveries of one attempt after lost streams; the next loss fails the attempt (dex.WorkerLost)."""
+WORKER_TASK_LIMIT = 4 * 1024 * 1024
+"""Largest task frame the SDK's pull Worker receives: its channel keeps gRPC's default 4 MiB limit."""
+TASK_FRAME_MARGIN = 64
+"""Bytes reserved for what dispatch adds to a task frame (its deadline)."""
+NO_WORKER_AVAILABLE = "NO_WORKER_AVAILABLE"
+"""Error type of an attempt no Worker accepted within the dispatch wait (Dex's dispatch error reason)."""
 ASYNC_LOCAL_ATTEMPTS = 3
 """ASYNC durability, Dex's local phase: the first attempts within ASYNC_LOCAL_SECONDS of the first
 retry at once, ignore method and heartbeat timeouts (bounded by the phase's end instead) and do
@@ -73,6 +83,15 @@ def backoff(initial: float, coefficient: float, failed_attempt: int, maximum: fl
     except OverflowError:
         grown = math.inf
     return max(min(grown, maximum, MAX_RETRY_DELAY), 0.0)
+
+
+def oversized_task(message: pb.PollWorkerTask) -> str | None:
+    """Why the task cannot reach a pull Worker (its frame exceeds WORKER_TASK_LIMIT), or None."""
+    size = pb.PollWorkerTaskResponse(task=message).ByteSize() + TASK_FRAME_MARGIN
+    if size <= WORKER_TASK_LIMIT:
+        return None
+    return (f"task of {size} bytes exceeds the pull Worker's {WORKER_TASK_LIMIT}-byte message limit; keep the "
+            "Flow's singleton Attributes, the input and the loaded Channel messages smaller")
 
 
 def method_timeout(options: pb.StepOptions, method: Method) -> float:

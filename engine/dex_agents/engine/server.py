@@ -17,6 +17,7 @@ import grpc
 
 from dex.dexpb import dex_pb2_grpc
 
+from . import policy
 from .engine import Engine
 from .recovery import recover
 from .service import FlowService, UnknownMethods
@@ -43,8 +44,10 @@ class EngineServer:
     """
 
     def __init__(self, db_path: pathlib.Path, *, host: str = "127.0.0.1", port: int = 0,
-                 interceptors: Sequence[grpc.ServerInterceptor] = ()) -> None:
+                 interceptors: Sequence[grpc.ServerInterceptor] = (),
+                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
         self._db_path = pathlib.Path(db_path)
+        self._dispatch_wait = dispatch_wait
         self._host = host
         self._requested_port = port
         self._interceptors = tuple(interceptors)
@@ -91,7 +94,7 @@ class EngineServer:
             server.stop(None)
             raise OSError(f"cannot bind {self._host}:{self._requested_port}") from cause
         try:
-            engine = Engine(Store(self._db_path))
+            engine = Engine(Store(self._db_path), dispatch_wait=self._dispatch_wait)
         except BaseException:
             server.stop(None)
             raise
