@@ -1,7 +1,8 @@
 """Engine core, one bad run never stops others: a task too large for the pull Worker fails its
 attempt with a clear error, a Step type no Worker knows fails with NO_WORKER_AVAILABLE after the
 dispatch wait while the other Flows of its type go on, retry back-off stays finite at any attempt
-number, and the periodic deadline check survives a failing pass. Runs in-process ``EngineServer``s
+number, the periodic deadline check survives a failing pass, and SearchFlows bounds its query and parses it
+without the engine lock. Runs in-process ``EngineServer``s
 (with a short dispatch wait) and the SDK's pull Worker."""
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
+import grpc
 import pytest
 from dex import (
     Context,
@@ -23,8 +26,10 @@ from dex import (
     graceful_complete,
 )
 from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.engine import policy
+from dex_agents.engine.queries import MAX_QUERY_CHARS
 from dex_agents.engine.server import EngineServer
 from tests.engine.conftest import DexFixture
 from tests.engine.harness import NamedFlow
@@ -147,3 +152,20 @@ def test_deadline_checks_go_on_after_a_failing_pass(server: EngineServer, monkey
 
     monkeypatch.setattr(server.engine.steps, "check_deadlines", flaky_check)
     assert checked_again.wait(WAIT), "method and heartbeat timeouts stopped after one failing check"
+
+
+def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(server: EngineServer) -> None:
+    channel = grpc.insecure_channel(server.address)
+    stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+    try:
+        with pytest.raises(grpc.RpcError) as raised:
+            stub.SearchFlows(pb.SearchFlowsRequest(query="FlowId != 'x' AND " * 200_000), timeout=WAIT)
+        error = cast(grpc.Call, raised.value)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert f"the limit is {MAX_QUERY_CHARS}" in (error.details() or "")
+        with server.engine.lock:  # a busy engine still refuses a bad query at once
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.SearchFlows(pb.SearchFlowsRequest(query="FlowType ~~ nonsense"), timeout=WAIT)
+        assert cast(grpc.Call, refused.value).code() == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        channel.close()
