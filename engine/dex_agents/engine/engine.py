@@ -15,7 +15,8 @@ Module map: ``server`` (EngineServer, gRPC wiring), ``service`` (FlowService ada
 ``steps`` / ``outcomes`` (Step lifecycle, results, retries, Waits), ``waits`` (pure Wait
 evaluation), ``flows`` (start, decisions, close, stop), ``rpcs``, ``streams``, ``queries`` (describe,
 long polls, search, history), ``history``, ``state`` (Attributes, Channels), ``store`` (schema),
-``rows``, ``policy`` (retry and timeout defaults), ``scheduler``, ``recovery``, ``errors``.
+``rows``, ``policy`` (retry and timeout defaults), ``scheduler``, ``recovery``, ``errors``,
+``request_checks`` (request decoding and bounds, before any handler).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import history, state
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
+from .request_checks import parse_token
 from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
 
 if TYPE_CHECKING:
@@ -100,9 +101,7 @@ class Queries:
         """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first."""
         if request.page_size < 0:
             raise invalid("page_size must not be negative")
-        offset = int(request.next_page_token) if request.next_page_token.isdigit() else 0
-        if request.next_page_token and not request.next_page_token.isdigit():
-            raise invalid("invalid next_page_token")
+        offset = parse_token(request.next_page_token, "next_page_token")
         size = request.page_size or 100
         db = self.engine.store.db
         matched: list[pb.SearchFlowsResponseEntry] = []
@@ -146,10 +145,7 @@ class Queries:
             raise invalid("estimate_page_size must not be negative")
         after = max(request.start_internal_event_id - 1, 0) if request.start_internal_event_id else 0
         if request.next_page_token:
-            token = request.next_page_token.decode("ascii", "replace")
-            if not token.isdigit():
-                raise invalid("invalid next_page_token")
-            after = int(token)
+            after = parse_token(request.next_page_token.decode("ascii", "replace"), "next_page_token")
         limit = request.estimate_page_size or 1000
         events = history.events(self.engine.store.db, flow.uid, after, limit + 1)
         response = pb.GetHistoryEventsResponse(events=events[:limit])

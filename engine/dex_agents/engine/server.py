@@ -20,6 +20,7 @@ from dex.dexpb import dex_pb2_grpc
 from . import policy
 from .engine import Engine
 from .recovery import recover
+from .request_checks import RequestChecks
 from .service import FlowService, UnknownMethods
 from .store import Store
 from .worker_service import WorkerTaskService
@@ -83,7 +84,7 @@ class EngineServer:
         if self._server is not None:
             raise RuntimeError("engine already started")
         server = grpc.server(ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="dex-engine"),
-                             interceptors=list(self._interceptors), options=_OPTIONS,
+                             interceptors=[*self._interceptors, RequestChecks()], options=_OPTIONS,
                              maximum_concurrent_rpcs=None)
         cause: RuntimeError | None = None
         try:  # bind first: a start that cannot serve leaves no database behind
