@@ -134,3 +134,11 @@ def test_duplicate_message_ids_in_one_publish_are_refused_and_nothing_is_publish
     stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="f", messages=distinct))
     pending = stub.GetChannelMessages(pb.GetChannelMessagesRequest(flow_id="f", channel_name="C"))
     assert [(m.message_id, m.value.int_value) for m in pending.messages] == [("m1", 1), ("m2", 2)]
+
+
+def test_an_undecodable_worker_frame_ends_its_stream_with_invalid_argument(channel: grpc.Channel) -> None:
+    poll: grpc.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(
+        "/dex.WorkerTaskService/PollWorkerTask", request_serializer=None, response_deserializer=None)
+    code, detail = refusal(lambda: list(poll(iter([b"\xff\xff\xff\xff"]), timeout=10)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, detail
+    assert "could not be decoded" in detail
