@@ -169,3 +169,20 @@ def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(server: E
         assert cast(grpc.Call, refused.value).code() == grpc.StatusCode.INVALID_ARGUMENT
     finally:
         channel.close()
+
+
+def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(server: EngineServer) -> None:
+    channel = grpc.insecure_channel(server.address)
+    stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+    try:
+        stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
+        big = pb.InvokeRPCRequest(flow_id="f", rpc_name="r", lock_attribute_keys=["K"],
+                                  input=pb.Value(string_value="x" * policy.WORKER_TASK_LIMIT))
+        with pytest.raises(grpc.RpcError) as raised:
+            stub.InvokeRPC(big, timeout=WAIT)
+        error = cast(grpc.Call, raised.value)
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "4194304-byte message limit" in (error.details() or "")
+        assert not server.engine.locks, "the RPC's lock keys are released"
+    finally:
+        channel.close()
