@@ -72,11 +72,19 @@ class Task:
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
     rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
+    redeliveries: int = 0
+    refused_by: set[str] = field(default_factory=set)
+    """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
 
-    def may_redeliver(self) -> bool:
+    def may_redeliver(self, dispatch_wait: float = policy.DISPATCH_WAIT) -> bool:
         """Whether the task, its stream lost, goes to another stream with the same attempt: it sent
-        no output frame and was delivered at most ``policy.DISPATCH_WAIT`` seconds ago."""
-        return not self.output_seen and time.monotonic() - self.delivered_at <= policy.DISPATCH_WAIT
+        no output frame, was delivered at most ``dispatch_wait`` seconds ago, and was re-delivered
+        fewer than ``policy.MAX_REDELIVERIES`` times (each call that says yes counts one)."""
+        if (self.output_seen or time.monotonic() - self.delivered_at > dispatch_wait
+                or self.redeliveries >= policy.MAX_REDELIVERIES):
+            return False
+        self.redeliveries += 1
+        return True
 
 
 class WorkerStream:
@@ -105,7 +113,10 @@ class WorkerStream:
 class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
-    def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None]) -> None:
+    def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None],
+                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
+        self.dispatch_wait = dispatch_wait
+        """Seconds a refused task waits for a Worker that knows it (see :meth:`refuse`)."""
         self._idle: dict[str, list[WorkerStream]] = {}
         self._held: dict[str, list[WorkerStream]] = {}
         self._saturated: dict[str, float] = {}
@@ -210,6 +221,25 @@ class Dispatcher:
         if not task.finished and not task.canceled:
             self.submit(task, front=True)
 
+    def refuse(self, stream: WorkerStream, task_id: str) -> Task | None:
+        """The Worker does not know the task's Step type: its stream is free again at once (it
+        serves the other Step types), and the task goes to the back of the queue, never offered to
+        that Worker again. Returns the task on its first refusal (the caller arms the dispatch wait)."""
+        task = stream.task
+        if task is None or task.task_id != task_id:
+            return None
+        stream.task = None
+        task.stream = None
+        first = not task.refused_by
+        task.refused_by.add(stream.app_worker_id)
+        if not stream.closed:
+            self._idle.setdefault(stream.queue_name, []).append(stream)
+        if not task.finished and not task.canceled:
+            self.submit(task)
+        else:
+            self._offer(stream.queue_name)
+        return task if first else None
+
     def stream_closed(self, stream: WorkerStream) -> Task | None:
         """The stream ended; returns the task it was running, if any."""
         stream.closed = True
@@ -257,9 +287,9 @@ class Dispatcher:
         held = self._held.setdefault(queue_name, [])
         now = time.monotonic()
         for task in list(pending):
-            chosen = next((s for s in idle if self._usable(s, now)), None)
+            chosen = next((s for s in idle if self._usable(s, now) and s.app_worker_id not in task.refused_by), None)
             if chosen is None:
-                chosen = next((s for s in held if self._usable(s, now) and (
+                chosen = next((s for s in held if self._usable(s, now) and s.app_worker_id not in task.refused_by and (
                     task.kind == "rpc"
                     or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
                 if chosen is None:

@@ -20,6 +20,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from dex.dexpb import dex_pb2 as pb
 
 from .errors import invalid, long_poll_timeout
+from .request_checks import parse_token
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -28,11 +29,7 @@ DEFAULT_READ_WAIT = 30.0
 
 
 def _token(token: str) -> int:
-    if not token:
-        return 0
-    if not token.isdigit():
-        raise invalid(f"invalid stream token: {token!r}")
-    return int(token)
+    return parse_token(token, "stream token")
 
 
 class StreamOps:
