@@ -60,6 +60,7 @@ from dex import (
     rpc,
 )
 
+from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import EngineProcess
 
 SYNC_STEP: Final = StepOptions(
@@ -262,12 +263,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hops", type=int, default=300, help="Steps per chain (default 300)")
     parser.add_argument("--rpcs", type=int, default=500, help="RPC calls per kind (default 500)")
     parser.add_argument("--address", default=None, help="use a running engine instead of a child")
+    parser.add_argument("--durability", choices=[level.value for level in Durability], default=Durability.POWER_LOSS.value,
+                        help="the engine child's durability level (default power-loss: fsync per commit)")
     args = parser.parse_args(argv)
+    durability = Durability(args.durability)
     chain, rpc_flow = ChainFlow(), RpcFlow()
     registry = Registry([chain, rpc_flow])
     with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as directory:
         root = Path(directory)
-        engine = None if args.address else EngineProcess.start(root / "engine.sqlite3")
+        engine = None if args.address else EngineProcess.start(root / "engine.sqlite3", durability=durability)
         address: str = args.address or (engine.address if engine else "")
         cache = dex.open_blob_cache(dex.BlobCacheConfig(str(root / "blobs"), 64 << 20))
         worker = Worker(
@@ -283,7 +287,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             worker.wait_pull_registered(timeout=30)
             meter = CpuMeter(engine.pid if engine is not None else None)
-            print(f"engine {address}; pull Worker max_concurrent_tasks=8; SYNC durability")
+            level = "as the running engine was started" if args.address else durability.description
+            print(f"engine {address}; pull Worker max_concurrent_tasks=8; SYNC Steps; durability: {level}")
             print(f"load average at start: {load_average()}; CPUs: {os.cpu_count()}")
             run_chains(client, chain, 1, 30, "warmup", meter)
             run_chains(client, chain, 1, args.hops, "single", meter)

@@ -1,5 +1,5 @@
-"""Smoke run of the turn-overhead benchmark: it completes, prints its figures' labels, and leaves
-nothing behind. The figures themselves are never asserted (they depend on the machine)."""
+"""Smoke runs of the turn benchmarks: each completes, prints its figures' labels, and leaves nothing
+behind. The figures themselves are never asserted (they depend on the machine)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import turn_overhead
+from benchmarks import concurrent_sessions, turn_overhead
 
 LABELS = (
-    "durability: fsync per commit (SQLite synchronous=FULL)",
+    "durability: power-loss (fsync per commit, SQLite synchronous=FULL)",
+    "durability: process-crash (no fsync",
     "Python ",
     "CPUs: ",
     "(a) 3 sequential turns on one session",
@@ -23,13 +24,23 @@ LABELS = (
     "overhead:",
     "p50=",
     "p99=",
-    "target: overhead p50 <= 8 ms",
-    "headline goal 4 ms",
+    "target: overhead p50 <= 4 ms at power-loss durability",
+    "target: overhead p50 <= 3.5 ms at process-crash durability",
     "overhead of turn 1",
     "overhead ratio turn 3 / turn 1",
     "target: <= 1.5x",
     "Step executions per turn: 5 ",
     "CPU per turn",
+)
+
+CONCURRENCY_LABELS = (
+    "durability: power-loss (fsync per commit, SQLite synchronous=FULL)",
+    "1 concurrent session(s) x 2 turns (2 turns)",
+    "3 concurrent session(s) x 2 turns (6 turns)",
+    "turns/s: ",
+    "turn latency: p50=",
+    "CPU per turn: engine ",
+    "turns per CPU-second: ",
 )
 
 
@@ -67,3 +78,23 @@ def test_quick_run_prints_every_label_and_leaves_nothing_behind(
     assert _children() <= children_before, "the engine child (or another process) is still running"
     assert list(scratch.iterdir()) == [], "temporary files were left behind"
     assert not [t for t in threading.enumerate() if t.name == "turn-overhead-loop"], "the loop thread still runs"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
+def test_quick_concurrency_run_prints_every_label_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    children_before = _children()
+
+    concurrent_sessions.main(["--quick"])
+
+    output = capsys.readouterr().out
+    missing = [label for label in CONCURRENCY_LABELS if label not in output]
+    assert not missing, f"labels missing from the output: {missing}\n{output}"
+    assert _children() <= children_before, "the engine child (or another process) is still running"
+    assert list(scratch.iterdir()) == [], "temporary files were left behind"
+    assert not [t for t in threading.enumerate() if t.name == "turn-overhead-loop"], "a loop thread still runs"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dex_agents.engine.cli import ready_line
+from dex_agents.engine.durability import Durability
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -31,6 +32,7 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (("engine", "--port", "-1"), "outside 0..65535"),
         (("engine", "--port", "eighty"), "not a port number: 'eighty'"),
         (("engine", "--log-level", "LOUD"), "invalid choice: 'LOUD'"),
+        (("engine", "--durability", "eventual"), "unknown durability level 'eventual': choose power-loss or process-crash"),
     ],
 )
 def test_bad_arguments_exit_2(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
@@ -76,9 +78,12 @@ def test_database_path_that_is_a_directory_exits_2(tmp_path: Path) -> None:
     assert "is not a file" in result.stderr
 
 
-def test_ready_line_format() -> None:
-    assert ready_line("127.0.0.1", 8801) == "dex-agents engine ready on 127.0.0.1:8801"
-    assert ready_line("::1", 9) == "dex-agents engine ready on [::1]:9"
+def test_ready_line_format_names_the_durability_level() -> None:
+    assert ready_line("127.0.0.1", 8801) == (
+        "dex-agents engine ready on 127.0.0.1:8801; durability power-loss (fsync per commit, SQLite synchronous=FULL)")
+    assert ready_line("::1", 9, Durability.PROCESS_CRASH) == (
+        "dex-agents engine ready on [::1]:9; durability process-crash (no fsync: commits survive a process crash, "
+        "not an OS crash; SQLite synchronous=NORMAL)")
 
 
 def test_help_lists_the_public_options_only(tmp_path: Path) -> None:
@@ -86,7 +91,7 @@ def test_help_lists_the_public_options_only(tmp_path: Path) -> None:
     engine = _run("engine", "--help", cwd=tmp_path)
     assert top.returncode == 0 and "engine" in top.stdout
     assert engine.returncode == 0
-    for option in ("--host", "--port", "--db", "--token-file", "--log-level"):
+    for option in ("--host", "--port", "--db", "--token-file", "--log-level", "--durability"):
         assert option in engine.stdout
     assert "--stop-on-stdin-eof" not in engine.stdout, "the launcher's flag stays hidden"
     assert list(tmp_path.iterdir()) == []

@@ -21,7 +21,8 @@ def _serve(command: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
     )
     assert process.stdout is not None
     line = process.stdout.readline()
-    match = re.fullmatch(r"dex-agents engine ready on 127\.0\.0\.1:(\d+)\n", line)
+    match = re.fullmatch(r"dex-agents engine ready on 127\.0\.0\.1:(\d+); durability power-loss \(fsync per commit, "
+                         r"SQLite synchronous=FULL\)\n", line)
     if match is None:
         process.kill()
         _, err = process.communicate(timeout=30)

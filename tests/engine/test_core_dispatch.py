@@ -4,10 +4,12 @@ declined task is requeued and that stream backs off; a stream that breaks hands 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from dex.dexpb import dex_pb2 as pb
 
+from dex_agents.engine import policy
 from dex_agents.engine.dispatch import Dispatcher, Task, WorkerStream
 
 Scheduled = list[tuple[float, Callable[[], None]]]
@@ -94,3 +96,27 @@ def test_a_broken_stream_returns_its_task_and_cancel_reaches_the_worker() -> Non
     d.cancel(running)
     assert sent(spare) == ["task:a", "cancel_task"]
     assert d.withdraw(task("never-queued")) is False
+
+
+def test_an_unknown_step_refusal_frees_the_stream_and_skips_that_worker() -> None:
+    d, _ = dispatcher()
+    old, new = WorkerStream("Q", "old"), WorkerStream("Q", "new")
+    d.register(old)
+    unknown, known = task("unknown"), task("known")
+    d.submit(unknown)
+    d.submit(known)
+    assert sent(old) == ["registered", "task:unknown"]
+    assert d.refuse(old, "unknown") is unknown, "the first refusal is reported (the dispatch wait starts)"
+    assert sent(old) == ["task:known"], "the refusing stream serves the next task at once"
+    d.finish(known)
+    assert sent(old) == [], "never offered again to the Worker that refused it"
+    d.register(new)
+    assert sent(new) == ["registered", "task:unknown"], "another Worker gets it"
+    assert d.refuse(new, "unknown") is None, "only the first refusal is reported"
+
+
+def test_a_lost_attempt_is_redelivered_a_bounded_number_of_times() -> None:
+    t = task("a")
+    t.delivered_at = time.monotonic()
+    answers = [t.may_redeliver(60.0) for _ in range(policy.MAX_REDELIVERIES + 2)]
+    assert answers == [True] * policy.MAX_REDELIVERIES + [False, False]

@@ -155,7 +155,8 @@ def test_call_tool_runs_a_read_call_and_dead_ends_after_publishing() -> None:
     session = started_session()
     session.model(requested(tool_call("r", ToolEffect.READ)))
     started = session.tool_started("r")
-    assert [type(e) for e in started.effects] == [WriteEvent, Heartbeat, ExecuteDeferredToolCall]
+    assert [type(e) for e in started.effects] == [WriteEvent, ExecuteDeferredToolCall], (
+        "a retried call needs no heartbeat proof before it runs: a re-delivery is one more run, which its effect allows")
     t = session.tool_succeeds("r", "order 42: shipped")
     assert t.state.tool_calls["r"].output == "order 42: shipped"
     assert completions_of(t) == ["r"] and is_dead_end(t)
@@ -165,7 +166,10 @@ def test_call_single_attempt_tool_runs_an_unapproved_non_idempotent_write() -> N
     session = started_session()
     session.model(requested(tool_call("w", ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)))
     assert moves(session.last or session.snapshot())[0] == (StepType.CALL_SINGLE_ATTEMPT_TOOL, "w")
-    t = session.run_tool("w", "sent")
+    started = session.tool_started("w")
+    assert [type(e) for e in started.effects] == [WriteEvent, Heartbeat, ExecuteDeferredToolCall], (
+        "the heartbeat proof ends Dex's re-delivery of the attempt before the tool runs")
+    t = session.tool_succeeds("w", "sent")
     assert t.state.tool_calls["w"].status is ToolCallStatus.SUCCEEDED
 
 

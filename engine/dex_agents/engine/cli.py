@@ -1,9 +1,9 @@
 """The ``dex-agents`` command line: ``dex-agents engine`` runs the local Dex engine.
 
 Invariants:
-    * Once the engine serves, exactly one line ``dex-agents engine ready on <host>:<port>`` goes to
-      stdout (flushed); ``<port>`` is the bound port, so ``--port 0`` picks a free one that launchers
-      read back from this line. Everything else goes to stderr.
+    * Once the engine serves, exactly one line ``dex-agents engine ready on <host>:<port>; durability
+      <level>`` goes to stdout (flushed); ``<port>`` is the bound port, so ``--port 0`` picks a free
+      one that launchers read back from this line. Everything else goes to stderr.
     * SIGINT or SIGTERM stops the engine gracefully and exits 0; so does the end of stdin with the
       hidden ``--stop-on-stdin-eof`` flag, which launchers use so an engine never outlives them.
     * Bad arguments and an unusable token file or database directory exit 2 with a message naming
@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Final
 
 from dex_agents.engine.auth import BearerTokenInterceptor, TokenFileError
+from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import READY_PREFIX
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "READY_PREFIX", "main", "ready_line"]
@@ -37,10 +38,10 @@ _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 _log = logging.getLogger("dex_agents.engine.cli")
 
 
-def ready_line(host: str, port: int) -> str:
-    """The line printed once the engine serves (IPv6 hosts in brackets)."""
+def ready_line(host: str, port: int, durability: Durability = Durability.POWER_LOSS) -> str:
+    """The line printed once the engine serves (IPv6 hosts in brackets), naming the durability level."""
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"{READY_PREFIX}{shown}:{port}"
+    return f"{READY_PREFIX}{shown}:{port}; durability {durability.description}"
 
 
 def _port(text: str) -> int:
@@ -51,6 +52,14 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port {port} is outside 0..65535 (0 picks a free port)")
     return port
+
+
+def _durability(text: str) -> Durability:
+    try:
+        return Durability(text.lower())
+    except ValueError:
+        levels = " or ".join(level.value for level in Durability)
+        raise argparse.ArgumentTypeError(f"unknown durability level {text!r}: choose {levels}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="require the bearer token in this file (the SDK's FileCredential format) on every call",
+    )
+    engine.add_argument(
+        "--durability",
+        type=_durability,
+        default=Durability.POWER_LOSS,
+        metavar="{" + ",".join(level.value for level in Durability) + "}",
+        help="what a commit survives: power-loss (default, fsync per commit) or process-crash (no fsync: "
+        "commits survive the engine process's crash, not an OS crash or power loss)",
     )
     engine.add_argument(  # used by launchers: the engine dies with its parent even on SIGKILL
         "--stop-on-stdin-eof", action="store_true", help=argparse.SUPPRESS
@@ -144,13 +161,14 @@ def _run_engine(args: argparse.Namespace) -> int:
             target=_stop_at_stdin_eof, args=(stop_requested,), name="stdin-eof", daemon=True
         ).start()
     try:
-        server = EngineServer(db, host=host, port=args.port, interceptors=interceptors)
+        durability: Durability = args.durability
+        server = EngineServer(db, host=host, port=args.port, interceptors=interceptors, durability=durability)
         try:
             server.start()
         except Exception as error:  # noqa: BLE001 - any start failure is reported, not a traceback
             print(f"dex-agents engine: error: cannot start on {host}:{args.port}: {error}", file=sys.stderr)
             return 1
-        print(ready_line(host, server.port), flush=True)
+        print(ready_line(host, server.port, durability), flush=True)
         while not stop_requested.wait(timeout=3600):
             pass
         _log.info("stopping")

@@ -75,11 +75,19 @@ class Task:
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
     rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
+    redeliveries: int = 0
+    refused_by: set[str] = field(default_factory=set)
+    """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
 
-    def may_redeliver(self) -> bool:
+    def may_redeliver(self, dispatch_wait: float = policy.DISPATCH_WAIT) -> bool:
         """Whether the task, its stream lost, goes to another stream with the same attempt: it sent
-        no output frame and was delivered at most ``policy.DISPATCH_WAIT`` seconds ago."""
-        return not self.output_seen and time.monotonic() - self.delivered_at <= policy.DISPATCH_WAIT
+        no output frame, was delivered at most ``dispatch_wait`` seconds ago, and was re-delivered
+        fewer than ``policy.MAX_REDELIVERIES`` times (each call that says yes counts one)."""
+        if (self.output_seen or time.monotonic() - self.delivered_at > dispatch_wait
+                or self.redeliveries >= policy.MAX_REDELIVERIES):
+            return False
+        self.redeliveries += 1
+        return True
 
 
 class WorkerStream:
@@ -168,7 +176,10 @@ class PendingTasks:
 class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
-    def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None]) -> None:
+    def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None],
+                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
+        self.dispatch_wait = dispatch_wait
+        """Seconds a refused task waits for a Worker that knows it (see :meth:`refuse`)."""
         self._idle: dict[str, list[WorkerStream]] = {}
         self._held: dict[str, list[WorkerStream]] = {}
         self._saturated: dict[str, float] = {}
@@ -269,6 +280,25 @@ class Dispatcher:
         if not task.finished and not task.canceled:
             self.submit(task, front=True)
 
+    def refuse(self, stream: WorkerStream, task_id: str) -> Task | None:
+        """The Worker does not know the task's Step type: its stream is free again at once (it
+        serves the other Step types), and the task goes to the back of the queue, never offered to
+        that Worker again. Returns the task on its first refusal (the caller arms the dispatch wait)."""
+        task = stream.task
+        if task is None or task.task_id != task_id:
+            return None
+        stream.task = None
+        task.stream = None
+        first = not task.refused_by
+        task.refused_by.add(stream.app_worker_id)
+        if not stream.closed:
+            self._idle.setdefault(stream.queue_name, []).append(stream)
+        if not task.finished and not task.canceled:
+            self.submit(task)
+        else:
+            self._offer(stream.queue_name)
+        return task if first else None
+
     def stream_closed(self, stream: WorkerStream) -> Task | None:
         """The stream ended; returns the task it was running, if any."""
         stream.closed = True
@@ -308,31 +338,45 @@ class Dispatcher:
     def _usable(stream: WorkerStream, now: float) -> bool:
         return not stream.closed and stream.declined_until <= now
 
-    def _stream_for(self, queue_name: str, kind: TaskKind, now: float) -> WorkerStream | None:
-        """An idle usable stream, else a held one (for a Step task only of an unsaturated Worker)."""
-        chosen = next((s for s in self._idle.get(queue_name, ()) if self._usable(s, now)), None)
+    def _stream_for(self, queue_name: str, kind: TaskKind, now: float,
+                    refused_by: set[str] | frozenset[str] = frozenset()) -> WorkerStream | None:
+        """An idle usable stream, else a held one (for a Step task only of an unsaturated Worker), of
+        a Worker not in ``refused_by``."""
+        chosen = next((s for s in self._idle.get(queue_name, ())
+                       if self._usable(s, now) and s.app_worker_id not in refused_by), None)
         if chosen is None:
             chosen = next((s for s in self._held.get(queue_name, ()) if self._usable(s, now) and (
+                s.app_worker_id not in refused_by) and (
                 kind == "rpc"
                 or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
         return chosen
 
     def _offer(self, queue_name: str) -> None:
-        """Hand queued tasks to usable streams, oldest first; costs O(tasks handed over + streams),
-        never a walk over the whole queue."""
+        """Hand queued tasks to usable streams, oldest first; costs O(tasks handed over + streams)
+        plus the tasks passed over because only Workers that refused them are free, never a walk
+        over the whole queue."""
         pending = self._pending.get(queue_name)
         if not pending:
             return
         now = time.monotonic()
+        passed: list[Task] = []
         while pending:
             step_stream = self._stream_for(queue_name, "execute", now)
             stream = step_stream or self._stream_for(queue_name, "rpc", now)
             if stream is None:
-                return
+                break
             task = pending.pop(steps=step_stream is not None)
             if task is None:
-                return
+                break
+            if task.refused_by and stream.app_worker_id in task.refused_by:
+                chosen = self._stream_for(queue_name, task.kind, now, task.refused_by)
+                if chosen is None:
+                    passed.append(task)  # only Workers that do not know its Step type are free
+                    continue
+                stream = chosen
             self._deliver(task, stream, now)
+        for task in reversed(passed):
+            pending.push(task, front=True)
 
     def _deliver(self, task: Task, chosen: WorkerStream, now: float) -> None:
         held = self._held.setdefault(chosen.queue_name, [])

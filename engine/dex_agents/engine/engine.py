@@ -17,7 +17,8 @@ Module map: ``server`` (EngineServer, gRPC wiring), ``service`` (FlowService ada
 ``steps`` / ``outcomes`` (Step lifecycle, results, retries, Waits), ``waits`` (pure Wait
 evaluation), ``flows`` (start, decisions, close, stop), ``rpcs``, ``streams``, ``queries`` (describe,
 long polls, search, history), ``history``, ``state`` (Attributes, Channels), ``store`` (schema),
-``rows``, ``policy`` (retry and timeout defaults), ``scheduler``, ``recovery``, ``errors``.
+``rows``, ``policy`` (retry and timeout defaults), ``scheduler``, ``recovery``, ``errors``,
+``request_checks`` (request decoding and bounds, before any handler).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+from . import policy
 from .dispatch import Dispatcher, Task
 from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
 from .scheduler import Scheduler
@@ -58,7 +60,7 @@ def now_ms() -> int:
 class Engine:
     """Shared state of one engine process; the operation modules hang off it."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
         from .flows import FlowOps
         from .rpcs import RpcOps
         from .steps import StepOps
@@ -68,7 +70,7 @@ class Engine:
         self.lock = threading.RLock()
         self._waiters: dict[WaitKey, set[LongPoll]] = {}
         self.scheduler = Scheduler(self.lock)
-        self.dispatcher = Dispatcher(self.scheduler.call_later)
+        self.dispatcher = Dispatcher(self.scheduler.call_later, dispatch_wait)
         self.running: dict[tuple[int, str], Task] = {}
         self.tasks: dict[str, Task] = {}
         self.locks: dict[tuple[int, str], str] = {}

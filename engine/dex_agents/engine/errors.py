@@ -16,11 +16,24 @@ from grpc_status import rpc_status  # type: ignore[import-untyped]
 from dex.dexpb import dex_pb2 as pb
 
 
+MAX_QUOTED_CHARS = 200
+"""Longest piece of caller input quoted in an error text."""
+MAX_DETAIL_CHARS = 1024
+"""Longest error text (a status message travels in gRPC trailers, which are limited to 8 KiB)."""
+
+
+def clip(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``text`` when short, else its head and its full length: safe to quote in an error text."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 class ServiceError(Exception):
     """A request failure with its gRPC code and Dex sub-status.
 
     Invariant: raising it never leaves a half-applied change behind; callers raise before or
-    instead of committing.
+    instead of committing. Its detail is at most about MAX_DETAIL_CHARS long, whatever input it quotes.
     """
 
     def __init__(
@@ -31,6 +44,7 @@ class ServiceError(Exception):
         *,
         worker_error: pb.WorkerErrorResponse | None = None,
     ) -> None:
+        detail = clip(detail, MAX_DETAIL_CHARS)
         super().__init__(detail)
         self.code = code
         self.detail = detail
@@ -61,7 +75,7 @@ def flow_not_found(flow_id: str, detail: str | None = None) -> ServiceError:
     """NOT_FOUND + FLOW_NOT_EXISTS: no such Flow (or no active run when one is required)."""
     return ServiceError(
         grpc.StatusCode.NOT_FOUND,
-        detail or f"flow not found: {flow_id}",
+        detail or f"flow not found: {clip(flow_id)}",
         pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS,
     )
 

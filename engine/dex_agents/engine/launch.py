@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Final, Protocol, final
 
 from dex_agents.engine.auth import BearerTokenInterceptor
+from dex_agents.engine.durability import Durability
 
 __all__ = ["READY_PREFIX", "EngineProcess", "EngineStartError", "RunningEngine", "start_engine"]
 
 LOOPBACK: Final = "127.0.0.1"
-READY_PREFIX: Final = "dex-agents engine ready on "  # the CLI's ready line: READY_PREFIX + host:port
-_READY_PATTERN: Final = re.compile(re.escape(READY_PREFIX) + r"(?P<host>\S+):(?P<port>\d+)\s*$", re.M)
+READY_PREFIX: Final = "dex-agents engine ready on "
+"""The CLI's ready line: READY_PREFIX + host:port, then ``; durability <level description>``."""
+_READY_PATTERN: Final = re.compile(re.escape(READY_PREFIX) + r"(?P<host>\S+):(?P<port>\d+)(?:;[^\n]*)?$", re.M)
 _POLL_SECONDS: Final = 0.01
 _STOP_GRACE_SECONDS: Final = 10.0
 _LOG_TAIL_BYTES: Final = 4000
@@ -100,6 +102,7 @@ class EngineProcess:
         token_file: Path | None = None,
         log_path: Path | None = None,
         ready_timeout: float = 30.0,
+        durability: Durability = Durability.POWER_LOSS,
     ) -> EngineProcess:
         """Start the engine child on ``127.0.0.1`` and wait for its ready line.
 
@@ -110,6 +113,7 @@ class EngineProcess:
             log_path: Where the child's stdout and stderr go; default a temporary file, removed
                 when the child is stopped or killed.
             ready_timeout: Seconds to wait for the ready line.
+            durability: What a commit survives (``--durability``); the default fsyncs every commit.
 
         Raises:
             EngineStartError: The child exited or stayed silent past ``ready_timeout``
@@ -132,6 +136,8 @@ class EngineProcess:
             "--db",
             str(db_path),
             "--stop-on-stdin-eof",
+            "--durability",
+            durability.value,
         ]
         if token_file is not None:
             command += ["--token-file", str(token_file)]
@@ -226,6 +232,7 @@ def start_engine(
     token_file: Path | None = None,
     in_process: bool = True,
     port: int = 0,
+    durability: Durability = Durability.POWER_LOSS,
 ) -> Iterator[RunningEngine]:
     """Run the engine for the duration of a ``with`` block, on ``127.0.0.1``.
 
@@ -234,6 +241,7 @@ def start_engine(
         token_file: Require this bearer token (the SDK's ``FileCredential`` file) on every call.
         in_process: ``True`` serves from this process; ``False`` runs an ``EngineProcess``.
         port: Port to bind; 0 picks a free one.
+        durability: What a commit survives; the default fsyncs every commit.
 
     Yields:
         The serving engine; ``.address`` is ``127.0.0.1:<port>``.
@@ -250,11 +258,12 @@ def start_engine(
             from dex_agents.engine.server import EngineServer
 
             interceptors = [] if token_file is None else [BearerTokenInterceptor.from_path(token_file)]
-            server = EngineServer(db_path, host=LOOPBACK, port=port, interceptors=interceptors)
+            server = EngineServer(db_path, host=LOOPBACK, port=port, interceptors=interceptors,
+                                  durability=durability)
             server.start()
             stack.callback(server.stop)
             yield server
         else:
-            process = EngineProcess.start(db_path, port=port, token_file=token_file)
+            process = EngineProcess.start(db_path, port=port, token_file=token_file, durability=durability)
             stack.callback(process.stop)
             yield process

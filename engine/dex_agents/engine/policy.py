@@ -9,6 +9,7 @@ attempt; method timeout 2 h; heartbeat timeout 1 min (explicit values below 10 s
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
@@ -23,11 +24,25 @@ DEFAULT_HEARTBEAT_TIMEOUT = 60.0
 MINIMUM_HEARTBEAT_TIMEOUT = 10.0
 DEFAULT_RPC_TIMEOUT = 60.0
 DISPATCH_WAIT = 10.0
+"""Seconds a task may wait for a Worker that knows it (then NO_WORKER_AVAILABLE), and the window in
+which a task whose stream broke before any output is re-delivered with the same attempt."""
+MAX_REDELIVERIES = 3
+"""Re-deliveries of one attempt after lost streams; the next loss fails the attempt (dex.WorkerLost)."""
+WORKER_TASK_LIMIT = 4 * 1024 * 1024
+"""Largest task frame the SDK's pull Worker receives: its channel keeps gRPC's default 4 MiB limit."""
+TASK_FRAME_MARGIN = 64
+"""Bytes reserved for what dispatch adds to a task frame (its deadline)."""
+NO_WORKER_AVAILABLE = "NO_WORKER_AVAILABLE"
+"""Error type of an attempt no Worker accepted within the dispatch wait (Dex's dispatch error reason)."""
 ASYNC_LOCAL_ATTEMPTS = 3
 """ASYNC durability, Dex's local phase: the first attempts within ASYNC_LOCAL_SECONDS of the first
 retry at once, ignore method and heartbeat timeouts (bounded by the phase's end instead) and do
 not keep heartbeat checkpoints; later retries continue the backoff sequence."""
 ASYNC_LOCAL_SECONDS = 7.0
+MAX_BACKOFF_EXPONENT = 64
+"""Retries past this many back-offs wait as long as the 64th (the delay is capped long before)."""
+MAX_RETRY_DELAY = 365 * 24 * 3600.0
+"""No retry waits longer than this, whatever the policy says (keeps due times representable)."""
 
 
 def retry_policy(options: pb.StepOptions, method: Method) -> pb.RetryPolicy:
@@ -46,15 +61,37 @@ def next_retry_delay(
     if policy.maximum_attempts > 0 and failed_attempt >= policy.maximum_attempts:
         return None
     initial = float(policy.initial_interval_seconds) or DEFAULT_INITIAL_INTERVAL
-    coefficient = float(policy.backoff_coefficient) or DEFAULT_COEFFICIENT
+    coefficient = float(policy.backoff_coefficient)
+    if not math.isfinite(coefficient) or coefficient <= 0:
+        coefficient = DEFAULT_COEFFICIENT
     maximum = float(policy.maximum_interval_seconds) or max(DEFAULT_MAX_INTERVAL, initial)
-    delay = min(initial * coefficient ** max(failed_attempt - 1, 0), maximum)
+    delay = backoff(initial, coefficient, failed_attempt, maximum)
     if retry_after > 0:
-        delay = float(retry_after)
+        delay = min(float(retry_after), MAX_RETRY_DELAY)
     total = float(policy.total_duration_seconds) or DEFAULT_TOTAL_DURATION
     if now + delay - first_attempt_at > total:
         return None
     return delay
+
+
+def backoff(initial: float, coefficient: float, failed_attempt: int, maximum: float) -> float:
+    """``initial * coefficient ** (failed_attempt - 1)`` capped at ``maximum`` (and MAX_RETRY_DELAY);
+    finite for any attempt number: the exponent stops at MAX_BACKOFF_EXPONENT."""
+    exponent = min(max(failed_attempt - 1, 0), MAX_BACKOFF_EXPONENT)
+    try:
+        grown = initial * coefficient ** exponent
+    except OverflowError:
+        grown = math.inf
+    return max(min(grown, maximum, MAX_RETRY_DELAY), 0.0)
+
+
+def oversized_task(message: pb.PollWorkerTask) -> str | None:
+    """Why the task cannot reach a pull Worker (its frame exceeds WORKER_TASK_LIMIT), or None."""
+    size = pb.PollWorkerTaskResponse(task=message).ByteSize() + TASK_FRAME_MARGIN
+    if size <= WORKER_TASK_LIMIT:
+        return None
+    return (f"task of {size} bytes exceeds the pull Worker's {WORKER_TASK_LIMIT}-byte message limit; keep the "
+            "Flow's singleton Attributes, the input and the loaded Channel messages smaller")
 
 
 def method_timeout(options: pb.StepOptions, method: Method) -> float:

@@ -15,6 +15,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import history, state
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
+from .request_checks import parse_token
 from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
 
 if TYPE_CHECKING:
@@ -36,7 +37,30 @@ _STATUS_NAMES = {
     "terminated": pb.FLOW_STATUS_TERMINATED, "canceled": pb.FLOW_STATUS_CANCELED, "cancelled": pb.FLOW_STATUS_CANCELED,
     "timeout": pb.FLOW_STATUS_SERVER_SIDE_TIMEOUT_INTERNAL_ONLY,
 }
+MAX_QUERY_CHARS = 4096
+"""Longest SearchFlows query accepted; parsing is done before the engine lock is taken."""
+SearchClause = tuple[str, bool, str]
+"""(field, equal, value) of one ``Field = 'v'`` or ``Field != 'v'`` clause."""
 _CLAUSE = re.compile(r"^\s*([A-Za-z_][\w./-]*)\s*(=|!=)\s*(?:'([^']*)'|\"([^\"]*)\"|([\w.-]+))\s*$")
+
+
+def parse_search(query: str) -> list[SearchClause]:
+    """The clauses of a SearchFlows query (no engine state: call it without the engine lock).
+
+    Raises:
+        ServiceError: INVALID_ARGUMENT for a query over MAX_QUERY_CHARS or a clause it cannot parse.
+    """
+    if len(query) > MAX_QUERY_CHARS:
+        raise invalid(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    clauses = [c for c in re.split(r"\s+AND\s+", query.strip(), flags=re.IGNORECASE) if c]
+    parsed: list[SearchClause] = []
+    for clause in clauses:
+        match = _CLAUSE.match(clause)
+        if match is None:
+            raise invalid(f"unsupported search clause: {clause!r}")
+        value = next(v for v in match.group(3, 4, 5) if v is not None)
+        parsed.append((match.group(1), match.group(2) == "=", value))
+    return parsed
 
 
 def _stamp(ms: int) -> Timestamp:
@@ -83,20 +107,11 @@ class Queries:
                                         else f"flow {request.flow_id} is still running")
             self.engine.wait_change(("closed", flow.uid), remaining, poll)
 
-    def search(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
+    def search(self, request: pb.SearchFlowsRequest, parsed: list[SearchClause]) -> pb.SearchFlowsResponse:
+        """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first."""
         if request.page_size < 0:
             raise invalid("page_size must not be negative")
-        clauses = [c for c in re.split(r"\s+AND\s+", request.query.strip(), flags=re.IGNORECASE) if c]
-        parsed: list[tuple[str, bool, str]] = []
-        for clause in clauses:
-            match = _CLAUSE.match(clause)
-            if match is None:
-                raise invalid(f"unsupported search clause: {clause!r}")
-            value = next(v for v in match.group(3, 4, 5) if v is not None)
-            parsed.append((match.group(1), match.group(2) == "=", value))
-        offset = int(request.next_page_token) if request.next_page_token.isdigit() else 0
-        if request.next_page_token and not request.next_page_token.isdigit():
-            raise invalid("invalid next_page_token")
+        offset = parse_token(request.next_page_token, "next_page_token")
         size = request.page_size or 100
         db = self.engine.store.db
         matched: list[pb.SearchFlowsResponseEntry] = []
@@ -140,10 +155,7 @@ class Queries:
             raise invalid("estimate_page_size must not be negative")
         after = max(request.start_internal_event_id - 1, 0) if request.start_internal_event_id else 0
         if request.next_page_token:
-            token = request.next_page_token.decode("ascii", "replace")
-            if not token.isdigit():
-                raise invalid("invalid next_page_token")
-            after = int(token)
+            after = parse_token(request.next_page_token.decode("ascii", "replace"), "next_page_token")
         limit = request.estimate_page_size or 1000
         events = history.events(self.engine.store.db, flow.uid, after, limit + 1)
         response = pb.GetHistoryEventsResponse(events=events[:limit])

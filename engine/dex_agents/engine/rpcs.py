@@ -22,7 +22,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
 from .dispatch import Task, WorkerStream, new_task_id
-from .errors import ServiceError, flow_not_found, invalid, lock_conflict, worker_failure
+from .errors import ServiceError, flow_not_found, invalid, lock_conflict, precondition, worker_failure
 from .rows import Effects
 
 if TYPE_CHECKING:
@@ -84,6 +84,10 @@ class RpcOps:
             rpc.loaded_attribute_map_instances.extend(request.load_attribute_map_instances)
             rpc.loaded_channel_names.extend(request.load_channel_names)
             rpc.loaded_channel_map_instances.extend(request.load_channel_map_instances)
+            too_large = policy.oversized_task(message)
+            if too_large is not None:
+                engine.release(flow.uid, holder)
+                raise precondition(too_large)
             task = Task(task_id=task_id, kind="rpc", flow_type=flow.flow_type, message=message,
                         uid=flow.uid, seid="", attempt=1)
             self._pending[task_id] = pending

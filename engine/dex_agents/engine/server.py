@@ -18,8 +18,11 @@ import grpc
 
 from dex.dexpb import dex_pb2_grpc
 
+from . import policy
+from .durability import Durability
 from .engine import Engine
 from .recovery import recover
+from .request_checks import RequestChecks
 from .service import FlowService, UnknownMethods
 from .store import Store
 from .worker_service import WorkerTaskService
@@ -45,8 +48,12 @@ class EngineServer:
     """
 
     def __init__(self, db_path: pathlib.Path, *, host: str = "127.0.0.1", port: int = 0,
-                 interceptors: Sequence[grpc.ServerInterceptor] = ()) -> None:
+                 interceptors: Sequence[grpc.ServerInterceptor] = (),
+                 durability: Durability = Durability.POWER_LOSS,
+                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
         self._db_path = pathlib.Path(db_path)
+        self.durability = durability
+        self._dispatch_wait = dispatch_wait
         self._host = host
         self._requested_port = port
         self._interceptors = tuple(interceptors)
@@ -84,7 +91,7 @@ class EngineServer:
         if self._server is not None:
             raise RuntimeError("engine already started")
         server = grpc.server(ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="dex-engine"),
-                             interceptors=list(self._interceptors), options=_OPTIONS,
+                             interceptors=[*self._interceptors, RequestChecks()], options=_OPTIONS,
                              maximum_concurrent_rpcs=None)
         cause: RuntimeError | None = None
         try:  # bind first: a start that cannot serve leaves no database behind
@@ -95,7 +102,7 @@ class EngineServer:
             server.stop(None)
             raise OSError(f"cannot bind {self._host}:{self._requested_port}") from cause
         try:
-            engine = Engine(Store(self._db_path))
+            engine = Engine(Store(self._db_path, self.durability), dispatch_wait=self._dispatch_wait)
         except BaseException:
             server.stop(None)
             raise
@@ -115,11 +122,14 @@ class EngineServer:
     @staticmethod
     def _schedule_deadline_checks(engine: Engine) -> None:
         def check() -> None:
+            """Re-armed before the work, so one failing pass never ends the checks."""
             if engine.stopped:
                 return
-            engine.steps.check_deadlines()
-            engine.dispatcher.offer_pending()
             engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
+            try:
+                engine.steps.check_deadlines()
+            finally:
+                engine.dispatcher.offer_pending()
 
         engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
 

@@ -24,7 +24,7 @@ from dex.dexpb import dex_pb2_grpc
 from . import state
 from .engine import LongPoll
 from .errors import ServiceError, invalid
-from .queries import Queries
+from .queries import Queries, parse_search
 from .rows import Effects
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         return self._long_poll(context, lambda poll: self.queries.wait_for_flow(request, poll))
 
     def SearchFlows(self, request: pb.SearchFlowsRequest, context: grpc.ServicerContext) -> pb.SearchFlowsResponse:  # noqa: N802
-        return self._run(context, lambda: self.queries.search(request))
+        clauses = self._run(context, lambda: parse_search(request.query), locked=False)
+        return self._run(context, lambda: self.queries.search(request, clauses))
 
     def SkipTimer(self, request: pb.SkipTimerRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
         def skip() -> None:

@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
-from .errors import invalid
+from .errors import clip, invalid
 
 
 def _value(blob: bytes) -> pb.Value:
@@ -125,9 +125,14 @@ def loaded_messages(
 
 def publish(db: sqlite3.Connection, uid: int, messages: Sequence[pb.ChannelMessage]) -> set[str]:
     """Append messages to their Channels; returns the Channel names touched."""
+    seen: set[str] = set()
     for message in messages:
         if not message.channel_name:
             raise invalid("channel message without a channel name")
+        if message.message_id in seen:
+            raise invalid(f"duplicate message id in one publish: {clip(message.message_id)}")
+        if message.message_id:
+            seen.add(message.message_id)
     for message in messages:
         db.execute(
             "INSERT INTO channels (uid, name, message_id, value) VALUES (?, ?, ?, ?)",

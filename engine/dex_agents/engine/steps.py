@@ -143,6 +143,10 @@ class StepOps(Outcomes):
             task.timeout = timeout
             task.heartbeat_timeout = policy.heartbeat_timeout(step.options)
         engine.track(task)
+        too_large = policy.oversized_task(message)
+        if too_large is not None:
+            self.on_failure(task, too_large, "dex.TaskTooLarge", 0)
+            return
         engine.dispatcher.submit(task)
 
     def _fill_request(self, message: pb.PollWorkerTask, flow: FlowRow, step: StepRow) -> None:
@@ -203,8 +207,8 @@ class StepOps(Outcomes):
                             task.uid, task.seid))
         if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
             task.heartbeat_deadline = time.time() + task.heartbeat_timeout
-        if write is not None:
-            with engine.store.transaction() as db:
+        if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
+            with engine.store.transaction(durable=first) as db:
                 if first:
                     db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
                 try:
@@ -214,14 +218,18 @@ class StepOps(Outcomes):
                     _LOGGER.warning("dropped an invalid Stream write from %s", task.seid)
 
     def check_deadlines(self) -> None:
-        """Fail Step attempts past their method or heartbeat deadline (run every half second)."""
+        """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
+        attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
         now = time.time()
         for task in [t for t in self.engine.running.values() if not t.finished and not t.canceled]:
-            if task.deadline and task.stream is not None and now >= task.deadline:
-                self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
-            elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
-                self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
-                                "dex.HeartbeatTimeout")
+            try:
+                if task.deadline and task.stream is not None and now >= task.deadline:
+                    self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
+                elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
+                    self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
+                                    "dex.HeartbeatTimeout")
+            except Exception:
+                _LOGGER.exception("timing out %s failed", task.seid)
 
     def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
         if task.finished or task.canceled or self.engine.tasks.get(task.task_id) is not task:
@@ -243,11 +251,27 @@ class StepOps(Outcomes):
         """The task's stream broke: re-deliver the same attempt or fail it (see policy.DISPATCH_WAIT)."""
         if task.finished or task.canceled:
             return
-        if task.may_redeliver():
+        if task.may_redeliver(self.engine.dispatcher.dispatch_wait):
             self.engine.dispatcher.submit(task, front=True)
             return
         self.finish_task(task)
-        self.on_failure(task, "worker stream broke while the task was running", "dex.WorkerLost", 0)
+        detail = "worker stream broke while the task was running"
+        if task.redeliveries >= policy.MAX_REDELIVERIES and not task.output_seen:
+            detail = f"worker stream broke on each of {task.redeliveries + 1} deliveries of the task"
+        self.on_failure(task, detail, "dex.WorkerLost", 0)
+
+    def no_worker_available(self, task: Task) -> None:
+        """Scheduled a dispatch wait after a Worker first refused the task as an unknown Step type:
+        unless another Worker took it meanwhile, fail the attempt with NO_WORKER_AVAILABLE (it
+        retries by policy)."""
+        if task.finished or task.canceled or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
+            return
+        self.engine.dispatcher.withdraw(task)
+        self.finish_task(task)
+        step_type = task.seid.rsplit("-", 1)[0]
+        self.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
+                        f"step type {step_type} within the dispatch wait "
+                        f"({self.engine.dispatcher.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0)
 
     def drop_task(self, uid: int, seid: str) -> None:
         """Cancel the running task of a Step execution that was canceled or closed."""

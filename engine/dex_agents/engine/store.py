@@ -1,10 +1,16 @@
 """SQLite persistence: the schema and the one writer connection.
 
 Design: the database is the source of truth for every Flow run, Step execution, Attribute,
-Channel message, Timer, Stream message and history event. One connection (WAL journal,
-``synchronous=FULL``) is used under the engine lock, so a commit is on disk before the engine
-dispatches the next task or answers the caller. In-flight worker tasks, locks and worker streams
-live in memory and are rebuilt from these tables on start (see ``recovery``).
+Channel message, Timer, Stream message and history event. One connection (WAL journal) is used
+under the engine lock, so a commit is durable before the engine dispatches the next task or answers
+the caller. In-flight worker tasks, locks and worker streams live in memory and are rebuilt from
+these tables on start (see ``recovery``).
+
+Durability (``Durability``): at the default ``power-loss`` level every commit is fsync'd
+(``synchronous=FULL``); ``process-crash`` (``synchronous=NORMAL``) commits survive the engine
+process's death but not an OS crash or power loss. A commit opened with ``durable=False`` (a
+best-effort Stream append) is never fsync'd on its own: it survives a process crash, and it reaches
+the disk with the next durable commit, since the WAL is written and synced in order.
 
 Protobuf values are stored as serialized bytes; times are Unix milliseconds.
 """
@@ -17,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+from .durability import Durability
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (
@@ -110,6 +118,9 @@ CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
 """
 
 
+_SYNCHRONOUS = {Durability.POWER_LOSS: "FULL", Durability.PROCESS_CRASH: "NORMAL"}
+
+
 class DatabaseInUseError(RuntimeError):
     """Another engine already serves this database (two engines would both dispatch its Flows)."""
 
@@ -123,7 +134,9 @@ class Store:
     (the OS drops it when the process dies).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, durability: Durability = Durability.POWER_LOSS) -> None:
+        self.durability = durability
+        self._synchronous = _SYNCHRONOUS[durability]
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock_exclusively(path.with_name(path.name + ".lock"))
         try:
@@ -131,7 +144,7 @@ class Store:
                 str(path), isolation_level=None, check_same_thread=False, cached_statements=256
             )
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute(f"PRAGMA synchronous={self._synchronous}")
             self.db.execute("PRAGMA foreign_keys=OFF")
             self.db.executescript(_SCHEMA)
         except BaseException:
@@ -140,8 +153,11 @@ class Store:
         self._depth = 0
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Run a block atomically; nested blocks join the outer transaction."""
+    def transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """Run a block atomically; nested blocks join the outer transaction (and its durability).
+
+        ``durable=False`` commits without an fsync of its own (see the module docstring).
+        """
         if self._depth:
             self._depth += 1
             try:
@@ -149,16 +165,27 @@ class Store:
             finally:
                 self._depth -= 1
             return
-        self.db.execute("BEGIN IMMEDIATE")
-        self._depth = 1
+        relaxed = not durable and self._synchronous != "NORMAL"
+        if relaxed:
+            self.db.execute("PRAGMA synchronous=NORMAL")
         try:
-            yield self.db
-        except BaseException:
+            self.db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self.db
+            except BaseException:
+                self._depth = 0
+                self.db.execute("ROLLBACK")
+                raise
             self._depth = 0
-            self.db.execute("ROLLBACK")
-            raise
-        self._depth = 0
-        self.db.execute("COMMIT")
+            self.db.execute("COMMIT")
+        finally:
+            if relaxed:
+                self.db.execute(f"PRAGMA synchronous={self._synchronous}")
+
+    def synchronous(self) -> int:
+        """SQLite's ``synchronous`` setting in force (1 NORMAL, 2 FULL), for tests and diagnostics."""
+        return int(self.db.execute("PRAGMA synchronous").fetchone()[0])
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite) and release the database."""

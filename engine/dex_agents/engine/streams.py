@@ -5,6 +5,9 @@ messages of that (Flow type, Stream) are evicted until the retained bytes fit. A
 its serialized Value. Resume tokens are the message's sequence number; ``ReadStream`` returns the
 first retained message after the token (the retained head for ``""``), long-polling when there is
 none; ``ListStreamMessages`` pages newest-first. Stream writes are independent of Flow lifecycle.
+An append is committed without an fsync of its own (``Store.transaction(durable=False)``): Streams
+are best-effort, so an append survives a process crash and reaches the disk with the next durable
+commit (at the latest the writing Step's result).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from .errors import invalid, long_poll_timeout
 from .queries import ABANDONED, long_poll_seconds
+from .request_checks import parse_token
 
 if TYPE_CHECKING:
     from .engine import Engine, LongPoll, WaitKey
@@ -26,11 +30,7 @@ DEFAULT_READ_WAIT = 30.0
 
 
 def _token(token: str) -> int:
-    if not token:
-        return 0
-    if not token.isdigit():
-        raise invalid(f"invalid stream token: {token!r}")
-    return int(token)
+    return parse_token(token, "stream token")
 
 
 class StreamOps:
@@ -48,7 +48,7 @@ class StreamOps:
             raise invalid("stream_capacity_bytes must be positive")
         blob = value.SerializeToString()
         key = (flow_type, stream)
-        with self.engine.store.transaction() as db:
+        with self.engine.store.transaction(durable=False) as db:  # best-effort: no fsync of its own
             used = self._usage.get(key)
             if used is None:
                 used = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM streams WHERE flow_type=? AND stream=?",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 _LOGGER = logging.getLogger(__name__)
-UNKNOWN_NAME_BACKOFF_SECONDS = 1.0
 MAX_STREAMS = 448
 """Concurrent ``PollWorkerTask`` streams served (each holds a server thread and, once registered, a
 reader thread); one more is refused with RESOURCE_EXHAUSTED at once (the SDK's Worker retries)."""
@@ -131,9 +129,15 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                     detail=f"worker does not know this rpc of flow type {task.flow_type}",
                     error_type="dex.UnknownRpc", grpc_status=grpc.StatusCode.NOT_FOUND.value[0])), stream)
                 return
+            if reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP and task is not None and (
+                    task.task_id == reject.task_id and task.kind != "rpc"):
+                refused = self.engine.dispatcher.refuse(stream, reject.task_id)
+                if refused is not None:
+                    steps = self.engine.steps
+                    self.engine.scheduler.call_later(self.engine.dispatcher.dispatch_wait,
+                                                     lambda: steps.no_worker_available(refused))
+                return
             self.engine.dispatcher.reject(stream, reject.task_id)
-            if reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP:
-                stream.declined_until = time.monotonic() + UNKNOWN_NAME_BACKOFF_SECONDS
 
     def _on_frame(self, stream: WorkerStream, frame: pb.PollWorkerTaskFrame) -> None:
         task = stream.task
@@ -171,7 +175,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task)
-        elif task.may_redeliver():
+        elif task.may_redeliver(self.engine.dispatcher.dispatch_wait):
             self.engine.dispatcher.submit(task, front=True)
         else:
             self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(

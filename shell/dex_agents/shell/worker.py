@@ -13,6 +13,7 @@ from typing import Any, Final
 from dex import AsyncWorker, BlobCache, Codec, Credential, Flow, PullWorkerOptions, Registry, WorkerOptions
 
 from dex_agents.shell.codecs import session_codec_registry
+from dex_agents.shell.sdk_version_cache import memoize_sdk_version
 
 DEFAULT_MAX_CONCURRENT_TASKS: Final = 8
 """Task slots of a session Worker (RPCs and Steps share them; one is reserved for RPCs)."""
@@ -31,7 +32,12 @@ def session_worker(
     max_concurrent_tasks: int = DEFAULT_MAX_CONCURRENT_TASKS,
     credential: Credential | None = None,
 ) -> AsyncWorker:
-    """A pull ``AsyncWorker`` serving ``registry``'s Flows from the Dex server at ``server_address``."""
+    """A pull ``AsyncWorker`` serving ``registry``'s Flows from the Dex server at ``server_address``.
+
+    Building one memoizes the SDK's version lookup for its stream registrations (see
+    ``sdk_version_cache``).
+    """
+    memoize_sdk_version()
     options = WorkerOptions(
         server_address=server_address,
         pull=PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks),

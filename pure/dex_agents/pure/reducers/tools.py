@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from dex_agents.pure import events
 from dex_agents.pure.effects import ExecuteDeferredToolCall, Heartbeat, WriteEvent
+from dex_agents.pure.persistence import StepType
 from dex_agents.pure.policies import crash_status, tool_step_type
 from dex_agents.pure.reducers.common import dead_end, finalize_record
 from dex_agents.pure.state import SessionState
@@ -48,7 +49,11 @@ def _open_record(state: SessionState, tool_call_id: str) -> AgentToolCall | Tran
 
 
 def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> Transition:
-    """A tool Step began: end without running, or announce the call, heartbeat, and run it.
+    """A tool Step began: end without running, or announce the call and run it.
+
+    Only a single-attempt call first proves a heartbeat sent (which ends Dex's re-delivery of the
+    attempt, so a crash records ``outcome_unknown`` instead of running the tool again); a retried
+    call's re-delivery is one more run, which its effect allows, so it runs at once.
 
     Rejects a Step type other than the one the call's effect selects (which would break the
     single-attempt guarantee of a write).
@@ -62,14 +67,11 @@ def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> T
             state,
             f"tool call {found.tool_call_id!r} ({found.effect.value}) runs in {expected.value}, not {started.step_type}",
         )
-    return transition(
-        state,
-        [
-            WriteEvent(event=events.tool_call_started(started.invocation, found)),
-            Heartbeat(),
-            ExecuteDeferredToolCall(tool_call=found, idempotency_key=found.idempotency_key),
-        ],
-    )
+    announce = WriteEvent(event=events.tool_call_started(started.invocation, found))
+    run = ExecuteDeferredToolCall(tool_call=found, idempotency_key=found.idempotency_key)
+    if expected is StepType.CALL_SINGLE_ATTEMPT_TOOL:
+        return transition(state, [announce, Heartbeat(), run])
+    return transition(state, [announce, run])
 
 
 def _finish(

@@ -1,0 +1,57 @@
+"""The pull Worker's stream registrations reuse one version lookup, with the SDK's own answer."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from pytest import MonkeyPatch
+
+import dex._pull_worker as pull_worker
+import dex._server_protocol as server_protocol
+from dex import BlobCacheConfig, open_blob_cache
+
+from dex_agents.shell.sdk_version_cache import memoize_sdk_version
+from dex_agents.shell.worker import session_registry, session_worker
+
+
+def _registered_lookup() -> Any:
+    """The function the pull Worker calls for its registrations."""
+    return vars(pull_worker)["sdk_version"]
+
+
+def test_memoized_version_is_the_sdks_answer_and_is_computed_once() -> None:
+    assert memoize_sdk_version()
+    memoized = _registered_lookup()
+    assert isinstance(memoized, functools._lru_cache_wrapper)
+    assert memoized() == server_protocol.sdk_version()
+    before = memoized.cache_info()
+    memoized()
+    memoized()
+    after = memoized.cache_info()
+    assert after.misses == before.misses
+    assert after.hits == before.hits + 2
+
+
+def test_memoizing_twice_keeps_one_wrapper() -> None:
+    assert memoize_sdk_version()
+    first = _registered_lookup()
+    assert memoize_sdk_version()
+    assert _registered_lookup() is first
+
+
+def test_a_missing_private_name_changes_nothing(monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.delattr(pull_worker, "sdk_version")
+    assert not memoize_sdk_version()
+    assert "sdk_version" not in vars(pull_worker)
+
+
+def test_building_a_session_worker_memoizes(monkeypatch: MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(pull_worker, "sdk_version", server_protocol.sdk_version)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+    try:
+        session_worker(session_registry([]), cache, "127.0.0.1:1")
+    finally:
+        cache.close()
+    assert isinstance(_registered_lookup(), functools._lru_cache_wrapper)
