@@ -151,6 +151,8 @@ class Queries:
         return time.monotonic() + (handler_timeout_seconds or DEFAULT_UPDATE_WAIT), False
 
     def wait_for_step(self, request: pb.WaitForStepCompletionRequest) -> None:
+        """Return once the execution completed or was canceled in a running run; a run that closes first
+        is ``FLOW_NOT_ACTIVE`` (its remaining Steps are canceled by the close, not by a decision)."""
         if not request.step_type or not request.step_execution_number.isdigit():
             raise invalid("step_type and a positive step_execution_number are required")
         seid = f"{request.step_type}-{int(request.step_execution_number)}"
@@ -159,7 +161,7 @@ class Queries:
         while True:
             flow = self._flow(request.flow_id)
             step = self.engine.step(flow.uid, seid)
-            if step is not None and step.phase == "done":
+            if step is not None and (step.phase == "done" or (step.phase == "canceled" and flow.running)):
                 return
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before {seid} completed")
