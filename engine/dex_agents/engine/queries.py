@@ -28,6 +28,20 @@ _STATUS_NAMES = {
     "timeout": pb.FLOW_STATUS_SERVER_SIDE_TIMEOUT_INTERNAL_ONLY,
 }
 _CLAUSE = re.compile(r"^\s*([A-Za-z_][\w./-]*)\s*(=|!=)\s*(?:'([^']*)'|\"([^\"]*)\"|([\w.-]+))\s*$")
+# A quoted value is consumed whole, so only an AND outside quotes (group 1) separates clauses.
+_CLAUSE_SEPARATOR = re.compile(r"""'[^']*'|"[^"]*"|(\s+AND\s+)""", re.IGNORECASE)
+
+
+def split_clauses(query: str) -> list[str]:
+    """The query's clauses: split on ``AND`` (any case) outside quoted values, empty ones dropped."""
+    clauses: list[str] = []
+    start = 0
+    for match in _CLAUSE_SEPARATOR.finditer(query):
+        if match.group(1):
+            clauses.append(query[start:match.start()])
+            start = match.end()
+    clauses.append(query[start:])
+    return [clause for clause in clauses if clause.strip()]
 
 
 def _stamp(ms: int) -> Timestamp:
@@ -76,7 +90,7 @@ class Queries:
     def search(self, request: pb.SearchFlowsRequest) -> pb.SearchFlowsResponse:
         if request.page_size < 0:
             raise invalid("page_size must not be negative")
-        clauses = [c for c in re.split(r"\s+AND\s+", request.query.strip(), flags=re.IGNORECASE) if c]
+        clauses = split_clauses(request.query)
         parsed: list[tuple[str, bool, str]] = []
         for clause in clauses:
             match = _CLAUSE.match(clause)
