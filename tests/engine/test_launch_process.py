@@ -107,7 +107,8 @@ def test_engines_never_outlive_the_launching_process(tmp_path: Path, parent_exit
         f"""
         from pathlib import Path
         from dex_agents.engine import EngineProcess
-        engine = EngineProcess.start(Path({str(tmp_path / "engine.sqlite3")!r}))
+        engine = EngineProcess.start(Path({str(tmp_path / "engine.sqlite3")!r}),
+                                     log_path=Path({str(tmp_path / "engine.log")!r}))  # a killed parent keeps it
         print(engine.pid, flush=True)
         {suicide}
         """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,13 @@ def test_a_missing_private_name_changes_nothing(monkeypatch: MonkeyPatch) -> Non
 def test_building_a_session_worker_memoizes(monkeypatch: MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(pull_worker, "sdk_version", server_protocol.sdk_version)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
+
+    async def build_and_close() -> None:  # an AsyncWorker binds its channel to the running loop
+        worker = session_worker(session_registry([]), cache, "127.0.0.1:1")
+        await worker.close()
+
     try:
-        session_worker(session_registry([]), cache, "127.0.0.1:1")
+        asyncio.run(build_and_close())
     finally:
         cache.close()
     assert isinstance(_registered_lookup(), functools._lru_cache_wrapper)

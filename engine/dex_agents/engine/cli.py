@@ -6,8 +6,10 @@ Invariants:
       one that launchers read back from this line. Everything else goes to stderr.
     * SIGINT or SIGTERM stops the engine gracefully and exits 0; so does the end of stdin with the
       hidden ``--stop-on-stdin-eof`` flag, which launchers use so an engine never outlives them.
-    * Bad arguments and an unusable token file or database directory exit 2 with a message naming
-      the problem, before anything is bound or written; a failure to start exits 1.
+    * Bad arguments and an unusable token file or database path exit 2 with a message naming the
+      problem, before anything is bound or written; a database that cannot be opened for writing
+      (read-only, corrupt, in use) exits 2 with a ``--db`` message, and an address that cannot be
+      bound exits 1 naming the address. The ready line is printed only after both succeeded.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Final
 from dex_agents.engine.auth import BearerTokenInterceptor, TokenFileError
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import READY_PREFIX
+from dex_agents.engine.store import DatabaseError
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "READY_PREFIX", "main", "ready_line"]
 
@@ -102,8 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument(
         "--log-level",
         default="WARNING",
+        type=str.upper,
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level (default WARNING)",
+        help="stderr log level, any case (default WARNING)",
     )
     return parser
 
@@ -114,6 +118,10 @@ def _check_db_path(db: Path) -> str | None:
     parent = db.parent if str(db.parent) else Path(".")
     if not parent.is_dir():
         return f"--db {db}: directory {parent} does not exist"
+    if db.exists() and not os.access(db, os.R_OK | os.W_OK):
+        return f"--db {db} is not readable and writable"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"--db {db}: directory {parent} is not writable (the engine keeps its journal and lock there)"
     return None
 
 
@@ -165,6 +173,9 @@ def _run_engine(args: argparse.Namespace) -> int:
         server = EngineServer(db, host=host, port=args.port, interceptors=interceptors, durability=durability)
         try:
             server.start()
+        except DatabaseError as error:
+            print(f"dex-agents engine: error: --db {db}: {error}", file=sys.stderr)
+            return 2
         except Exception as error:  # noqa: BLE001 - any start failure is reported, not a traceback
             print(f"dex-agents engine: error: cannot start on {host}:{args.port}: {error}", file=sys.stderr)
             return 1

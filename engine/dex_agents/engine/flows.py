@@ -65,8 +65,7 @@ class FlowOps:
                 reuse = options.id_reuse_policy
                 if existing.running:
                     if reuse == pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
-                        self.close(db, existing, pb.FLOW_STATUS_TERMINATED, pb.FLOW_ERROR_TYPE_UNSPECIFIED,
-                                   "terminated by a new run with the same flow id", effects)
+                        self.close(db, existing, pb.FLOW_STATUS_TERMINATED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
                     elif options.flow_already_started_options.ignore_already_started_error:
                         return existing.run_id
                     else:
@@ -115,23 +114,30 @@ class FlowOps:
         return run_id
 
     def arm_timeout(self, uid: int, timeout_ms: int, timeout_policy: int) -> None:
-        """Close the run when its Flow timeout passes (CANCEL cancels, anything else fails)."""
+        """Close the run when its Flow timeout passes (CANCEL cancels, anything else fails).
+
+        The error message is Dex's: ``Flow timed out after <N> seconds``, N the run's Flow timeout.
+        """
         def expire() -> None:
             flow = self.engine.flow(uid)
             if flow is None or not flow.running:
                 return
+            message = f"Flow timed out after {round((timeout_ms - flow.start_ms) / 1000)} seconds"
             effects = Effects()
             with self.engine.store.transaction() as db:
                 if timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
-                    self.close(db, flow, pb.FLOW_STATUS_CANCELED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "flow timed out", effects)
+                    self.close(db, flow, pb.FLOW_STATUS_CANCELED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, message, effects)
                 else:
-                    self.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out", effects)
+                    self.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, message, effects)
             self.engine.apply(effects)
 
         self.engine.scheduler.call_at(timeout_ms / 1000, expire)
 
     def stop(self, request: pb.StopFlowRequest) -> None:
-        """Cancel, terminate or fail the active run."""
+        """Cancel, terminate or fail the active run.
+
+        As in Dex, a canceled or terminated run has no error message; a failed one carries the reason.
+        """
         if not request.flow_id:
             raise invalid("flow_id is required")
         flow = self.engine.current_flow(request.flow_id, request.run_id)
@@ -143,7 +149,8 @@ class FlowOps:
         error_type = pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW if status == pb.FLOW_STATUS_FAILED else pb.FLOW_ERROR_TYPE_UNSPECIFIED
         effects = Effects()
         with self.engine.store.transaction() as db:
-            self.close(db, flow, status, error_type, request.reason or "stopped by client", effects)
+            message = request.reason if status == pb.FLOW_STATUS_FAILED else ""
+            self.close(db, flow, status, error_type, message, effects)
         self.engine.apply(effects)
 
     def apply_decision(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, decision: pb.StepDecision,

@@ -9,6 +9,10 @@ Invariants:
     * Every child still running when this interpreter exits is killed (``atexit``); and a child
       whose parent died without running ``atexit`` (SIGKILL) stops by itself when its stdin, a pipe
       held only by the parent, reaches end of file. A crashed test run leaves no engine behind.
+    * A default (temporary) log is removed when the child stops, is killed, or fails to start (the
+      error carries its tail); only a parent killed outright leaves it behind. A given log is kept.
+    * Both ways of starting create a missing database directory, so ``start_engine(db_path)``
+      behaves the same in process and as a child (the command line alone refuses one, exit 2).
 """
 
 from __future__ import annotations
@@ -107,11 +111,12 @@ class EngineProcess:
         """Start the engine child on ``127.0.0.1`` and wait for its ready line.
 
         Args:
-            db_path: SQLite database (created when absent; reused to recover after a kill).
+            db_path: SQLite database (created when absent, with its directory; reused to recover
+                after a kill).
             port: Port to bind; 0 lets the child pick a free one, read back from the ready line.
             token_file: Require this bearer token on every call.
             log_path: Where the child's stdout and stderr go; default a temporary file, removed
-                when the child is stopped or killed.
+                when the child is stopped or killed or fails to start.
             ready_timeout: Seconds to wait for the ready line.
             durability: What a commit survives (``--durability``); the default fsyncs every commit.
 
@@ -119,6 +124,7 @@ class EngineProcess:
             EngineStartError: The child exited or stayed silent past ``ready_timeout``
                 (the message includes the log's tail).
         """
+        db_path.parent.mkdir(parents=True, exist_ok=True)
         owns_log = log_path is None
         if log_path is None:
             fd, name = tempfile.mkstemp(prefix="dex-agents-engine-", suffix=".log")
@@ -150,7 +156,14 @@ class EngineProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        bound = cls._await_ready(process, log_path, offset, ready_timeout)
+        try:
+            bound = cls._await_ready(process, log_path, offset, ready_timeout,
+                                     "log (temporary, removed)" if owns_log else f"log {log_path}")
+        except EngineStartError:
+            if owns_log:
+                with contextlib.suppress(OSError):
+                    log_path.unlink()
+            raise
         engine = cls(process, port=bound, log_path=log_path, owns_log=owns_log)
         with _live_lock:
             _live.add(engine)
@@ -158,7 +171,7 @@ class EngineProcess:
 
     @staticmethod
     def _await_ready(
-        process: subprocess.Popen[bytes], log_path: Path, offset: int, timeout: float
+        process: subprocess.Popen[bytes], log_path: Path, offset: int, timeout: float, log_name: str
     ) -> int:
         deadline = time.monotonic() + timeout
         while True:
@@ -170,13 +183,13 @@ class EngineProcess:
             status = process.poll()
             if status is not None:
                 raise EngineStartError(
-                    f"engine exited with status {status} before it was ready; log {log_path}:\n"
+                    f"engine exited with status {status} before it was ready; {log_name}:\n"
                     f"{_log_tail(log_path)}"
                 )
             if time.monotonic() >= deadline:
                 _kill_group(process)
                 raise EngineStartError(
-                    f"engine printed no ready line within {timeout:g} s (killed); log {log_path}:\n"
+                    f"engine printed no ready line within {timeout:g} s (killed); {log_name}:\n"
                     f"{_log_tail(log_path)}"
                 )
             time.sleep(_POLL_SECONDS)
@@ -237,7 +250,8 @@ def start_engine(
     """Run the engine for the duration of a ``with`` block, on ``127.0.0.1``.
 
     Args:
-        db_path: SQLite database; ``None`` uses a temporary directory removed on exit.
+        db_path: SQLite database; ``None`` uses a temporary directory removed on exit. A missing
+            directory is created (in process and as a child alike).
         token_file: Require this bearer token (the SDK's ``FileCredential`` file) on every call.
         in_process: ``True`` serves from this process; ``False`` runs an ``EngineProcess``.
         port: Port to bind; 0 picks a free one.
@@ -248,6 +262,8 @@ def start_engine(
 
     Raises:
         TokenFileError: ``token_file`` is unusable (in process).
+        DatabaseError: the database cannot be opened for writing (in process).
+        OSError: the port cannot be bound (in process).
         EngineStartError: The child engine did not become ready (child process).
     """
     with contextlib.ExitStack() as stack:

@@ -159,7 +159,7 @@ class Outcomes:
                 else:
                     db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
                     self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
-                                            f"{step.seid} {method} failed: {detail}", effects)
+                                            detail, effects)
             self.engine.apply(effects)
 
     def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
@@ -248,5 +248,5 @@ class Outcomes:
         match = [int(i) for i, cid, _ in rows if (index is not None and int(i) == index) or (condition_id and cid == condition_id)]
         if step.phase != "waiting" or not match:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
-                               f"no waiting timer {condition_id or index} on step execution {seid}")
+                               f"timer {condition_id or index} of step execution {seid} does not exist or is not pending")
         self._finish_timer(flow.uid, seid, match[0], pb.INTERNAL_TIMER_STATUS_SKIPPED)

@@ -42,6 +42,20 @@ MAX_QUERY_CHARS = 4096
 SearchClause = tuple[str, bool, str]
 """(field, equal, value) of one ``Field = 'v'`` or ``Field != 'v'`` clause."""
 _CLAUSE = re.compile(r"^\s*([A-Za-z_][\w./-]*)\s*(=|!=)\s*(?:'([^']*)'|\"([^\"]*)\"|([\w.-]+))\s*$")
+# A quoted value is consumed whole, so only an AND outside quotes (group 1) separates clauses.
+_CLAUSE_SEPARATOR = re.compile(r"""'[^']*'|"[^"]*"|(\s+AND\s+)""", re.IGNORECASE)
+
+
+def split_clauses(query: str) -> list[str]:
+    """The query's clauses: split on ``AND`` (any case) outside quoted values, empty ones dropped."""
+    clauses: list[str] = []
+    start = 0
+    for match in _CLAUSE_SEPARATOR.finditer(query):
+        if match.group(1):
+            clauses.append(query[start:match.start()])
+            start = match.end()
+    clauses.append(query[start:])
+    return [clause for clause in clauses if clause.strip()]
 
 
 def parse_search(query: str) -> list[SearchClause]:
@@ -52,7 +66,7 @@ def parse_search(query: str) -> list[SearchClause]:
     """
     if len(query) > MAX_QUERY_CHARS:
         raise invalid(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
-    clauses = [c for c in re.split(r"\s+AND\s+", query.strip(), flags=re.IGNORECASE) if c]
+    clauses = split_clauses(query)
     parsed: list[SearchClause] = []
     for clause in clauses:
         match = _CLAUSE.match(clause)
@@ -174,6 +188,8 @@ class Queries:
                                                     DEFAULT_UPDATE_WAIT), False
 
     def wait_for_step(self, request: pb.WaitForStepCompletionRequest, poll: LongPoll | None = None) -> None:
+        """Return once the execution completed or was canceled in a running run; a run that closes first
+        is ``FLOW_NOT_ACTIVE`` (its remaining Steps are canceled by the close, not by a decision)."""
         if not request.step_type or not request.step_execution_number.isdigit():
             raise invalid("step_type and a positive step_execution_number are required")
         seid = f"{request.step_type}-{int(request.step_execution_number)}"
@@ -182,7 +198,7 @@ class Queries:
         while True:
             flow = self._flow(request.flow_id)
             step = self.engine.step(flow.uid, seid)
-            if step is not None and step.phase == "done":
+            if step is not None and (step.phase == "done" or (step.phase == "canceled" and flow.running)):
                 return
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before {seid} completed")

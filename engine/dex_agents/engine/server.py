@@ -86,7 +86,8 @@ class EngineServer:
 
         Raises:
             OSError: the address cannot be bound (nothing is created).
-            DatabaseInUseError: another engine serves this database.
+            DatabaseError: the database cannot be opened for writing (read-only, corrupt, or
+                ``DatabaseInUseError``: another engine serves it); nothing is served.
         """
         if self._server is not None:
             raise RuntimeError("engine already started")

@@ -121,7 +121,11 @@ CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
 _SYNCHRONOUS = {Durability.POWER_LOSS: "FULL", Durability.PROCESS_CRASH: "NORMAL"}
 
 
-class DatabaseInUseError(RuntimeError):
+class DatabaseError(RuntimeError):
+    """The database cannot serve the engine: unreadable, not writable, corrupt, or in use."""
+
+
+class DatabaseInUseError(DatabaseError):
     """Another engine already serves this database (two engines would both dispatch its Flows)."""
 
 
@@ -131,14 +135,18 @@ class Store:
     Invariants: every state change happens inside :meth:`transaction`; a failure inside rolls the
     whole change back, so bad input never leaves partial state. At most one open ``Store`` per
     database file on the machine: an exclusive lock on ``<db>.lock`` is held until :meth:`close`
-    (the OS drops it when the process dies).
+    (the OS drops it when the process dies). A constructed ``Store`` can write: opening proves it
+    with a rolled-back write, so a read-only file fails here rather than on the first call.
     """
 
     def __init__(self, path: Path, durability: Durability = Durability.POWER_LOSS) -> None:
         self.durability = durability
         self._synchronous = _SYNCHRONOUS[durability]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock_file = _lock_exclusively(path.with_name(path.name + ".lock"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock_file = _lock_exclusively(path.with_name(path.name + ".lock"))
+        except OSError as error:
+            raise DatabaseError(f"database {path} cannot be opened: {error}") from error
         try:
             self.db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, cached_statements=256
@@ -147,6 +155,10 @@ class Store:
             self.db.execute(f"PRAGMA synchronous={self._synchronous}")
             self.db.execute("PRAGMA foreign_keys=OFF")
             self.db.executescript(_SCHEMA)
+            _prove_writable(self.db)
+        except sqlite3.Error as error:
+            self._lock_file.close()
+            raise DatabaseError(f"database {path} cannot be used: {error}") from error
         except BaseException:
             self._lock_file.close()
             raise
@@ -191,6 +203,17 @@ class Store:
         """Close the connection (the WAL is checkpointed by SQLite) and release the database."""
         self.db.close()
         self._lock_file.close()
+
+
+def _prove_writable(db: sqlite3.Connection) -> None:
+    """Write the header's user version back unchanged and roll it back (SQLite opens a read-only
+    file read-only without an error, and the schema script writes nothing on an existing database)."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(f"PRAGMA user_version={version}")
+    finally:
+        db.execute("ROLLBACK")
 
 
 def _lock_exclusively(lock_path: Path) -> IO[bytes]:
