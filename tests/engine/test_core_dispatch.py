@@ -4,13 +4,18 @@ declined task is requeued and that stream backs off; a stream that breaks hands 
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 
+import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.engine import policy
 from dex_agents.engine.dispatch import Dispatcher, Task, WorkerStream
+from dex_agents.engine.request_checks import _DecodedFrames
+from dex_agents.engine.worker_service import WorkerTaskService
 
 Scheduled = list[tuple[float, Callable[[], None]]]
 
@@ -120,3 +125,51 @@ def test_a_lost_attempt_is_redelivered_a_bounded_number_of_times() -> None:
     t.delivered_at = time.monotonic()
     answers = [t.may_redeliver(60.0) for _ in range(policy.MAX_REDELIVERIES + 2)]
     assert answers == [True] * policy.MAX_REDELIVERIES + [False, False]
+
+
+def test_a_stream_its_worker_closed_cleanly_hands_back_its_task_without_counting_a_loss() -> None:
+    """A Worker retiring an idle stream half-closes it; a task sent just then was never started, so
+    its re-delivery is not a loss (100 busy sessions used to fail RPCs as "worker stream broke")."""
+    t = task("a", kind="rpc")
+    t.delivered_at = time.monotonic()
+    answers = [t.may_redeliver(60.0, clean_close=True) for _ in range(policy.MAX_REDELIVERIES + 2)]
+    assert answers == [True] * (policy.MAX_REDELIVERIES + 2)
+    assert t.redeliveries == 0
+    assert t.may_redeliver(60.0), "a broken stream still counts"
+    assert t.redeliveries == 1
+
+
+def test_a_task_that_sent_output_is_never_handed_back_even_after_a_clean_close() -> None:
+    t = task("a")
+    t.delivered_at = time.monotonic()
+    t.output_seen = True
+    assert not t.may_redeliver(60.0, clean_close=True)
+
+
+class _RecordingService(WorkerTaskService):
+    """Records how each stream ended instead of acting on it."""
+
+    def __init__(self) -> None:
+        self.engine = SimpleNamespace(lock=threading.RLock(), stopped=False)  # type: ignore[assignment]
+        self.closed: list[bool] = []
+
+    def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
+        self.closed.append(clean_close)
+
+
+def _broken() -> Iterator[pb.PollWorkerTaskRequest]:
+    yield from ()
+    raise _StreamBroke()
+
+
+class _StreamBroke(grpc.RpcError):
+    pass
+
+
+def test_the_reader_tells_a_half_close_from_a_broken_stream() -> None:
+    service = _RecordingService()
+    service._read(iter(()), WorkerStream("Q", "w1"))
+    service._read(_broken(), WorkerStream("Q", "w1"))
+    undecodable = _DecodedFrames(iter([b"\xff\xff\xff"]), pb.PollWorkerTaskRequest.FromString)
+    service._read(undecodable, WorkerStream("Q", "w1"))
+    assert service.closed == [True, False, False], "a malformed frame breaks the stream; it does not end it cleanly"

@@ -79,12 +79,19 @@ class Task:
     refused_by: set[str] = field(default_factory=set)
     """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
 
-    def may_redeliver(self, dispatch_wait: float = policy.DISPATCH_WAIT) -> bool:
-        """Whether the task, its stream lost, goes to another stream with the same attempt: it sent
-        no output frame, was delivered at most ``dispatch_wait`` seconds ago, and was re-delivered
-        fewer than ``policy.MAX_REDELIVERIES`` times (each call that says yes counts one)."""
-        if (self.output_seen or time.monotonic() - self.delivered_at > dispatch_wait
-                or self.redeliveries >= policy.MAX_REDELIVERIES):
+    def may_redeliver(self, dispatch_wait: float = policy.DISPATCH_WAIT, *, clean_close: bool = False) -> bool:
+        """Whether the task, its stream lost, goes to another stream with the same attempt.
+
+        It must have sent no output frame. A stream its Worker half-closed (``clean_close``: the SDK
+        retires only an idle stream, and drops a task that arrives after that) never started the
+        task, so it goes back at once and uncounted. A broken stream's task goes back only within
+        ``dispatch_wait`` seconds of its delivery and fewer than ``policy.MAX_REDELIVERIES`` times
+        (each yes counts one)."""
+        if self.output_seen:
+            return False
+        if clean_close:
+            return True
+        if time.monotonic() - self.delivered_at > dispatch_wait or self.redeliveries >= policy.MAX_REDELIVERIES:
             return False
         self.redeliveries += 1
         return True

@@ -135,8 +135,14 @@ def _unary(behaviour: Callable[[Any, grpc.ServicerContext], Any],
     return checked
 
 
+class MalformedFrameError(grpc.RpcError):
+    """Raised to the stream's reader at a frame that cannot be decoded: to the reader the stream
+    broke (it did not end cleanly), and the call is then refused with INVALID_ARGUMENT."""
+
+
 class _DecodedFrames:
-    """Decodes a request stream frame by frame; a bad frame ends it and is remembered."""
+    """Decodes a request stream frame by frame; a bad frame ends it (``MalformedFrameError``) and is
+    remembered."""
 
     def __init__(self, frames: Iterator[bytes], deserializer: Callable[[bytes], Any] | None) -> None:
         self._frames = frames
@@ -148,13 +154,13 @@ class _DecodedFrames:
 
     def __next__(self) -> Any:
         if self.error is not None:
-            raise StopIteration
+            raise MalformedFrameError(str(self.error))
         raw = next(self._frames)
         try:
             return decode(raw, self._deserializer)
         except BadRequest as error:
             self.error = error
-            raise StopIteration from error
+            raise MalformedFrameError(str(error)) from error
 
 
 def _streaming(behaviour: Callable[[Any, grpc.ServicerContext], Any],

@@ -247,11 +247,11 @@ class StepOps(Outcomes):
         task.finished = True
         self.engine.untrack(task)
 
-    def worker_lost(self, task: Task) -> None:
-        """The task's stream broke: re-deliver the same attempt or fail it (see policy.DISPATCH_WAIT)."""
+    def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
+        """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
         if task.finished or task.canceled:
             return
-        if task.may_redeliver(self.engine.dispatcher.dispatch_wait):
+        if task.may_redeliver(self.engine.dispatcher.dispatch_wait, clean_close=clean_close):
             self.engine.dispatcher.submit(task, front=True)
             return
         self.finish_task(task)

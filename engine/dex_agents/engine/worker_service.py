@@ -96,6 +96,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             yield response
 
     def _read(self, requests: Iterator[pb.PollWorkerTaskRequest], stream: WorkerStream) -> None:
+        clean_close = False  # the Worker half-closed its side (rather than the stream breaking)
         try:
             for request in requests:
                 with self.engine.lock:
@@ -105,13 +106,15 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                         self._on_request(stream, request)
                     except Exception:
                         _LOGGER.exception("worker frame could not be applied; the frame is dropped")
+            else:
+                clean_close = True
         except grpc.RpcError:
             pass
         except Exception:
             _LOGGER.exception("worker stream reader failed")
         finally:
             with self.engine.lock:
-                self._on_closed(stream)
+                self._on_closed(stream, clean_close)
             stream.close()
 
     def _on_request(self, stream: WorkerStream, request: pb.PollWorkerTaskRequest) -> None:
@@ -169,13 +172,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             steps.on_failure(task, f"worker sent an unexpected {kind} frame for a {task.kind} task",
                              "dex.InvalidWorkerFrame", 0)
 
-    def _on_closed(self, stream: WorkerStream) -> None:
+    def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
         task = self.engine.dispatcher.stream_closed(stream)
         if task is None or task.finished or task.canceled or self.engine.stopped:
             return
         if task.kind != "rpc":
-            self.engine.steps.worker_lost(task)
-        elif task.may_redeliver(self.engine.dispatcher.dispatch_wait):
+            self.engine.steps.worker_lost(task, clean_close=clean_close)
+        elif task.may_redeliver(self.engine.dispatcher.dispatch_wait, clean_close=clean_close):
             self.engine.dispatcher.submit(task, front=True)
         else:
             self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
