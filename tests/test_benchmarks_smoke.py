@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,38 +63,21 @@ def _children() -> set[int]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
+@pytest.mark.parametrize(("main", "labels"), [(turn_overhead.main, LABELS), (concurrent_sessions.main, CONCURRENCY_LABELS)],
+                         ids=["turn_overhead", "concurrent_sessions"])
 def test_quick_run_prints_every_label_and_leaves_nothing_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    main: Callable[[list[str]], None], labels: tuple[str, ...],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     children_before = _children()
 
-    turn_overhead.main(["--quick"])
+    main(["--quick"])
 
     output = capsys.readouterr().out
-    missing = [label for label in LABELS if label not in output]
-    assert not missing, f"labels missing from the output: {missing}\n{output}"
-    assert _children() <= children_before, "the engine child (or another process) is still running"
-    assert list(scratch.iterdir()) == [], "temporary files were left behind"
-    assert not [t for t in threading.enumerate() if t.name == "turn-overhead-loop"], "the loop thread still runs"
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
-def test_quick_concurrency_run_prints_every_label_and_leaves_nothing_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    children_before = _children()
-
-    concurrent_sessions.main(["--quick"])
-
-    output = capsys.readouterr().out
-    missing = [label for label in CONCURRENCY_LABELS if label not in output]
+    missing = [label for label in labels if label not in output]
     assert not missing, f"labels missing from the output: {missing}\n{output}"
     assert _children() <= children_before, "the engine child (or another process) is still running"
     assert list(scratch.iterdir()) == [], "temporary files were left behind"
