@@ -31,9 +31,8 @@ from dex import (
 )
 
 from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
+from tests.engine.probes import ADDRESS_ENV, POLICY_SECOND
 from tests.engine.processes import WorkerProcess
-
-ADDRESS_ENV = "DEX_SERVER_ADDRESS"
 
 InputT = TypeVar("InputT")
 
@@ -75,7 +74,15 @@ class LaunchApi(Protocol):
     EngineProcess: EngineProcessFactory
 
     def start_engine(self, db_path: Path | None = None, *, token_file: Path | None = None,
-                     in_process: bool = True, port: int = 0) -> AbstractContextManager[RunningEngine]: ...
+                     in_process: bool = True, port: int = 0,
+                     timing: Any = None) -> AbstractContextManager[RunningEngine]: ...
+
+
+def session_timing() -> Any:
+    """The session engine's timing: short policy seconds (``POLICY_SECOND``) and deadline checks,
+    so retries, method and heartbeat timeouts happen in a fraction of their real time."""
+    timing = importlib.import_module("dex_agents.engine.timing")
+    return timing.EngineTiming(policy_second=POLICY_SECOND, deadline_check_interval=0.02)
 
 
 def launch_api() -> LaunchApi:
@@ -98,7 +105,7 @@ def engine() -> Iterator[EngineEndpoint]:
     if external:
         yield EngineEndpoint(address=external, local=False)
         return
-    with launch_api().start_engine() as running:
+    with launch_api().start_engine(timing=session_timing()) as running:
         yield EngineEndpoint(address=running.address, local=True)
 
 

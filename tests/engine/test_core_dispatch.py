@@ -123,7 +123,7 @@ def test_an_unknown_step_refusal_frees_the_stream_and_skips_that_worker() -> Non
 def test_a_lost_attempt_is_redelivered_a_bounded_number_of_times() -> None:
     t = task("a")
     t.delivered_at = time.monotonic()
-    answers = [t.may_redeliver(60.0) for _ in range(policy.MAX_REDELIVERIES + 2)]
+    answers = [t.may_redeliver(60.0, now=t.delivered_at) for _ in range(policy.MAX_REDELIVERIES + 2)]
     assert answers == [True] * policy.MAX_REDELIVERIES + [False, False]
 
 
@@ -132,10 +132,11 @@ def test_a_stream_its_worker_closed_cleanly_hands_back_its_task_without_counting
     its re-delivery is not a loss (100 busy sessions used to fail RPCs as "worker stream broke")."""
     t = task("a", kind="rpc")
     t.delivered_at = time.monotonic()
-    answers = [t.may_redeliver(60.0, clean_close=True) for _ in range(policy.MAX_REDELIVERIES + 2)]
+    answers = [t.may_redeliver(60.0, now=t.delivered_at, clean_close=True)
+               for _ in range(policy.MAX_REDELIVERIES + 2)]
     assert answers == [True] * (policy.MAX_REDELIVERIES + 2)
     assert t.redeliveries == 0
-    assert t.may_redeliver(60.0), "a broken stream still counts"
+    assert t.may_redeliver(60.0, now=t.delivered_at), "a broken stream still counts"
     assert t.redeliveries == 1
 
 
@@ -143,7 +144,7 @@ def test_a_task_that_sent_output_is_never_handed_back_even_after_a_clean_close()
     t = task("a")
     t.delivered_at = time.monotonic()
     t.output_seen = True
-    assert not t.may_redeliver(60.0, clean_close=True)
+    assert not t.may_redeliver(60.0, now=t.delivered_at, clean_close=True)
 
 
 class _RecordingService(WorkerTaskService):

@@ -31,8 +31,10 @@ from dex.dexpb import dex_pb2_grpc
 from dex_agents.engine import policy
 from dex_agents.engine.queries import MAX_QUERY_CHARS
 from dex_agents.engine.server import EngineServer
+from dex_agents.engine.timing import EngineTiming
 from tests.engine.conftest import DexFixture
 from tests.engine.harness import NamedFlow
+from tests.engine.probes import POLICY_SECOND
 
 WAIT = 10.0
 DISPATCH_WAIT = 0.5
@@ -73,8 +75,9 @@ class NewFlow(NamedFlow[str]):
 
 @pytest.fixture
 def quick(tmp_path: Path) -> Iterator[EngineServer]:
-    """An engine whose dispatch wait is short."""
-    running = EngineServer(tmp_path / "quick.db", dispatch_wait=DISPATCH_WAIT)
+    """An engine whose dispatch wait and policy seconds are short."""
+    running = EngineServer(tmp_path / "quick.db",
+                           timing=EngineTiming(dispatch_wait=DISPATCH_WAIT, policy_second=POLICY_SECOND))
     running.start()
     try:
         yield running

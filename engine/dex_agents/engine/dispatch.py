@@ -9,7 +9,7 @@ Worker counts them as idle spares, so it does not open and close a stream per ta
 A stream that rejects a task (no capacity, or retiring) is skipped for a short back-off (or until its
 Worker finishes a task), so a busy Worker never spins the dispatcher. A Worker that declined a Step
 task recently is "saturated": no spare of it is acknowledged for Step tasks, and a stream it frees
-is offered after a 1 ms settle (the SDK frees the slot just after sending the result), which avoids
+is offered after a short settle (the SDK frees the slot just after sending the result), which avoids
 a decline per task at full capacity.
 
 All methods run under the engine lock.
@@ -28,16 +28,9 @@ from typing import Literal
 from dex.dexpb import dex_pb2 as pb
 
 from . import policy
+from .timing import Clock, EngineTiming, SystemClock
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
-DECLINE_BACKOFF_SECONDS = 0.002
-"""A stream that declined a task gets none for this long (doubling per decline of the same task, up
-to DECLINE_BACKOFF_MAX_SECONDS), unless its Worker finishes a task first."""
-DECLINE_BACKOFF_MAX_SECONDS = 0.1
-SATURATED_SECONDS = 1.0
-"""How long after a declined Step task a Worker counts as running at its Step capacity."""
-SETTLE_SECONDS = 0.001
-"""Delay before a saturated Worker's freed stream is offered the next task."""
 _ids = itertools.count(1)
 _order = itertools.count(1)
 
@@ -79,19 +72,20 @@ class Task:
     refused_by: set[str] = field(default_factory=set)
     """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
 
-    def may_redeliver(self, dispatch_wait: float = policy.DISPATCH_WAIT, *, clean_close: bool = False) -> bool:
+    def may_redeliver(self, dispatch_wait: float, *, now: float, clean_close: bool = False) -> bool:
         """Whether the task, its stream lost, goes to another stream with the same attempt.
 
         It must have sent no output frame. A stream its Worker half-closed (``clean_close``: the SDK
         retires only an idle stream, and drops a task that arrives after that) never started the
         task, so it goes back at once and uncounted. A broken stream's task goes back only within
-        ``dispatch_wait`` seconds of its delivery and fewer than ``policy.MAX_REDELIVERIES`` times
+        ``dispatch_wait`` seconds of its delivery (``now`` and ``delivered_at`` are monotonic) and
+        fewer than ``policy.MAX_REDELIVERIES`` times
         (each yes counts one)."""
         if self.output_seen:
             return False
         if clean_close:
             return True
-        if time.monotonic() - self.delivered_at > dispatch_wait or self.redeliveries >= policy.MAX_REDELIVERIES:
+        if now - self.delivered_at > dispatch_wait or self.redeliveries >= policy.MAX_REDELIVERIES:
             return False
         self.redeliveries += 1
         return True
@@ -184,9 +178,9 @@ class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
     def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None],
-                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
-        self.dispatch_wait = dispatch_wait
-        """Seconds a refused task waits for a Worker that knows it (see :meth:`refuse`)."""
+                 timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
+        self.timing = timing if timing is not None else EngineTiming()
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._idle: dict[str, list[WorkerStream]] = {}
         self._held: dict[str, list[WorkerStream]] = {}
         self._saturated: dict[str, float] = {}
@@ -240,11 +234,11 @@ class Dispatcher:
         if stream is None or stream.task is not task:
             return
         stream.task = None
-        now = time.monotonic()
+        now = self._clock.monotonic()
         worker = stream.app_worker_id
         # A saturated Worker frees the slot only after its handler bookkeeping: offer a moment later
         # so the next task is not declined for capacity; otherwise hand the stream over at once.
-        settle = SETTLE_SECONDS if now - self._saturated.get(worker, -SATURATED_SECONDS) < SATURATED_SECONDS else 0.0
+        settle = self.timing.settle_delay if self._is_saturated(worker, now) else 0.0
         for other in self.streams:
             if other.app_worker_id == worker:
                 other.declined_until = now + settle
@@ -272,8 +266,8 @@ class Dispatcher:
         stream.task = None
         task.stream = None
         if not stream.closed:
-            now = time.monotonic()
-            backoff = min(DECLINE_BACKOFF_SECONDS * 2 ** task.declines, DECLINE_BACKOFF_MAX_SECONDS)
+            now = self._clock.monotonic()
+            backoff = min(self.timing.decline_backoff * 2 ** min(task.declines, 64), self.timing.decline_backoff_max)
             task.declines += 1
             stream.declined_until = now + backoff
             self._idle.setdefault(stream.queue_name, []).append(stream)
@@ -283,7 +277,7 @@ class Dispatcher:
                 # Declined while running others: at its Step capacity (not merely a retiring stream).
                 self._saturated[stream.app_worker_id] = now
                 queue_name = stream.queue_name
-                self._schedule(SATURATED_SECONDS + 0.001, lambda: self._offer(queue_name))
+                self._schedule(self.timing.saturated_window + 0.001, lambda: self._offer(queue_name))
         if not task.finished and not task.canceled:
             self.submit(task, front=True)
 
@@ -354,9 +348,13 @@ class Dispatcher:
         if chosen is None:
             chosen = next((s for s in self._held.get(queue_name, ()) if self._usable(s, now) and (
                 s.app_worker_id not in refused_by) and (
-                kind == "rpc"
-                or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
+                kind == "rpc" or not self._is_saturated(s.app_worker_id, now))), None)
         return chosen
+
+    def _is_saturated(self, app_worker_id: str, now: float) -> bool:
+        """Whether the Worker declined a Step task within the saturation window."""
+        declined_at = self._saturated.get(app_worker_id)
+        return declined_at is not None and now - declined_at < self.timing.saturated_window
 
     def _offer(self, queue_name: str) -> None:
         """Hand queued tasks to usable streams, oldest first; costs O(tasks handed over + streams)
@@ -365,7 +363,7 @@ class Dispatcher:
         pending = self._pending.get(queue_name)
         if not pending:
             return
-        now = time.monotonic()
+        now = self._clock.monotonic()
         passed: list[Task] = []
         while pending:
             step_stream = self._stream_for(queue_name, "execute", now)
@@ -395,7 +393,7 @@ class Dispatcher:
         task.stream = chosen
         task.delivered_at = now
         if task.timeout:
-            wall = time.time()
+            wall = self._clock.time()
             task.deadline = wall + task.timeout
             task.message.deadline.FromNanoseconds(int(task.deadline * 1e9))
             if task.heartbeat_timeout is not None:

@@ -24,15 +24,14 @@ long polls, search, history), ``history``, ``state`` (Attributes, Channels), ``s
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Literal
 
-from . import policy
 from .dispatch import Dispatcher, Task
 from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
 from .scheduler import Scheduler
 from .store import Store
+from .timing import Clock, EngineTiming, SystemClock
 
 
 WaitKind = Literal["closed", "state", "attribute", "stream"]
@@ -52,25 +51,22 @@ class LongPoll:
         self.abandoned = False
 
 
-def now_ms() -> int:
-    """Wall-clock Unix time in milliseconds."""
-    return time.time_ns() // 1_000_000
-
-
 class Engine:
     """Shared state of one engine process; the operation modules hang off it."""
 
-    def __init__(self, store: Store, *, dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
+    def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
         from .flows import FlowOps
         from .rpcs import RpcOps
         from .steps import StepOps
         from .streams import StreamOps
 
         self.store = store
+        self.timing = timing if timing is not None else EngineTiming()
+        self.clock: Clock = clock if clock is not None else SystemClock()
         self.lock = threading.RLock()
         self._waiters: dict[WaitKey, set[LongPoll]] = {}
-        self.scheduler = Scheduler(self.lock)
-        self.dispatcher = Dispatcher(self.scheduler.call_later, dispatch_wait)
+        self.scheduler = Scheduler(self.lock, self.clock)
+        self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock)
         self.running: dict[tuple[int, str], Task] = {}
         self.tasks: dict[str, Task] = {}
         self.locks: dict[tuple[int, str], str] = {}
@@ -82,6 +78,10 @@ class Engine:
         self.rpcs = RpcOps(self)
         self.streams = StreamOps(self)
         self.stopped = False
+
+    def now_ms(self) -> int:
+        """The engine clock's wall time in milliseconds."""
+        return int(self.clock.time() * 1000)
 
     # ---- rows
     def flow(self, uid: int) -> FlowRow | None:

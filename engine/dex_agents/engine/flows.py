@@ -12,7 +12,6 @@ decision with an output adds a ``StepCompletionOutput`` to the run's result.
 from __future__ import annotations
 
 import sqlite3
-import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -78,7 +77,7 @@ class FlowOps:
                         return existing.run_id
                     raise already_started(request.flow_id)
             run_id = str(uuid.uuid4())
-            now = int(time.time() * 1000)
+            now = self.engine.now_ms()
             timeout_ms = now + request.flow_timeout_seconds * 1000 if request.flow_timeout_seconds > 0 else 0
             cursor = db.execute(
                 "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, "
@@ -214,7 +213,7 @@ class FlowOps:
         db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND phase IN (?, ?, ?)", (flow.uid, *ACTIVE_PHASES))
         db.execute("DELETE FROM timers WHERE uid=?", (flow.uid,))
         db.execute("UPDATE flows SET status=?, close_ms=?, error_type=?, error_message=? WHERE uid=?",
-                   (status, int(time.time() * 1000), error_type, message, flow.uid))
+                   (status, self.engine.now_ms(), error_type, message, flow.uid))
         result = self.result(flow.uid)
         state.record(db, flow.uid, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=status, results=result.results, error_type=error_type, error_message=message)))  # type: ignore[arg-type]

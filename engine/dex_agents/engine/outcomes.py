@@ -9,7 +9,6 @@ transaction that moves the Step to ``execute`` and stores them as its ConditionR
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -72,7 +71,7 @@ class Outcomes:
                         raise ValueError(reason)
                     self._apply_writes(db, step, response, effects)
                     history.wait_for_completed(db, step, response, flow.config)
-                    now = int(time.time() * 1000)
+                    now = self.engine.now_ms()
                     if has_wait:
                         self._start_wait(db, step, response.waiting_condition, now, effects)
                     else:
@@ -128,14 +127,18 @@ class Outcomes:
                     return
                 flow, step = current
                 method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
-                now = time.time()
+                now = self.engine.clock.time()
+                second = self.engine.timing.policy_second  # the policy counts in seconds of this length
+                elapsed = (now - step.first_attempt_ms / 1000) / second
                 delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
-                                                step.first_attempt_ms / 1000, now, retry_after)
+                                                0.0, elapsed, retry_after)
                 if (delay is not None and not retry_after
                         and history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
                         and step.attempt < policy.ASYNC_LOCAL_ATTEMPTS
-                        and now - step.first_attempt_ms / 1000 < policy.ASYNC_LOCAL_SECONDS):
+                        and elapsed < policy.ASYNC_LOCAL_SECONDS):
                     delay = 0.0
+                if delay is not None:
+                    delay *= second
                 recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
                 if delay is None:
                     history.method_failed(db, step, method, detail, error_type, flow.config)
@@ -206,7 +209,7 @@ class Outcomes:
         results = waits.results(waiting, statuses, selection, consumed)
         db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, seid))
         db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                   (int(time.time() * 1000), results.SerializeToString(), None, uid, seid))
+                   (self.engine.now_ms(), results.SerializeToString(), None, uid, seid))
         self._pending_execute(db, step, effects)
         return True
 

@@ -23,15 +23,16 @@ if TYPE_CHECKING:
 
 DEFAULT_FLOW_WAIT = 60.0
 DEFAULT_UPDATE_WAIT = 60.0
-MAX_LONG_POLL_SECONDS = 300.0
-"""The longest one long-poll call waits server-side; a longer requested wait ends with
-LONG_POLL_TIME_OUT there (the SDK's Client re-attaches its Step and Attribute waits by itself)."""
 ABANDONED = "the caller cancelled the wait"
 
 
-def long_poll_seconds(requested: float, default: float) -> float:
-    """The server-side wait of a long poll: the requested seconds (the default for 0), capped."""
-    return min(requested or default, MAX_LONG_POLL_SECONDS)
+def long_poll_seconds(requested: float, default: float, cap: float) -> float:
+    """The server-side wait of a long poll: the requested seconds (the default for 0), capped at
+    ``cap`` (``EngineTiming.long_poll_cap``: a longer requested wait ends with LONG_POLL_TIME_OUT
+    there, and the SDK's Client re-attaches its Step and Attribute waits by itself).
+
+    Long polls wait on real time (they bound a client's request), not on the engine's clock."""
+    return min(requested or default, cap)
 _STATUS_NAMES = {
     "running": pb.FLOW_STATUS_RUNNING, "completed": pb.FLOW_STATUS_COMPLETED, "failed": pb.FLOW_STATUS_FAILED,
     "terminated": pb.FLOW_STATUS_TERMINATED, "canceled": pb.FLOW_STATUS_CANCELED, "cancelled": pb.FLOW_STATUS_CANCELED,
@@ -110,7 +111,8 @@ class Queries:
     def wait_for_flow(self, request: pb.WaitForFlowRequest, poll: LongPoll | None = None) -> pb.FlowResult:
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
-        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT)
+        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT,
+                                                             self.engine.timing.long_poll_cap)
         while True:
             flow = self._flow(request.flow_id, request.run_id)
             if not flow.running:
@@ -182,10 +184,11 @@ class Queries:
     def _update_deadline(self, request_timeout_seconds: int, handler_timeout_seconds: int) -> tuple[float, bool]:
         if request_timeout_seconds < 0 or handler_timeout_seconds < 0:
             raise invalid("timeouts must not be negative")
-        if request_timeout_seconds and request_timeout_seconds <= MAX_LONG_POLL_SECONDS:
+        cap = self.engine.timing.long_poll_cap
+        if request_timeout_seconds and request_timeout_seconds <= cap:
             return time.monotonic() + request_timeout_seconds, True
         return time.monotonic() + long_poll_seconds(request_timeout_seconds or handler_timeout_seconds,
-                                                    DEFAULT_UPDATE_WAIT), False
+                                                    DEFAULT_UPDATE_WAIT, cap), False
 
     def wait_for_step(self, request: pb.WaitForStepCompletionRequest, poll: LongPoll | None = None) -> None:
         """Return once the execution completed or was canceled in a running run; a run that closes first

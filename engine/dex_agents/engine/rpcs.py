@@ -105,11 +105,11 @@ class RpcOps:
 
     def _await(self, task: Task, pending: _Pending, timeout: float) -> pb.PollWorkerTaskFrame:
         started = time.monotonic()
-        dispatch_wait = min(timeout, policy.DISPATCH_WAIT)
+        dispatch_wait = min(timeout, self.engine.timing.dispatch_wait)
         if not pending.done.wait(dispatch_wait):
             with self.engine.lock:
                 if task.stream is None and not pending.done.is_set() and self.engine.dispatcher.withdraw(task):
-                    if dispatch_wait < policy.DISPATCH_WAIT:
+                    if dispatch_wait < self.engine.timing.dispatch_wait:
                         raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                            f"rpc timed out after {timeout:.0f}s before a worker took it")
                     raise worker_failure(f"no worker available for flow type {task.flow_type}", None)

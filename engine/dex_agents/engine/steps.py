@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import time
 from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
@@ -55,7 +54,7 @@ class StepOps(Outcomes):
         seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
         seid = f"{movement.step_type}-{n}"
         phase: policy.Method = "execute" if movement.step_options.skip_wait_for else "wait_for"
-        now = int(time.time() * 1000)
+        now = self.engine.now_ms()
         db.execute(
             "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
             "attempt, first_attempt_ms, not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
@@ -115,7 +114,7 @@ class StepOps(Outcomes):
         flow = engine.flow(uid)
         if step is None or flow is None or not flow.running or step.phase not in ("wait_for", "execute"):
             return
-        now = time.time()
+        now = engine.clock.time()
         if step.not_before_ms > now * 1000:
             engine.scheduler.call_at(step.not_before_ms / 1000, lambda: self.launch(uid, seid))
             return
@@ -129,19 +128,19 @@ class StepOps(Outcomes):
                 return
             engine.acquire(uid, keys, holder)
         method: policy.Method = "wait_for" if step.phase == "wait_for" else "execute"
-        timeout = policy.method_timeout(step.options, method)
         message = pb.PollWorkerTask(task_id=new_task_id())
         self._fill_request(message, flow, step)
         task = Task(task_id=message.task_id, kind=method, flow_type=flow.flow_type, message=message,
                     uid=uid, seid=seid, attempt=step.attempt)
-        elapsed = now - step.first_attempt_ms / 1000
+        second = engine.timing.policy_second  # the policy counts in seconds of this length
+        elapsed = (now - step.first_attempt_ms / 1000) / second
         if (history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
                 and step.attempt <= policy.ASYNC_LOCAL_ATTEMPTS and elapsed < policy.ASYNC_LOCAL_SECONDS):
             task.local_phase = True
-            task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0)
+            task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0) * second
         else:
-            task.timeout = timeout
-            task.heartbeat_timeout = policy.heartbeat_timeout(step.options)
+            task.timeout = policy.method_timeout(step.options, method) * second
+            task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
         engine.track(task)
         too_large = policy.oversized_task(message)
         if too_large is not None:
@@ -206,7 +205,7 @@ class StepOps(Outcomes):
                            (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
                             task.uid, task.seid))
         if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
-            task.heartbeat_deadline = time.time() + task.heartbeat_timeout
+            task.heartbeat_deadline = engine.clock.time() + task.heartbeat_timeout
         if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
             with engine.store.transaction(durable=first) as db:
                 if first:
@@ -220,13 +219,14 @@ class StepOps(Outcomes):
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
         attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
-        now = time.time()
+        now = self.engine.clock.time()
         for task in [t for t in self.engine.running.values() if not t.finished and not t.canceled]:
             try:
                 if task.deadline and task.stream is not None and now >= task.deadline:
                     self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
                 elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
-                    self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
+                    seconds = task.heartbeat_timeout / self.engine.timing.policy_second
+                    self._timed_out(task, f"heartbeat timed out after {seconds:.0f}s",
                                     "dex.HeartbeatTimeout")
             except Exception:
                 _LOGGER.exception("timing out %s failed", task.seid)
@@ -251,7 +251,8 @@ class StepOps(Outcomes):
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
         if task.finished or task.canceled:
             return
-        if task.may_redeliver(self.engine.dispatcher.dispatch_wait, clean_close=clean_close):
+        if task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
+                              clean_close=clean_close):
             self.engine.dispatcher.submit(task, front=True)
             return
         self.finish_task(task)
@@ -271,7 +272,7 @@ class StepOps(Outcomes):
         step_type = task.seid.rsplit("-", 1)[0]
         self.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
                         f"step type {step_type} within the dispatch wait "
-                        f"({self.engine.dispatcher.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0)
+                        f"({self.engine.timing.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0)
 
     def drop_task(self, uid: int, seid: str) -> None:
         """Cancel the running task of a Step execution that was canceled or closed."""

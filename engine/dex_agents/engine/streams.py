@@ -55,7 +55,7 @@ class StreamOps:
                                       key).fetchone()[0])
             db.execute("INSERT INTO streams (flow_type, stream, flow_id, value, size, source, created_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (flow_type, stream, flow_id, blob, len(blob), source, int(time.time() * 1000)))
+                       (flow_type, stream, flow_id, blob, len(blob), source, self.engine.now_ms()))
             used += len(blob)
             while used > capacity:
                 row = db.execute("SELECT seq, size FROM streams WHERE flow_type=? AND stream=? ORDER BY seq LIMIT 1",
@@ -82,7 +82,8 @@ class StreamOps:
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
         after = _token(request.resume_token)
-        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_READ_WAIT)
+        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_READ_WAIT,
+                                                             self.engine.timing.long_poll_cap)
         key: WaitKey = ("stream", (request.flow_type, request.stream_name, request.flow_id))
         while True:
             row = self.engine.store.db.execute(

@@ -29,8 +29,6 @@ _LOGGER = logging.getLogger(__name__)
 MAX_STREAMS = 448
 """Concurrent ``PollWorkerTask`` streams served (each holds a server thread and, once registered, a
 reader thread); one more is refused with RESOURCE_EXHAUSTED at once (the SDK's Worker retries)."""
-FIRST_FRAME_SECONDS = 10.0
-"""A stream that sends no ``register`` frame within this long is cancelled."""
 MAX_UNREGISTERED_STREAMS = 64
 """Streams still waiting for their first frame, at most; one more is refused with RESOURCE_EXHAUSTED
 (silent streams cannot take the places of registered Workers)."""
@@ -71,7 +69,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if not arrived.is_set():
                 context.cancel()
 
-        self.engine.scheduler.call_later(FIRST_FRAME_SECONDS, cancel_if_silent)
+        self.engine.scheduler.call_later(self.engine.timing.first_frame_timeout, cancel_if_silent)
         try:
             first = next(request_iterator)
         except (StopIteration, grpc.RpcError):
@@ -137,7 +135,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                 refused = self.engine.dispatcher.refuse(stream, reject.task_id)
                 if refused is not None:
                     steps = self.engine.steps
-                    self.engine.scheduler.call_later(self.engine.dispatcher.dispatch_wait,
+                    self.engine.scheduler.call_later(self.engine.timing.dispatch_wait,
                                                      lambda: steps.no_worker_available(refused))
                 return
             self.engine.dispatcher.reject(stream, reject.task_id)
@@ -178,7 +176,8 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task, clean_close=clean_close)
-        elif task.may_redeliver(self.engine.dispatcher.dispatch_wait, clean_close=clean_close):
+        elif task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
+                                clean_close=clean_close):
             self.engine.dispatcher.submit(task, front=True)
         else:
             self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
