@@ -13,7 +13,8 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.engine import policy
-from dex_agents.engine.dispatch import Dispatcher, Task, WorkerStream
+from dex_agents.engine.dispatch import Dispatcher, WorkerStream
+from dex_agents.engine.tasks import Task
 from dex_agents.engine.request_checks import _DecodedFrames
 from dex_agents.engine.worker_service import WorkerTaskService
 
@@ -97,7 +98,7 @@ def test_a_broken_stream_returns_its_task_and_cancel_reaches_the_worker() -> Non
     d.submit(running)
     assert d.stream_closed(stream) is running and running.stream is None
     assert sent(spare) == ["registered"], "the held spare takes over as the registered stream"
-    d.submit(running, front=True)
+    d.requeue(running)
     d.cancel(running)
     assert sent(spare) == ["task:a", "cancel_task"]
     assert d.withdraw(task("never-queued")) is False

@@ -19,76 +19,15 @@ from __future__ import annotations
 
 import itertools
 import queue
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import policy
+from .tasks import IllegalTaskTransition, Task, TaskKind, TaskState
 from .timing import Clock, EngineTiming, SystemClock
 
-TaskKind = Literal["wait_for", "execute", "rpc"]
-_ids = itertools.count(1)
 _order = itertools.count(1)
-
-
-def new_task_id() -> str:
-    """A task id unique within this engine process."""
-    return f"t{next(_ids)}-{time.monotonic_ns() % 1_000_000_007}"
-
-
-@dataclass(eq=False, kw_only=True)
-class Task:
-    """One invocation of a Step method or an RPC handler on a Worker.
-
-    Invariant: ``stream`` is set exactly while the task is delivered and not yet finished.
-    """
-
-    task_id: str
-    kind: TaskKind
-    flow_type: str
-    message: pb.PollWorkerTask
-    uid: int
-    seid: str
-    attempt: int
-    stream: WorkerStream | None = None
-    delivered_at: float = 0.0
-    output_seen: bool = False
-    finished: bool = False
-    canceled: bool = False
-    timeout: float = 0.0
-    local_phase: bool = False
-    declines: int = 0
-    queue_order: int | None = None
-    """Set while the task waits in its queue (see ``PendingTasks``)."""
-    deadline: float = 0.0
-    heartbeat_timeout: float | None = None
-    heartbeat_deadline: float = 0.0
-    rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
-    redeliveries: int = 0
-    refused_by: set[str] = field(default_factory=set)
-    """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
-
-    def may_redeliver(self, dispatch_wait: float, *, now: float, clean_close: bool = False) -> bool:
-        """Whether the task, its stream lost, goes to another stream with the same attempt.
-
-        It must have sent no output frame. A stream its Worker half-closed (``clean_close``: the SDK
-        retires only an idle stream, and drops a task that arrives after that) never started the
-        task, so it goes back at once and uncounted. A broken stream's task goes back only within
-        ``dispatch_wait`` seconds of its delivery (``now`` and ``delivered_at`` are monotonic) and
-        fewer than ``policy.MAX_REDELIVERIES`` times
-        (each yes counts one)."""
-        if self.output_seen:
-            return False
-        if clean_close:
-            return True
-        if now - self.delivered_at > dispatch_wait or self.redeliveries >= policy.MAX_REDELIVERIES:
-            return False
-        self.redeliveries += 1
-        return True
 
 
 class WorkerStream:
@@ -215,7 +154,9 @@ class Dispatcher:
         return any(s.queue_name == queue_name and not s.closed for s in self.streams)
 
     def submit(self, task: Task, *, front: bool = False) -> None:
-        """Queue a task (O(1)); it is delivered at once when an idle stream of its queue exists."""
+        """Queue a QUEUED task (O(1)); it is delivered at once when an idle stream of its queue exists."""
+        if task.state is not TaskState.QUEUED:
+            raise IllegalTaskTransition(f"task {task.task_id} submitted while {task.state.name}")
         pending = self._pending.get(task.flow_type)
         if pending is None:
             pending = self._pending[task.flow_type] = PendingTasks()
@@ -227,8 +168,14 @@ class Dispatcher:
         pending = self._pending.get(task.flow_type)
         return pending is not None and pending.discard(task)
 
+    def requeue(self, task: Task) -> None:
+        """Put a DELIVERED task back at the front of its queue (declined, or its stream lost)."""
+        task.move(TaskState.QUEUED)
+        self.submit(task, front=True)
+
     def finish(self, task: Task) -> None:
-        """The task's final frame arrived (or it was abandoned): free its stream for the next task."""
+        """The task's final frame arrived (or it was abandoned): free its stream for the next task.
+        The task's state is its outcome's business (see ``Task.finish``)."""
         stream = task.stream
         task.stream = None
         if stream is None or stream.task is not task:
@@ -278,8 +225,8 @@ class Dispatcher:
                 self._saturated[stream.app_worker_id] = now
                 queue_name = stream.queue_name
                 self._schedule(self.timing.saturated_window + 0.001, lambda: self._offer(queue_name))
-        if not task.finished and not task.canceled:
-            self.submit(task, front=True)
+        if not task.done:
+            self.requeue(task)
 
     def refuse(self, stream: WorkerStream, task_id: str) -> Task | None:
         """The Worker does not know the task's Step type: its stream is free again at once (it
@@ -294,14 +241,16 @@ class Dispatcher:
         task.refused_by.add(stream.app_worker_id)
         if not stream.closed:
             self._idle.setdefault(stream.queue_name, []).append(stream)
-        if not task.finished and not task.canceled:
+        if not task.done:
+            task.move(TaskState.QUEUED)
             self.submit(task)
         else:
             self._offer(stream.queue_name)
         return task if first else None
 
     def stream_closed(self, stream: WorkerStream) -> Task | None:
-        """The stream ended; returns the task it was running, if any."""
+        """The stream ended; returns the task it was running, if any (still DELIVERED unless final:
+        the caller re-queues or fails it)."""
         stream.closed = True
         self.streams.discard(stream)
         for pool in (self._idle.get(stream.queue_name), self._held.get(stream.queue_name)):
@@ -323,12 +272,14 @@ class Dispatcher:
         return task
 
     def cancel(self, task: Task) -> None:
-        """Stop a task: withdraw it if pending, else tell its Worker to cancel it."""
-        task.canceled = True
+        """Stop a task that is not final: CANCELED, withdrawn if pending, else its Worker is told."""
+        if task.done:
+            return
+        task.move(TaskState.CANCELED)
         if self.withdraw(task):
             return
         stream = task.stream
-        if stream is not None and not task.finished:
+        if stream is not None:
             stream.send(
                 pb.PollWorkerTaskResponse(
                     cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
@@ -389,6 +340,7 @@ class Dispatcher:
             held.remove(chosen)
             self._acknowledge(chosen)
         self._idle[chosen.queue_name].remove(chosen)
+        task.move(TaskState.DELIVERED)
         chosen.task = task
         task.stream = chosen
         task.delivered_at = now

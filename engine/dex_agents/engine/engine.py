@@ -27,10 +27,11 @@ import threading
 from collections.abc import Callable
 from typing import Literal
 
-from .dispatch import Dispatcher, Task
+from .dispatch import Dispatcher
 from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
 from .scheduler import Scheduler
 from .store import Store
+from .tasks import Task
 from .timing import Clock, EngineTiming, SystemClock
 
 

@@ -18,7 +18,7 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state, waits
-from .dispatch import Task
+from .tasks import Task
 from .errors import ServiceError
 from .rows import Effects, FlowRow, StepRow, kv_blob
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
-from .dispatch import Task
+from .tasks import Task
 from .rows import Effects
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
-from .dispatch import Task, WorkerStream, new_task_id
+from .dispatch import WorkerStream
+from .tasks import Task, new_task_id
 from .errors import ServiceError, flow_not_found, invalid, lock_conflict, precondition, worker_failure
 from .rows import Effects
 
@@ -133,7 +134,7 @@ class RpcOps:
     def on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame, stream: WorkerStream | None) -> None:
         """The Worker's final frame for an RPC task (or a synthesized failure)."""
         pending = self._pending.get(task.task_id)
-        task.finished = True
+        task.finish()
         if pending is None:
             return
         pending.frame = frame

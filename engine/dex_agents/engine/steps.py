@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
-from .dispatch import Task, new_task_id
+from .tasks import Task, new_task_id
 from .errors import ServiceError
 from .outcomes import Outcomes
 from .rows import Effects, FlowRow, StepRow
@@ -220,7 +220,7 @@ class StepOps(Outcomes):
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
         attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
         now = self.engine.clock.time()
-        for task in [t for t in self.engine.running.values() if not t.finished and not t.canceled]:
+        for task in [t for t in self.engine.running.values() if not t.done]:
             try:
                 if task.deadline and task.stream is not None and now >= task.deadline:
                     self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
@@ -232,10 +232,9 @@ class StepOps(Outcomes):
                 _LOGGER.exception("timing out %s failed", task.seid)
 
     def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
-        if task.finished or task.canceled or self.engine.tasks.get(task.task_id) is not task:
+        if task.done or self.engine.tasks.get(task.task_id) is not task:
             return
-        self.engine.dispatcher.cancel(task)
-        self.finish_task(task)
+        self.engine.dispatcher.cancel(task)  # CANCELED: its Worker is told; the failure is the outcome
         self.on_failure(task, detail, error_type, 0)
 
     def finish_task(self, task: Task) -> None:
@@ -244,16 +243,16 @@ class StepOps(Outcomes):
         Its locks are released by the caller once the outcome is committed; the worker stream stays
         busy until the worker sends its final frame for the task.
         """
-        task.finished = True
+        task.finish()
         self.engine.untrack(task)
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
-        if task.finished or task.canceled:
+        if task.done:
             return
         if task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
                               clean_close=clean_close):
-            self.engine.dispatcher.submit(task, front=True)
+            self.engine.dispatcher.requeue(task)
             return
         self.finish_task(task)
         detail = "worker stream broke while the task was running"
@@ -265,7 +264,7 @@ class StepOps(Outcomes):
         """Scheduled a dispatch wait after a Worker first refused the task as an unknown Step type:
         unless another Worker took it meanwhile, fail the attempt with NO_WORKER_AVAILABLE (it
         retries by policy)."""
-        if task.finished or task.canceled or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
+        if task.done or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
             return
         self.engine.dispatcher.withdraw(task)
         self.finish_task(task)

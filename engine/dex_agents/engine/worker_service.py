@@ -150,12 +150,12 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             output = frame.wait_for if kind == "wait_for" else frame.execute
             which = output.WhichOneof("output")
             if which == "heartbeat" or which == "stream_write":
-                if not task.finished and not task.canceled and task.kind != "rpc":
+                if not task.done and task.kind != "rpc":
                     steps.on_progress(task, output.heartbeat if which == "heartbeat" else None,
                                       output.stream_write if which == "stream_write" else None)
                 return
         self.engine.dispatcher.finish(task)
-        if task.finished or task.canceled:
+        if task.done:
             return
         if task.kind == "rpc":
             self.engine.rpcs.on_frame(task, frame, stream)
@@ -172,13 +172,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
         task = self.engine.dispatcher.stream_closed(stream)
-        if task is None or task.finished or task.canceled or self.engine.stopped:
+        if task is None or task.done or self.engine.stopped:
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task, clean_close=clean_close)
         elif task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
                                 clean_close=clean_close):
-            self.engine.dispatcher.submit(task, front=True)
+            self.engine.dispatcher.requeue(task)
         else:
             self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                 detail="worker stream broke while the rpc was running", error_type="dex.WorkerLost",
