@@ -12,7 +12,7 @@ task recently is "saturated": no spare of it is acknowledged for Step tasks, and
 is offered after a short settle (the SDK frees the slot just after sending the result), which avoids
 a decline per task at full capacity.
 
-All methods run under the engine lock.
+All methods run under the engine lock (checked: the engine passes its lock assertion as ``guard``).
 """
 
 from __future__ import annotations
@@ -117,7 +117,10 @@ class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
     def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None],
-                 timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
+                 timing: EngineTiming | None = None, clock: Clock | None = None,
+                 guard: Callable[[], None] = lambda: None) -> None:
+        """``guard`` is called on entry of every public method: the engine passes its lock check."""
+        self._guard = guard
         self.timing = timing if timing is not None else EngineTiming()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._idle: dict[str, list[WorkerStream]] = {}
@@ -135,6 +138,7 @@ class Dispatcher:
         unacknowledged until a task needs them: the Worker counts a held stream as its idle spare
         but never retires it, which spares it a stream open and close per task.
         """
+        self._guard()
         self.streams.add(stream)
         if any(s.registered and not s.closed and s.queue_name == stream.queue_name
                and s.app_worker_id == stream.app_worker_id for s in self.streams):
@@ -151,10 +155,12 @@ class Dispatcher:
 
     def has_streams(self, queue_name: str) -> bool:
         """Whether any live stream serves ``queue_name``."""
+        self._guard()
         return any(s.queue_name == queue_name and not s.closed for s in self.streams)
 
     def submit(self, task: Task, *, front: bool = False) -> None:
         """Queue a QUEUED task (O(1)); it is delivered at once when an idle stream of its queue exists."""
+        self._guard()
         if task.state is not TaskState.QUEUED:
             raise IllegalTaskTransition(f"task {task.task_id} submitted while {task.state.name}")
         pending = self._pending.get(task.flow_type)
@@ -165,17 +171,20 @@ class Dispatcher:
 
     def withdraw(self, task: Task) -> bool:
         """Remove a not yet delivered task (O(1)); False when it is not pending."""
+        self._guard()
         pending = self._pending.get(task.flow_type)
         return pending is not None and pending.discard(task)
 
     def requeue(self, task: Task) -> None:
         """Put a DELIVERED task back at the front of its queue (declined, or its stream lost)."""
+        self._guard()
         task.move(TaskState.QUEUED)
         self.submit(task, front=True)
 
     def finish(self, task: Task) -> None:
         """The task's final frame arrived (or it was abandoned): free its stream for the next task.
         The task's state is its outcome's business (see ``Task.finish``)."""
+        self._guard()
         stream = task.stream
         task.stream = None
         if stream is None or stream.task is not task:
@@ -199,6 +208,7 @@ class Dispatcher:
 
     def offer_pending(self) -> None:
         """Offer every queued task again (a safety net run periodically; normally a no-op)."""
+        self._guard()
         self._offer_all({name for name, pending in self._pending.items() if pending})
 
     def _offer_all(self, queues: set[str]) -> None:
@@ -207,6 +217,7 @@ class Dispatcher:
 
     def reject(self, stream: WorkerStream, task_id: str) -> None:
         """The Worker declined the task on ``stream``: requeue it, back off that stream."""
+        self._guard()
         task = stream.task
         if task is None or task.task_id != task_id:
             return
@@ -232,6 +243,7 @@ class Dispatcher:
         """The Worker does not know the task's Step type: its stream is free again at once (it
         serves the other Step types), and the task goes to the back of the queue, never offered to
         that Worker again. Returns the task on its first refusal (the caller arms the dispatch wait)."""
+        self._guard()
         task = stream.task
         if task is None or task.task_id != task_id:
             return None
@@ -251,6 +263,7 @@ class Dispatcher:
     def stream_closed(self, stream: WorkerStream) -> Task | None:
         """The stream ended; returns the task it was running, if any (still DELIVERED unless final:
         the caller re-queues or fails it)."""
+        self._guard()
         stream.closed = True
         self.streams.discard(stream)
         for pool in (self._idle.get(stream.queue_name), self._held.get(stream.queue_name)):
@@ -273,6 +286,7 @@ class Dispatcher:
 
     def cancel(self, task: Task) -> None:
         """Stop a task that is not final: CANCELED, withdrawn if pending, else its Worker is told."""
+        self._guard()
         if task.done:
             return
         task.move(TaskState.CANCELED)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from .dispatch import Dispatcher
+from .lock_discipline import assert_engine_lock_held
 from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
 from .scheduler import Scheduler
 from .store import Store
@@ -67,7 +68,7 @@ class Engine:
         self.lock = threading.RLock()
         self._waiters: dict[WaitKey, set[LongPoll]] = {}
         self.scheduler = Scheduler(self.lock, self.clock)
-        self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock)
+        self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock, guard=self.assert_locked)
         self.running: dict[tuple[int, str], Task] = {}
         self.tasks: dict[str, Task] = {}
         self.locks: dict[tuple[int, str], str] = {}
@@ -79,6 +80,10 @@ class Engine:
         self.rpcs = RpcOps(self)
         self.streams = StreamOps(self)
         self.stopped = False
+
+    def assert_locked(self) -> None:
+        """Raise ``EngineLockNotHeld`` unless the calling thread holds :attr:`lock`."""
+        assert_engine_lock_held(self.lock)
 
     def now_ms(self) -> int:
         """The engine clock's wall time in milliseconds."""
@@ -118,28 +123,33 @@ class Engine:
     # ---- tasks and locks
     def track(self, task: Task) -> None:
         """Remember a task until it finishes."""
+        self.assert_locked()
         self.tasks[task.task_id] = task
         if task.kind != "rpc":
             self.running[(task.uid, task.seid)] = task
 
     def untrack(self, task: Task) -> None:
         """Forget a finished or canceled task."""
+        self.assert_locked()
         self.tasks.pop(task.task_id, None)
         if task.kind != "rpc" and self.running.get((task.uid, task.seid)) is task:
             del self.running[(task.uid, task.seid)]
 
     def held(self, uid: int, keys: list[str], holder: str) -> list[str]:
         """The keys of ``keys`` held by someone other than ``holder``."""
+        self.assert_locked()
         return [key for key in keys if self.locks.get((uid, key), holder) != holder]
 
     def acquire(self, uid: int, keys: list[str], holder: str) -> None:
         """Take the keys (the caller checked they are free)."""
+        self.assert_locked()
         for key in keys:
             self.locks[(uid, key)] = holder
         self._holdings.setdefault((uid, holder), set()).update(keys)
 
     def release(self, uid: int, holder: str) -> None:
         """Free every key ``holder`` holds and give waiting Steps their turn."""
+        self.assert_locked()
         freed = [(uid, key) for key in self._holdings.pop((uid, holder), ()) if self.locks.get((uid, key)) == holder]
         for key in freed:
             del self.locks[key]
@@ -155,6 +165,7 @@ class Engine:
     # ---- effects
     def apply(self, effects: Effects) -> None:
         """Perform the after-commit effects of a transaction (lock held)."""
+        self.assert_locked()
         for uid, seid in effects.cancels:
             self.steps.drop_task(uid, seid)
         for fire_at, uid, seid, idx in effects.timers:
@@ -181,23 +192,27 @@ class Engine:
 
     def notify(self, key: WaitKey) -> None:
         """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""
+        self.assert_locked()
         for poll in self._waiters.get(key, ()):
             poll.condition.notify_all()
 
     def notify_all(self) -> None:
         """Wake every long poll (used on shutdown)."""
+        self.assert_locked()
         for polls in self._waiters.values():
             for poll in polls:
                 poll.condition.notify_all()
 
     def abandon(self, poll: LongPoll) -> None:
         """The poll's client is gone: wake it so its thread is freed at once (lock held)."""
+        self.assert_locked()
         poll.abandoned = True
         poll.condition.notify_all()
 
     def wait_change(self, key: WaitKey, timeout: float, poll: LongPoll | None = None) -> None:
         """Wait (lock held) until a change of ``key`` is committed, ``timeout`` passes, or the poll
         is abandoned (then return at once)."""
+        self.assert_locked()
         poll = poll if poll is not None else LongPoll(self.lock)
         if poll.abandoned:
             return

@@ -49,6 +49,7 @@ class FlowOps:
 
     def start(self, request: pb.StartFlowRequest) -> str:
         """Start a run; returns its run id (or the existing one when reuse allows)."""
+        self.engine.assert_locked()
         if not request.flow_id or not request.flow_type:
             raise invalid("flow_id and flow_type are required")
         if request.start_step_type and not request.HasField("step_input"):
@@ -117,6 +118,7 @@ class FlowOps:
 
         The error message is Dex's: ``Flow timed out after <N> seconds``, N the run's Flow timeout.
         """
+        self.engine.assert_locked()
         def expire() -> None:
             flow = self.engine.flow(uid)
             if flow is None or not flow.running:
@@ -137,6 +139,7 @@ class FlowOps:
 
         As in Dex, a canceled or terminated run has no error message; a failed one carries the reason.
         """
+        self.engine.assert_locked()
         if not request.flow_id:
             raise invalid("flow_id is required")
         flow = self.engine.current_flow(request.flow_id, request.run_id)
@@ -155,6 +158,7 @@ class FlowOps:
     def apply_decision(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, decision: pb.StepDecision,
                        effects: Effects) -> None:
         """Apply one execute decision (the Step row is already ``done``)."""
+        self.engine.assert_locked()
         for step_type in decision.cancel_step_types:
             self.cancel_steps(db, flow.uid, step_type, None, effects)
         for step_type in decision.cancel_sibling_step_types:
@@ -189,6 +193,7 @@ class FlowOps:
 
     def after_step_finished(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
         """Complete a gracefully closing run once no Step is active."""
+        self.engine.assert_locked()
         flow = self.engine.flow(uid)
         if flow is None or not flow.running or not flow.closing:
             return
@@ -199,6 +204,7 @@ class FlowOps:
 
     def cancel_steps(self, db: sqlite3.Connection, uid: int, step_type: str, from_seid: str | None, effects: Effects) -> None:
         """Cancel active executions of a Step type (siblings only when ``from_seid`` is given)."""
+        self.engine.assert_locked()
         for step in self.engine.active_steps(uid):
             if step.step_type == step_type and (from_seid is None or step.from_seid == from_seid):
                 db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND seid=?", (uid, step.seid))
@@ -208,6 +214,7 @@ class FlowOps:
     def close(self, db: sqlite3.Connection, flow: FlowRow, status: int, error_type: int, message: str,
               effects: Effects) -> None:
         """Close the run: status, cancel active Steps and Timers, record ``flow_closed``."""
+        self.engine.assert_locked()
         for step in self.engine.active_steps(flow.uid):
             effects.cancels.append((flow.uid, step.seid))
         db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND phase IN (?, ?, ?)", (flow.uid, *ACTIVE_PHASES))
@@ -221,6 +228,7 @@ class FlowOps:
 
     def result(self, uid: int) -> pb.FlowResult:
         """The run's FlowResult (status, outputs, error)."""
+        self.engine.assert_locked()
         row = self.engine.store.db.execute(
             "SELECT status, error_type, error_message, results FROM flows WHERE uid=?", (uid,)).fetchone()
         result = pb.FlowResult()

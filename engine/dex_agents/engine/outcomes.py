@@ -57,6 +57,7 @@ class Outcomes:
 
     def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
         """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
+        self.engine.assert_locked()
         with self._outcome(task):
             effects = Effects(touched={task.uid})
             try:
@@ -100,6 +101,7 @@ class Outcomes:
 
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
+        self.engine.assert_locked()
         with self._outcome(task):
             effects = Effects(touched={task.uid})
             try:
@@ -119,6 +121,7 @@ class Outcomes:
 
     def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
         """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
+        self.engine.assert_locked()
         with self._outcome(task):
             effects = Effects(touched={task.uid})
             with self.engine.store.transaction() as db:
@@ -193,6 +196,7 @@ class Outcomes:
     # ---- Waits
     def try_complete_wait(self, db: sqlite3.Connection, uid: int, seid: str, effects: Effects) -> bool:
         """Complete the Step's Wait if it is satisfied now (consuming its messages)."""
+        self.engine.assert_locked()
         step = self.engine.step(uid, seid)
         if step is None or step.phase != "waiting" or step.waiting is None:
             return False
@@ -215,6 +219,7 @@ class Outcomes:
 
     def check_waits(self, uid: int) -> None:
         """Re-evaluate the run's waiting Steps (after a publish or a Timer), oldest first."""
+        self.engine.assert_locked()
         seids = [s for (s,) in self.engine.store.db.execute(
             "SELECT seid FROM steps WHERE uid=? AND phase='waiting' ORDER BY seq", (uid,))]
         if not seids:
@@ -228,6 +233,7 @@ class Outcomes:
 
     def fire_timer(self, uid: int, seid: str, idx: int) -> None:
         """A Timer's time came (scheduler callback)."""
+        self.engine.assert_locked()
         self._finish_timer(uid, seid, idx, pb.INTERNAL_TIMER_STATUS_FIRED)
 
     def _finish_timer(self, uid: int, seid: str, idx: int, status: int) -> bool:
@@ -243,6 +249,7 @@ class Outcomes:
 
     def skip_timer(self, flow: FlowRow, seid: str, condition_id: str, index: int | None) -> None:
         """Make one waiting Timer ready now (by condition id or zero-based index)."""
+        self.engine.assert_locked()
         step = self.engine.step(flow.uid, seid)
         if step is None:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, f"step execution not found: {seid}")

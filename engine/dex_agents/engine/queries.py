@@ -99,6 +99,7 @@ class Queries:
         return flow
 
     def summary(self, request: pb.GetFlowSummaryRequest) -> pb.GetFlowSummaryResponse:
+        self.engine.assert_locked()
         flow = self._flow(request.flow_id, request.run_id)
         response = pb.GetFlowSummaryResponse(
             flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=flow.run_id),
@@ -109,6 +110,7 @@ class Queries:
         return response
 
     def wait_for_flow(self, request: pb.WaitForFlowRequest, poll: LongPoll | None = None) -> pb.FlowResult:
+        self.engine.assert_locked()
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
         deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT,
@@ -125,6 +127,7 @@ class Queries:
 
     def search(self, request: pb.SearchFlowsRequest, parsed: list[SearchClause]) -> pb.SearchFlowsResponse:
         """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first."""
+        self.engine.assert_locked()
         if request.page_size < 0:
             raise invalid("page_size must not be negative")
         offset = parse_token(request.next_page_token, "next_page_token")
@@ -166,6 +169,7 @@ class Queries:
         return (actual == value) == equal
 
     def history(self, request: pb.GetHistoryEventsRequest) -> pb.GetHistoryEventsResponse:
+        self.engine.assert_locked()
         flow = self._flow(request.flow_id, request.run_id)
         if request.estimate_page_size < 0:
             raise invalid("estimate_page_size must not be negative")
@@ -193,6 +197,7 @@ class Queries:
     def wait_for_step(self, request: pb.WaitForStepCompletionRequest, poll: LongPoll | None = None) -> None:
         """Return once the execution completed or was canceled in a running run; a run that closes first
         is ``FLOW_NOT_ACTIVE`` (its remaining Steps are canceled by the close, not by a decision)."""
+        self.engine.assert_locked()
         if not request.step_type or not request.step_execution_number.isdigit():
             raise invalid("step_type and a positive step_execution_number are required")
         seid = f"{request.step_type}-{int(request.step_execution_number)}"
@@ -217,6 +222,7 @@ class Queries:
 
     def wait_for_attribute(self, request: pb.WaitForAttributeRequest,
                            poll: LongPoll | None = None) -> pb.WaitForAttributeResponse:
+        self.engine.assert_locked()
         match = request.match
         if not match.key or match.operator == pb.ATTRIBUTE_MATCH_OPERATOR_UNSPECIFIED or not match.HasField("operand"):
             raise invalid("match requires key, operator and operand")
@@ -233,6 +239,7 @@ class Queries:
                              ("attribute", (flow.uid, match.key)), poll)
 
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
+        self.engine.assert_locked()
         flow = self._flow(request.flow_id, request.run_id)
         db = self.engine.store.db
         if request.all_keys:

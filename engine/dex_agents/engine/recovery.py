@@ -36,6 +36,7 @@ RECOVERY_BATCH = 200
 def recover(engine: Engine) -> threading.Event:
     """Recover the first batch of open runs now and schedule the rest (engine lock held); the
     returned event is set once every open run is recovered."""
+    engine.assert_locked()
     db = engine.store.db
     running = deque(int(uid) for (uid,) in db.execute(
         "SELECT uid FROM flows WHERE status=? ORDER BY uid", (pb.FLOW_STATUS_RUNNING,)))

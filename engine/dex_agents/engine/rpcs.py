@@ -124,6 +124,7 @@ class RpcOps:
 
     def abort_all(self) -> None:
         """Fail every waiting RPC call (the engine is stopping)."""
+        self.engine.assert_locked()
         for pending in self._pending.values():
             if not pending.done.is_set():
                 pending.frame = pb.PollWorkerTaskFrame(worker_error=pb.WorkerErrorResponse(
@@ -133,6 +134,7 @@ class RpcOps:
 
     def on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame, stream: WorkerStream | None) -> None:
         """The Worker's final frame for an RPC task (or a synthesized failure)."""
+        self.engine.assert_locked()
         pending = self._pending.get(task.task_id)
         task.finish()
         if pending is None:

@@ -46,6 +46,7 @@ class StepOps(Outcomes):
         delay_ms: int = 0,
     ) -> str:
         """Insert a new Step execution for ``movement`` and schedule its first method."""
+        self.engine.assert_locked()
         if not movement.step_type or "/" in movement.step_type:
             raise ValueError(f"invalid step type: {movement.step_type!r}")
         n = int(db.execute(
@@ -79,6 +80,7 @@ class StepOps(Outcomes):
         runs without input and its decision applies like any other. It never keeps a
         gracefully completing run open.
         """
+        self.engine.assert_locked()
         options = pb.StepOptions(
             execute_timeout_seconds=handler.method_timeout_seconds,
             heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
@@ -107,6 +109,7 @@ class StepOps(Outcomes):
 
     def launch(self, uid: int, seid: str) -> None:
         """Dispatch the Step's current method unless it is running, delayed, or lock-blocked."""
+        self.engine.assert_locked()
         engine = self.engine
         if engine.stopped or (uid, seid) in engine.running:
             return
@@ -189,6 +192,7 @@ class StepOps(Outcomes):
     # ---- progress frames
     def on_progress(self, task: Task, heartbeat: pb.StepMethodHeartbeat | None, write: pb.StepStreamWrite | None) -> None:
         """A heartbeat or Stream write of a running Step method."""
+        self.engine.assert_locked()
         engine = self.engine
         first = not task.output_seen
         task.output_seen = True
@@ -219,6 +223,7 @@ class StepOps(Outcomes):
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
         attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
+        self.engine.assert_locked()
         now = self.engine.clock.time()
         for task in [t for t in self.engine.running.values() if not t.done]:
             try:
@@ -243,11 +248,13 @@ class StepOps(Outcomes):
         Its locks are released by the caller once the outcome is committed; the worker stream stays
         busy until the worker sends its final frame for the task.
         """
+        self.engine.assert_locked()
         task.finish()
         self.engine.untrack(task)
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
+        self.engine.assert_locked()
         if task.done:
             return
         if task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
@@ -264,6 +271,7 @@ class StepOps(Outcomes):
         """Scheduled a dispatch wait after a Worker first refused the task as an unknown Step type:
         unless another Worker took it meanwhile, fail the attempt with NO_WORKER_AVAILABLE (it
         retries by policy)."""
+        self.engine.assert_locked()
         if task.done or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
             return
         self.engine.dispatcher.withdraw(task)
@@ -275,6 +283,7 @@ class StepOps(Outcomes):
 
     def drop_task(self, uid: int, seid: str) -> None:
         """Cancel the running task of a Step execution that was canceled or closed."""
+        self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
         self.engine.lock_waiters = [w for w in self.engine.lock_waiters if w != (uid, seid)]
         if task is None:

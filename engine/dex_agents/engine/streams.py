@@ -42,6 +42,7 @@ class StreamOps:
 
     def write(self, flow_type: str, stream: str, flow_id: str, capacity: int, value: pb.Value, source: str) -> None:
         """Append one message and evict the oldest of the Flow type beyond ``capacity`` bytes."""
+        self.engine.assert_locked()
         if not flow_type or not stream or not flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if capacity <= 0:
@@ -77,6 +78,7 @@ class StreamOps:
 
     def read(self, request: pb.ReadStreamRequest, poll: LongPoll | None = None) -> pb.ReadStreamResponse:
         """The first message after the token, waiting up to the request's wait time."""
+        self.engine.assert_locked()
         if not request.flow_type or not request.stream_name or not request.flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if request.wait_time_seconds < 0:
@@ -101,6 +103,7 @@ class StreamOps:
 
     def list(self, request: pb.ListStreamMessagesRequest) -> pb.ListStreamMessagesResponse:
         """One newest-first page before the page token."""
+        self.engine.assert_locked()
         if not request.flow_type or not request.stream_name or not request.flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if request.page_size <= 0:
