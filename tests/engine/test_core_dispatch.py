@@ -13,9 +13,9 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.engine import policy
-from dex_agents.engine.dispatch import Dispatcher, WorkerStream
-from dex_agents.engine.tasks import Task
+from dex_agents.engine.dispatch import Dispatcher
 from dex_agents.engine.request_checks import _DecodedFrames
+from dex_agents.engine.tasks import Task, WorkerStream
 from dex_agents.engine.worker_service import WorkerTaskService
 
 Scheduled = list[tuple[float, Callable[[], None]]]

@@ -18,39 +18,15 @@ All methods run under the engine lock (checked: the engine passes its lock asser
 from __future__ import annotations
 
 import itertools
-import queue
 from collections import deque
 from collections.abc import Callable
 
 from dex.dexpb import dex_pb2 as pb
 
-from .tasks import IllegalTaskTransition, Task, TaskKind, TaskState
+from .tasks import IllegalTaskTransition, Task, TaskKind, TaskState, WorkerStream
 from .timing import Clock, EngineTiming, SystemClock
 
 _order = itertools.count(1)
-
-
-class WorkerStream:
-    """One registered ``PollWorkerTask`` stream; its responses go out through ``outbox``."""
-
-    def __init__(self, queue_name: str, app_worker_id: str) -> None:
-        self.queue_name = queue_name
-        self.app_worker_id = app_worker_id
-        self.outbox: queue.SimpleQueue[pb.PollWorkerTaskResponse | None] = queue.SimpleQueue()
-        self.task: Task | None = None
-        self.closed = False
-        self.registered = False
-        self.declined_until = 0.0
-
-    def send(self, response: pb.PollWorkerTaskResponse) -> None:
-        """Queue one response frame for the stream's writer."""
-        if not self.closed:
-            self.outbox.put(response)
-
-    def close(self) -> None:
-        """End the response side of the stream."""
-        self.closed = True
-        self.outbox.put(None)
 
 
 class PendingTasks:

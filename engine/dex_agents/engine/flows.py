@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from typing import TYPE_CHECKING
 
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import state
+from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid
 from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
-from .steps import TIMEOUT_HANDLER
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .step_creation import TIMEOUT_HANDLER, create_step, create_timeout_handler
 
 _STOP_STATUS = {
     pb.STOP_TYPE_UNSPECIFIED: pb.FLOW_STATUS_CANCELED,
@@ -44,7 +41,7 @@ def already_started(flow_id: str) -> ServiceError:
 class FlowOps:
     """Flow-run operations (engine lock held)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
 
     def start(self, request: pb.StartFlowRequest) -> str:
@@ -101,12 +98,12 @@ class FlowOps:
                                         if not w.is_hard_delete_on_null]),
             )))
             if timeout_ms and request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
-                self.engine.steps.create_timeout_handler(db, flow, request.flow_timeout_seconds,
-                                                         options.timeout_handler_options, effects)
+                create_timeout_handler(self.engine, db, flow, request.flow_timeout_seconds,
+                                       options.timeout_handler_options, effects)
             if request.start_step_type:
                 movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,
                                            step_options=request.step_options)
-                self.engine.steps.create(db, flow, movement, "", effects,
+                create_step(self.engine, db, flow, movement, "", effects,
                                          delay_ms=max(options.flow_start_delay_seconds, 0) * 1000)
         if timeout_ms and request.flow_timeout_policy != pb.FLOW_TIMEOUT_POLICY_HANDLER:
             self.arm_timeout(uid, timeout_ms, request.flow_timeout_policy)
@@ -179,7 +176,7 @@ class FlowOps:
             self._add_output(db, flow, step, close)
             db.execute("UPDATE flows SET closing=1 WHERE uid=?", (flow.uid,))
         for movement in decision.next_steps:
-            self.engine.steps.create(db, flow, movement, step.seid, effects)
+            create_step(self.engine, db, flow, movement, step.seid, effects)
         if flow.closing or kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
             self.after_step_finished(db, flow.uid, effects)
 
@@ -228,15 +225,4 @@ class FlowOps:
 
     def result(self, uid: int) -> pb.FlowResult:
         """The run's FlowResult (status, outputs, error)."""
-        self.engine.assert_locked()
-        row = self.engine.store.db.execute(
-            "SELECT status, error_type, error_message, results FROM flows WHERE uid=?", (uid,)).fetchone()
-        result = pb.FlowResult()
-        if row is None:
-            return result
-        if row[3]:
-            result.ParseFromString(row[3])
-        result.flow_status = row[0]
-        result.error_type = row[1]
-        result.error_message = row[2]
-        return result
+        return self.engine.flow_result(uid)

@@ -11,19 +11,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state, waits
-from .tasks import Task
+from .core import EngineCore
 from .errors import ServiceError
+from .flows import FlowOps
 from .rows import Effects, FlowRow, StepRow, kv_blob
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .step_creation import create_step
+from .tasks import Task
 
 _RESET_METHOD = (
     "phase='execute', attempt=1, first_attempt_ms=?, results=?, recovery=COALESCE(?, recovery), "
@@ -34,8 +32,19 @@ _RESET_METHOD = (
 class Outcomes:
     """Result, failure and Wait handling for Step executions (engine lock held)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore, flows: FlowOps) -> None:
         self.engine = engine
+        self.flows = flows
+
+    def finish_task(self, task: Task) -> None:
+        """The task's outcome is decided (result, failure, loss or timeout): free its slot.
+
+        Its locks are released by the caller once the outcome is committed; the worker stream stays
+        busy until the worker sends its final frame for the task.
+        """
+        self.engine.assert_locked()
+        task.finish()
+        self.engine.untrack(task)
 
     def _current(self, task: Task) -> tuple[FlowRow, StepRow] | None:
         flow = self.engine.flow(task.uid)
@@ -49,7 +58,7 @@ class Outcomes:
     @contextmanager
     def _outcome(self, task: Task) -> Iterator[None]:
         """Finish the task; release its locks once its outcome is committed (or abandoned)."""
-        self.engine.steps.finish_task(task)
+        self.finish_task(task)
         try:
             yield
         finally:
@@ -113,7 +122,7 @@ class Outcomes:
                     self._apply_writes(db, step, response, effects)
                     history.execute_completed(db, step, response, flow.config)
                     db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                    self.engine.flows.apply_decision(db, flow, step, response.step_decision, effects)
+                    self.flows.apply_decision(db, flow, step, response.step_decision, effects)
             except (ValueError, ServiceError) as bad:
                 self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
                 return
@@ -161,10 +170,10 @@ class Outcomes:
                     movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
                                                step_input=step.input,
                                                step_options=step.options.execute_failure_proceed_step_options)
-                    self.engine.steps.create(db, flow, movement, step.seid, effects, recovery=recovery)
+                    create_step(self.engine, db, flow, movement, step.seid, effects, recovery=recovery)
                 else:
                     db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                    self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+                    self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
                                             detail, effects)
             self.engine.apply(effects)
 

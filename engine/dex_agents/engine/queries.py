@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -14,25 +13,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, state
+from .core import ABANDONED, EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
 from .request_checks import parse_token
 from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
 
-if TYPE_CHECKING:
-    from .engine import Engine, LongPoll, WaitKey
-
 DEFAULT_FLOW_WAIT = 60.0
 DEFAULT_UPDATE_WAIT = 60.0
-ABANDONED = "the caller cancelled the wait"
 
-
-def long_poll_seconds(requested: float, default: float, cap: float) -> float:
-    """The server-side wait of a long poll: the requested seconds (the default for 0), capped at
-    ``cap`` (``EngineTiming.long_poll_cap``: a longer requested wait ends with LONG_POLL_TIME_OUT
-    there, and the SDK's Client re-attaches its Step and Attribute waits by itself).
-
-    Long polls wait on real time (they bound a client's request), not on the engine's clock."""
-    return min(requested or default, cap)
 _STATUS_NAMES = {
     "running": pb.FLOW_STATUS_RUNNING, "completed": pb.FLOW_STATUS_COMPLETED, "failed": pb.FLOW_STATUS_FAILED,
     "terminated": pb.FLOW_STATUS_TERMINATED, "canceled": pb.FLOW_STATUS_CANCELED, "cancelled": pb.FLOW_STATUS_CANCELED,
@@ -87,7 +75,7 @@ def _stamp(ms: int) -> Timestamp:
 class Queries:
     """Read and wait requests; ``wait_*`` methods are called with the engine lock held."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
 
     def _flow(self, flow_id: str, run_id: str = "") -> FlowRow:
@@ -118,7 +106,7 @@ class Queries:
         while True:
             flow = self._flow(request.flow_id, request.run_id)
             if not flow.running:
-                return self.engine.flows.result(flow.uid)
+                return self.engine.flow_result(flow.uid)
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.engine.stopped or (poll is not None and poll.abandoned):
                 raise long_poll_timeout(ABANDONED if poll is not None and poll.abandoned

@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
-from .tasks import Task
+from .engine import Engine
 from .rows import Effects
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .tasks import Task
 
 
 RECOVERY_BATCH = 200

@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
 
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
-from .dispatch import WorkerStream
-from .tasks import Task, new_task_id
+from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid, lock_conflict, precondition, worker_failure
+from .flows import FlowOps
 from .rows import Effects
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .step_creation import create_step
+from .tasks import Task, WorkerStream, new_task_id
 
 
 class _Pending:
@@ -40,8 +38,9 @@ class _Pending:
 class RpcOps:
     """InvokeRPC handling; :meth:`invoke` is called without the engine lock."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore, flows: FlowOps) -> None:
         self.engine = engine
+        self.flows = flows
         self._pending: dict[str, _Pending] = {}
 
     def invoke(self, request: pb.InvokeRPCRequest) -> pb.InvokeRPCResponse:
@@ -173,10 +172,10 @@ class RpcOps:
                                    f"channel message not found: {', '.join(missing)}",
                                    pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
             for step_type in decision.cancel_step_types:
-                engine.flows.cancel_steps(db, uid, step_type, None, effects)
+                self.flows.cancel_steps(db, uid, step_type, None, effects)
             for movement in decision.next_steps:
-                engine.steps.create(db, flow, movement, "", effects)
+                create_step(engine, db, flow, movement, "", effects)
             history.rpc_completed(db, uid, request.rpc_name, request.input, response, worker_id)
-            engine.flows.after_step_finished(db, uid, effects)
+            self.flows.after_step_finished(db, uid, effects)
         engine.apply(effects)
         return pb.InvokeRPCResponse(output=response.output)

@@ -13,18 +13,13 @@ commit (at the latest the writing Step's result).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
-
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
+from .core import ABANDONED, EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import invalid, long_poll_timeout
-from .queries import ABANDONED, long_poll_seconds
 from .request_checks import parse_token
-
-if TYPE_CHECKING:
-    from .engine import Engine, LongPoll, WaitKey
 
 DEFAULT_READ_WAIT = 30.0
 
@@ -36,7 +31,7 @@ def _token(token: str) -> int:
 class StreamOps:
     """Stream operations (engine lock held unless stated)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
         self._usage: dict[tuple[str, str], int] = {}
 

@@ -1,4 +1,5 @@
-"""Tasks: one invocation of a Step method or an RPC handler on a Worker, and its lifecycle.
+"""Tasks (one invocation of a Step method or an RPC handler on a Worker) and their lifecycle, and
+the Worker streams that carry them.
 
 A task's life is an explicit :class:`TaskState`; every change goes through :meth:`Task.move`, which
 allows only these transitions (anything else raises :class:`IllegalTaskTransition`)::
@@ -16,16 +17,14 @@ from __future__ import annotations
 
 import enum
 import itertools
+import queue
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import policy
-
-if TYPE_CHECKING:
-    from .dispatch import WorkerStream
 
 TaskKind = Literal["wait_for", "execute", "rpc"]
 _ids = itertools.count(1)
@@ -127,3 +126,26 @@ class Task:
             return False
         self.redeliveries += 1
         return True
+
+
+class WorkerStream:
+    """One registered ``PollWorkerTask`` stream; its responses go out through ``outbox``."""
+
+    def __init__(self, queue_name: str, app_worker_id: str) -> None:
+        self.queue_name = queue_name
+        self.app_worker_id = app_worker_id
+        self.outbox: queue.SimpleQueue[pb.PollWorkerTaskResponse | None] = queue.SimpleQueue()
+        self.task: Task | None = None
+        self.closed = False
+        self.registered = False
+        self.declined_until = 0.0
+
+    def send(self, response: pb.PollWorkerTaskResponse) -> None:
+        """Queue one response frame for the stream's writer."""
+        if not self.closed:
+            self.outbox.put(response)
+
+    def close(self) -> None:
+        """End the response side of the stream."""
+        self.closed = True
+        self.outbox.put(None)

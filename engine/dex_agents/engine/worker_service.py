@@ -13,17 +13,14 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from .dispatch import WorkerStream
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .engine import Engine
+from .tasks import WorkerStream
 
 _LOGGER = logging.getLogger(__name__)
 MAX_STREAMS = 448
