@@ -7,7 +7,8 @@ Layers, each importing only the ones below it (a test parses the imports and fai
    ``request_checks``, ``auth``;
 2. state: ``store`` (SQLite schema and transactions), ``state`` (Attributes, Channels, history
    events), ``history``;
-3. scheduling: ``tasks`` (tasks, their lifecycle, Worker streams), ``scheduler``, ``dispatch``;
+3. scheduling: ``tasks`` (tasks, their lifecycle, Worker streams), ``pending``, ``scheduler``,
+   ``dispatch``;
 4. ``core``: the shared state and after-commit effects (``EngineCore``), with Step hooks;
 5. operations: ``step_creation``, ``streams``, ``queries``, ``flows``, ``outcomes`` (results,
    failures, retries, Waits), ``steps`` (launch, progress, timeouts), ``rpcs``;
