@@ -3,8 +3,9 @@
 The engine under test is a real Dex server when ``DEX_SERVER_ADDRESS`` is set (nothing is
 started then, and only the tests that must kill/restart the engine or configure its auth are
 skipped), and otherwise the local engine started with ``dex_agents.engine.start_engine()`` for the
-whole session. Tests get a :class:`DexFixture` that hands out unique Flow types and Flow IDs and
-opens worker harnesses that are torn down (gates opened first) when the test ends.
+whole session, with short policy seconds (``POLICY_SECOND``) so retries and timeouts play out in a
+fraction of their real time. Tests get a :class:`DexFixture` that hands out unique Flow types and
+Flow IDs and opens worker harnesses that are torn down (gates opened first) when the test ends.
 """
 
 from __future__ import annotations
