@@ -3,8 +3,9 @@
 The engine under test is a real Dex server when ``DEX_SERVER_ADDRESS`` is set (nothing is
 started then, and only the tests that must kill/restart the engine or configure its auth are
 skipped), and otherwise the local engine started with ``dex_agents.engine.start_engine()`` for the
-whole session. Tests get a :class:`DexFixture` that hands out unique Flow types and Flow IDs and
-opens worker harnesses that are torn down (gates opened first) when the test ends.
+whole session, with short policy seconds (``POLICY_SECOND``) so retries and timeouts play out in a
+fraction of their real time. Tests get a :class:`DexFixture` that hands out unique Flow types and
+Flow IDs and opens worker harnesses that are torn down (gates opened first) when the test ends.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ from dex import (
 )
 
 from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
+from tests.engine.probes import ADDRESS_ENV, POLICY_SECOND
 from tests.engine.processes import WorkerProcess
-
-ADDRESS_ENV = "DEX_SERVER_ADDRESS"
 
 InputT = TypeVar("InputT")
 
@@ -75,7 +75,15 @@ class LaunchApi(Protocol):
     EngineProcess: EngineProcessFactory
 
     def start_engine(self, db_path: Path | None = None, *, token_file: Path | None = None,
-                     in_process: bool = True, port: int = 0) -> AbstractContextManager[RunningEngine]: ...
+                     in_process: bool = True, port: int = 0,
+                     timing: Any = None) -> AbstractContextManager[RunningEngine]: ...
+
+
+def session_timing() -> Any:
+    """The session engine's timing: short policy seconds (``POLICY_SECOND``) and deadline checks,
+    so retries, method and heartbeat timeouts happen in a fraction of their real time."""
+    timing = importlib.import_module("dex_agents.engine.timing")
+    return timing.EngineTiming(policy_second=POLICY_SECOND, deadline_check_interval=0.02)
 
 
 def launch_api() -> LaunchApi:
@@ -98,7 +106,7 @@ def engine() -> Iterator[EngineEndpoint]:
     if external:
         yield EngineEndpoint(address=external, local=False)
         return
-    with launch_api().start_engine() as running:
+    with launch_api().start_engine(timing=session_timing()) as running:
         yield EngineEndpoint(address=running.address, local=True)
 
 

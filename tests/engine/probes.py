@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
 import threading
 import time
@@ -31,6 +32,14 @@ FLOW_WAIT = timedelta(seconds=30)
 
 GATE_SECONDS = 40.0
 """How long a gated handler blocks at most before giving up on its own."""
+
+ADDRESS_ENV = "DEX_SERVER_ADDRESS"
+"""Set to a real Dex server's address to run the suite against it instead of the local engine."""
+
+POLICY_SECOND = 1.0 if os.environ.get(ADDRESS_ENV, "").strip() else 0.25
+"""Real seconds per second of a Step policy (retry intervals, method and heartbeat timeouts): the
+local engine under test runs with this ``EngineTiming.policy_second`` so retries and timeouts play
+out quickly; a real Dex server keeps whole seconds. Timers and Flow timeouts are not scaled."""
 
 
 

@@ -18,7 +18,9 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.engine import recovery
-from dex_agents.engine.dispatch import Dispatcher, PendingTasks, WorkerStream
+from dex_agents.engine.dispatch import Dispatcher
+from dex_agents.engine.pending import PendingTasks
+from dex_agents.engine.tasks import WorkerStream
 from dex_agents.engine.engine import Engine
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.steps import StepOps

@@ -13,8 +13,9 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.engine import policy
-from dex_agents.engine.dispatch import Dispatcher, Task, WorkerStream
+from dex_agents.engine.dispatch import Dispatcher
 from dex_agents.engine.request_checks import _DecodedFrames
+from dex_agents.engine.tasks import Task, WorkerStream
 from dex_agents.engine.worker_service import WorkerTaskService
 
 Scheduled = list[tuple[float, Callable[[], None]]]
@@ -97,7 +98,7 @@ def test_a_broken_stream_returns_its_task_and_cancel_reaches_the_worker() -> Non
     d.submit(running)
     assert d.stream_closed(stream) is running and running.stream is None
     assert sent(spare) == ["registered"], "the held spare takes over as the registered stream"
-    d.submit(running, front=True)
+    d.requeue(running)
     d.cancel(running)
     assert sent(spare) == ["task:a", "cancel_task"]
     assert d.withdraw(task("never-queued")) is False
@@ -123,7 +124,7 @@ def test_an_unknown_step_refusal_frees_the_stream_and_skips_that_worker() -> Non
 def test_a_lost_attempt_is_redelivered_a_bounded_number_of_times() -> None:
     t = task("a")
     t.delivered_at = time.monotonic()
-    answers = [t.may_redeliver(60.0) for _ in range(policy.MAX_REDELIVERIES + 2)]
+    answers = [t.may_redeliver(60.0, now=t.delivered_at) for _ in range(policy.MAX_REDELIVERIES + 2)]
     assert answers == [True] * policy.MAX_REDELIVERIES + [False, False]
 
 
@@ -132,10 +133,11 @@ def test_a_stream_its_worker_closed_cleanly_hands_back_its_task_without_counting
     its re-delivery is not a loss (100 busy sessions used to fail RPCs as "worker stream broke")."""
     t = task("a", kind="rpc")
     t.delivered_at = time.monotonic()
-    answers = [t.may_redeliver(60.0, clean_close=True) for _ in range(policy.MAX_REDELIVERIES + 2)]
+    answers = [t.may_redeliver(60.0, now=t.delivered_at, clean_close=True)
+               for _ in range(policy.MAX_REDELIVERIES + 2)]
     assert answers == [True] * (policy.MAX_REDELIVERIES + 2)
     assert t.redeliveries == 0
-    assert t.may_redeliver(60.0), "a broken stream still counts"
+    assert t.may_redeliver(60.0, now=t.delivered_at), "a broken stream still counts"
     assert t.redeliveries == 1
 
 
@@ -143,7 +145,7 @@ def test_a_task_that_sent_output_is_never_handed_back_even_after_a_clean_close()
     t = task("a")
     t.delivered_at = time.monotonic()
     t.output_seen = True
-    assert not t.may_redeliver(60.0, clean_close=True)
+    assert not t.may_redeliver(60.0, now=t.delivered_at, clean_close=True)
 
 
 class _RecordingService(WorkerTaskService):

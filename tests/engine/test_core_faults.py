@@ -3,7 +3,7 @@ attempt with a clear error, a Step type no Worker knows fails with NO_WORKER_AVA
 dispatch wait while the other Flows of its type go on, retry back-off stays finite at any attempt
 number, the periodic deadline check survives a failing pass, and SearchFlows bounds its query and parses it
 without the engine lock. Runs in-process ``EngineServer``s
-(with a short dispatch wait) and the SDK's pull Worker."""
+(with a short dispatch wait and policy second, or a manual clock) and the SDK's pull Worker."""
 
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ from dex.dexpb import dex_pb2_grpc
 from dex_agents.engine import policy
 from dex_agents.engine.queries import MAX_QUERY_CHARS
 from dex_agents.engine.server import EngineServer
+from dex_agents.engine.timing import EngineTiming, ManualClock
 from tests.engine.conftest import DexFixture
 from tests.engine.harness import NamedFlow
+from tests.engine.probes import POLICY_SECOND, eventually
 
 WAIT = 10.0
 DISPATCH_WAIT = 0.5
@@ -73,8 +75,9 @@ class NewFlow(NamedFlow[str]):
 
 @pytest.fixture
 def quick(tmp_path: Path) -> Iterator[EngineServer]:
-    """An engine whose dispatch wait is short."""
-    running = EngineServer(tmp_path / "quick.db", dispatch_wait=DISPATCH_WAIT)
+    """An engine whose dispatch wait and policy seconds are short."""
+    running = EngineServer(tmp_path / "quick.db",
+                           timing=EngineTiming(dispatch_wait=DISPATCH_WAIT, policy_second=POLICY_SECOND))
     running.start()
     try:
         yield running
@@ -140,7 +143,11 @@ def test_backoff_never_exceeds_a_year_whatever_the_policy() -> None:
     assert policy.next_retry_delay(retry, 1, 0.0, 0.0, 2**31 - 1) == policy.MAX_RETRY_DELAY
 
 
-def test_deadline_checks_go_on_after_a_failing_pass(server: EngineServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deadline_checks_go_on_after_a_failing_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks run on the engine's clock: a manual one moved a check interval at a time."""
+    clock = ManualClock()
+    server = EngineServer(tmp_path / "clocked.db", clock=clock)
+    server.start()
     calls: list[int] = []
     checked_again = threading.Event()
 
@@ -150,8 +157,18 @@ def test_deadline_checks_go_on_after_a_failing_pass(server: EngineServer, monkey
             raise OverflowError("one Step's bookkeeping failed")
         checked_again.set()
 
-    monkeypatch.setattr(server.engine.steps, "check_deadlines", flaky_check)
-    assert checked_again.wait(WAIT), "method and heartbeat timeouts stopped after one failing check"
+    try:
+        monkeypatch.setattr(server.engine.steps, "check_deadlines", flaky_check)
+        interval = server.timing.deadline_check_interval
+
+        def one_interval_later() -> bool:
+            clock.advance(interval)
+            return checked_again.is_set()
+
+        eventually(one_interval_later, what="a deadline check after the failing one", timeout=WAIT)
+        assert len(calls) >= 2, "method and heartbeat timeouts stopped after one failing check"
+    finally:
+        server.stop()
 
 
 def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(server: EngineServer) -> None:

@@ -18,9 +18,10 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from dex_agents.engine import queries, service, worker_service
+from dex_agents.engine import service, worker_service
 from dex_agents.engine.engine import Engine
 from dex_agents.engine.server import EngineServer
+from dex_agents.engine.timing import EngineTiming
 
 EVENT_SECONDS = 10.0
 """How long a test waits for an event that should follow at once (the engine's own waits are 60 s)."""
@@ -64,9 +65,18 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> WaitProbe:
     return waits
 
 
+SHORT_LIMITS = EngineTiming(long_poll_cap=0.05, first_frame_timeout=0.05)
+"""Server-side long-poll cap and first-frame timeout short enough to expire within a test."""
+
+
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EngineServer]:
-    engine = EngineServer(tmp_path / "engine.db")
+def timing() -> EngineTiming:
+    return EngineTiming()
+
+
+@pytest.fixture
+def server(tmp_path: Path, timing: EngineTiming) -> Iterator[EngineServer]:
+    engine = EngineServer(tmp_path / "engine.db", timing=timing)
     engine.start()
     try:
         yield engine
@@ -154,8 +164,8 @@ def test_streams_waiting_for_their_first_frame_are_bounded_apart(monkeypatch: py
         engine.stop(grace=0)
 
 
-def test_a_long_wait_is_capped_server_side(monkeypatch: pytest.MonkeyPatch, channel: grpc.Channel) -> None:
-    monkeypatch.setattr(queries, "MAX_LONG_POLL_SECONDS", 0.05, raising=False)
+@pytest.mark.parametrize("timing", [SHORT_LIMITS])
+def test_a_long_wait_is_capped_server_side(channel: grpc.Channel) -> None:
     stub = flows(channel)
     start(stub, "f")
     waiting = stub.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=3600),
@@ -201,9 +211,8 @@ def registering(worker: str, release: threading.Event) -> Iterator[pb.PollWorker
     release.wait()
 
 
-def test_a_worker_stream_without_a_first_frame_is_cancelled(monkeypatch: pytest.MonkeyPatch,
-                                                            channel: grpc.Channel) -> None:
-    monkeypatch.setattr(worker_service, "FIRST_FRAME_SECONDS", 0.05, raising=False)
+@pytest.mark.parametrize("timing", [SHORT_LIMITS])
+def test_a_worker_stream_without_a_first_frame_is_cancelled(channel: grpc.Channel) -> None:
     release = threading.Event()
     stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
     stream = stub.PollWorkerTask(silent(release), timeout=EVENT_SECONDS)

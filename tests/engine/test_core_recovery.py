@@ -24,8 +24,9 @@ from dex import (
 )
 
 from dex_agents.engine.server import EngineServer
+from dex_agents.engine.timing import EngineTiming
 from tests.engine.harness import NamedFlow, SingleStepFlow, open_harness
-from tests.engine.probes import eventually
+from tests.engine.probes import POLICY_SECOND, eventually
 
 
 class Tool(Step[str]):
@@ -71,7 +72,7 @@ def run(tmp_path: Path, mode: str) -> tuple[list[object], int]:
             eventually(lambda: attempt_output_recorded(tmp_path / "engine.db"),
                        what="the engine records the attempt's heartbeat")
         first.stop(grace=0)
-        second = EngineServer(tmp_path / "engine.db", port=port)
+        second = EngineServer(tmp_path / "engine.db", port=port, timing=EngineTiming(policy_second=POLICY_SECOND))
         second.start()
         result = harness.client.wait_for_flow("f", timeout=timedelta(seconds=30))
         assert result.status is FlowStatus.COMPLETED

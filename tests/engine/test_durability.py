@@ -36,6 +36,7 @@ from dex import (
 from dex.dexpb import dex_pb2 as pb
 
 from tests.engine.conftest import DexFixture
+from tests.engine.probes import POLICY_SECOND
 from tests.engine.harness import NamedFlow, SingleStepFlow
 
 progress = Attribute("Progress", int)
@@ -141,7 +142,7 @@ class LocalPhase(Step[str]):
             yield heartbeat(5)
             raise RuntimeError("fail after a checkpoint in the local phase")
         if input == "slow" and context.attempt == 1:
-            time.sleep(2.0)
+            time.sleep(2 * POLICY_SECOND)
         return graceful_complete(context.attempt)
 
 

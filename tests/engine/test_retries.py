@@ -26,6 +26,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
+from tests.engine.probes import POLICY_SECOND
 from tests.engine.harness import NamedFlow, SingleStepFlow
 
 SECOND = timedelta(seconds=1)
@@ -122,14 +123,14 @@ def test_execute_retries_with_exponential_backoff_on_one_step_execution(dex: Dex
     assert (status, output) == (FlowStatus.COMPLETED, 3)
     assert [(a.step_execution_id, a.attempt) for a in attempts] == [("Flaky-1", 1), ("Flaky-1", 2), ("Flaky-1", 3)]
     assert len({a.first_attempt_at for a in attempts}) == 1, "first_attempt_at is stable across retries"
-    assert attempts[1].at - attempts[0].at >= 0.9, "initial interval 1 s"
-    assert attempts[2].at - attempts[1].at >= 1.9, "second interval 1 s x coefficient 2"
+    assert attempts[1].at - attempts[0].at >= 0.9 * POLICY_SECOND, "initial interval 1 s"
+    assert attempts[2].at - attempts[1].at >= 1.9 * POLICY_SECOND, "second interval 1 s x coefficient 2"
 
 
 def test_maximum_interval_caps_the_backoff(dex: DexFixture) -> None:
     _, status, attempts, output = run(dex, Plan(failures=2, retry_after_seconds=0, options="capped"))
     assert (status, output) == (FlowStatus.COMPLETED, 3), "uncapped, the second retry would wait 100 s"
-    assert attempts[2].at - attempts[1].at >= 0.9
+    assert attempts[2].at - attempts[1].at >= 0.9 * POLICY_SECOND
 
 
 def test_zero_maximum_attempts_means_the_server_default_of_no_attempt_limit(dex: DexFixture) -> None:
@@ -153,7 +154,7 @@ def test_maximum_attempts_one_is_exactly_one_attempt(dex: DexFixture) -> None:
 def test_retry_after_overrides_the_policy_interval(dex: DexFixture) -> None:
     _, status, attempts, output = run(dex, Plan(failures=1, retry_after_seconds=1, options="hour-interval"))
     assert (status, output) == (FlowStatus.COMPLETED, 2), "retried after 1 s, not after the 1 h policy interval"
-    assert attempts[1].at - attempts[0].at >= 0.9
+    assert attempts[1].at - attempts[0].at >= 0.9 * POLICY_SECOND
 
 
 def test_total_duration_ends_retries(dex: DexFixture) -> None:

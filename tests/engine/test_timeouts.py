@@ -26,6 +26,7 @@ from dex import (
 )
 
 from tests.engine.conftest import DexFixture
+from tests.engine.probes import POLICY_SECOND
 from tests.engine.harness import NamedFlow, SingleStepFlow, StreamStepFlow
 
 SECOND = timedelta(seconds=1)
@@ -122,7 +123,7 @@ def test_method_timeout_exhausted_routes_to_recovery(dex: DexFixture) -> None:
 
 
 class Beats(Step[str]):
-    """``silent``: beat once then go quiet (attempt 1); ``steady``: beat every second for 12 s."""
+    """``silent``: beat once then go quiet (attempt 1); ``steady``: beat every policy second for 12 of them."""
 
     def __init__(self, flow: NamedFlow[str]) -> None:
         self.flow = flow
@@ -136,7 +137,7 @@ class Beats(Step[str]):
         if input == "steady":
             for beat in range(12):
                 yield heartbeat(beat)
-                time.sleep(1.0)
+                time.sleep(POLICY_SECOND)
             return graceful_complete(context.attempt)
         if context.attempt == 1:
             yield heartbeat(7)
@@ -161,7 +162,7 @@ def test_steady_heartbeats_keep_a_long_attempt_alive(dex: DexFixture) -> None:
 
 
 class Narrates(Step[str]):
-    """Never heartbeats explicitly: writes one Stream message a second for 12 s, past the 10 s timeout."""
+    """Never heartbeats explicitly: writes one Stream message a policy second for 12 of them, past the 10 s timeout."""
 
     def __init__(self, flow: StreamStepFlow[str]) -> None:
         self.flow = flow
@@ -174,7 +175,7 @@ class Narrates(Step[str]):
         self.flow.probe.record("attempt", context.attempt)
         for line in range(12):
             yield self.flow.events.write(context, f"{input}-{line}")
-            time.sleep(1.0)
+            time.sleep(POLICY_SECOND)
         return graceful_complete(context.attempt)
 
 

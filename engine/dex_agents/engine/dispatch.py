@@ -9,184 +9,32 @@ Worker counts them as idle spares, so it does not open and close a stream per ta
 A stream that rejects a task (no capacity, or retiring) is skipped for a short back-off (or until its
 Worker finishes a task), so a busy Worker never spins the dispatcher. A Worker that declined a Step
 task recently is "saturated": no spare of it is acknowledged for Step tasks, and a stream it frees
-is offered after a 1 ms settle (the SDK frees the slot just after sending the result), which avoids
+is offered after a short settle (the SDK frees the slot just after sending the result), which avoids
 a decline per task at full capacity.
 
-All methods run under the engine lock.
+All methods run under the engine lock (checked: the engine passes its lock assertion as ``guard``).
 """
 
 from __future__ import annotations
 
-import itertools
-import queue
-import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import policy
-
-TaskKind = Literal["wait_for", "execute", "rpc"]
-DECLINE_BACKOFF_SECONDS = 0.002
-"""A stream that declined a task gets none for this long (doubling per decline of the same task, up
-to DECLINE_BACKOFF_MAX_SECONDS), unless its Worker finishes a task first."""
-DECLINE_BACKOFF_MAX_SECONDS = 0.1
-SATURATED_SECONDS = 1.0
-"""How long after a declined Step task a Worker counts as running at its Step capacity."""
-SETTLE_SECONDS = 0.001
-"""Delay before a saturated Worker's freed stream is offered the next task."""
-_ids = itertools.count(1)
-_order = itertools.count(1)
-
-
-def new_task_id() -> str:
-    """A task id unique within this engine process."""
-    return f"t{next(_ids)}-{time.monotonic_ns() % 1_000_000_007}"
-
-
-@dataclass(eq=False, kw_only=True)
-class Task:
-    """One invocation of a Step method or an RPC handler on a Worker.
-
-    Invariant: ``stream`` is set exactly while the task is delivered and not yet finished.
-    """
-
-    task_id: str
-    kind: TaskKind
-    flow_type: str
-    message: pb.PollWorkerTask
-    uid: int
-    seid: str
-    attempt: int
-    stream: WorkerStream | None = None
-    delivered_at: float = 0.0
-    output_seen: bool = False
-    finished: bool = False
-    canceled: bool = False
-    timeout: float = 0.0
-    local_phase: bool = False
-    declines: int = 0
-    queue_order: int | None = None
-    """Set while the task waits in its queue (see ``PendingTasks``)."""
-    deadline: float = 0.0
-    heartbeat_timeout: float | None = None
-    heartbeat_deadline: float = 0.0
-    rpc_result: list[pb.PollWorkerTaskFrame] = field(default_factory=list)
-    redeliveries: int = 0
-    refused_by: set[str] = field(default_factory=set)
-    """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
-
-    def may_redeliver(self, dispatch_wait: float = policy.DISPATCH_WAIT, *, clean_close: bool = False) -> bool:
-        """Whether the task, its stream lost, goes to another stream with the same attempt.
-
-        It must have sent no output frame. A stream its Worker half-closed (``clean_close``: the SDK
-        retires only an idle stream, and drops a task that arrives after that) never started the
-        task, so it goes back at once and uncounted. A broken stream's task goes back only within
-        ``dispatch_wait`` seconds of its delivery and fewer than ``policy.MAX_REDELIVERIES`` times
-        (each yes counts one)."""
-        if self.output_seen:
-            return False
-        if clean_close:
-            return True
-        if time.monotonic() - self.delivered_at > dispatch_wait or self.redeliveries >= policy.MAX_REDELIVERIES:
-            return False
-        self.redeliveries += 1
-        return True
-
-
-class WorkerStream:
-    """One registered ``PollWorkerTask`` stream; its responses go out through ``outbox``."""
-
-    def __init__(self, queue_name: str, app_worker_id: str) -> None:
-        self.queue_name = queue_name
-        self.app_worker_id = app_worker_id
-        self.outbox: queue.SimpleQueue[pb.PollWorkerTaskResponse | None] = queue.SimpleQueue()
-        self.task: Task | None = None
-        self.closed = False
-        self.registered = False
-        self.declined_until = 0.0
-
-    def send(self, response: pb.PollWorkerTaskResponse) -> None:
-        """Queue one response frame for the stream's writer."""
-        if not self.closed:
-            self.outbox.put(response)
-
-    def close(self) -> None:
-        """End the response side of the stream."""
-        self.closed = True
-        self.outbox.put(None)
-
-
-class PendingTasks:
-    """The tasks of one queue waiting for a stream, in order; Step and RPC tasks are kept apart so
-    an RPC can pass Step tasks that no stream may take, without a walk over them.
-
-    Invariant: a task is queued iff ``task.queue_order`` is not None, and then exactly one live
-    entry ``(task.queue_order, task)`` exists; other entries of the task are stale and skipped.
-    Push, pop and discard are O(1) amortized.
-    """
-
-    def __init__(self) -> None:
-        self._steps: deque[tuple[int, Task]] = deque()
-        self._rpcs: deque[tuple[int, Task]] = deque()
-        self._size = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def push(self, task: Task, *, front: bool = False) -> None:
-        """Queue ``task`` last (or first, ahead of every queued task)."""
-        if task.queue_order is not None:
-            return
-        entries = self._rpcs if task.kind == "rpc" else self._steps
-        order = -next(_order) if front else next(_order)
-        task.queue_order = order
-        if front:
-            entries.appendleft((order, task))
-        else:
-            entries.append((order, task))
-        self._size += 1
-
-    def discard(self, task: Task) -> bool:
-        """Unqueue ``task``; False when it was not queued (its entry turns stale)."""
-        if task.queue_order is None:
-            return False
-        task.queue_order = None
-        self._size -= 1
-        return True
-
-    @staticmethod
-    def _head(entries: deque[tuple[int, Task]]) -> tuple[int, Task] | None:
-        while entries and entries[0][1].queue_order != entries[0][0]:
-            entries.popleft()
-        return entries[0] if entries else None
-
-    def pop(self, *, steps: bool) -> Task | None:
-        """Unqueue the oldest task (only RPC tasks unless ``steps``), or None."""
-        rpc = self._head(self._rpcs)
-        step = self._head(self._steps) if steps else None
-        if step is not None and (rpc is None or step[0] < rpc[0]):
-            self._steps.popleft()
-            chosen = step[1]
-        elif rpc is not None:
-            self._rpcs.popleft()
-            chosen = rpc[1]
-        else:
-            return None
-        self.discard(chosen)
-        return chosen
-
+from .pending import PendingTasks
+from .tasks import IllegalTaskTransition, Task, TaskKind, TaskState, WorkerStream
+from .timing import Clock, EngineTiming, SystemClock
 
 class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
     def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None],
-                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
-        self.dispatch_wait = dispatch_wait
-        """Seconds a refused task waits for a Worker that knows it (see :meth:`refuse`)."""
+                 timing: EngineTiming | None = None, clock: Clock | None = None,
+                 guard: Callable[[], None] = lambda: None) -> None:
+        """``guard`` is called on entry of every public method: the engine passes its lock check."""
+        self._guard = guard
+        self.timing = timing if timing is not None else EngineTiming()
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._idle: dict[str, list[WorkerStream]] = {}
         self._held: dict[str, list[WorkerStream]] = {}
         self._saturated: dict[str, float] = {}
@@ -202,6 +50,7 @@ class Dispatcher:
         unacknowledged until a task needs them: the Worker counts a held stream as its idle spare
         but never retires it, which spares it a stream open and close per task.
         """
+        self._guard()
         self.streams.add(stream)
         if any(s.registered and not s.closed and s.queue_name == stream.queue_name
                and s.app_worker_id == stream.app_worker_id for s in self.streams):
@@ -218,10 +67,14 @@ class Dispatcher:
 
     def has_streams(self, queue_name: str) -> bool:
         """Whether any live stream serves ``queue_name``."""
+        self._guard()
         return any(s.queue_name == queue_name and not s.closed for s in self.streams)
 
     def submit(self, task: Task, *, front: bool = False) -> None:
-        """Queue a task (O(1)); it is delivered at once when an idle stream of its queue exists."""
+        """Queue a QUEUED task (O(1)); it is delivered at once when an idle stream of its queue exists."""
+        self._guard()
+        if task.state is not TaskState.QUEUED:
+            raise IllegalTaskTransition(f"task {task.task_id} submitted while {task.state.name}")
         pending = self._pending.get(task.flow_type)
         if pending is None:
             pending = self._pending[task.flow_type] = PendingTasks()
@@ -230,21 +83,30 @@ class Dispatcher:
 
     def withdraw(self, task: Task) -> bool:
         """Remove a not yet delivered task (O(1)); False when it is not pending."""
+        self._guard()
         pending = self._pending.get(task.flow_type)
         return pending is not None and pending.discard(task)
 
+    def requeue(self, task: Task) -> None:
+        """Put a DELIVERED task back at the front of its queue (declined, or its stream lost)."""
+        self._guard()
+        task.move(TaskState.QUEUED)
+        self.submit(task, front=True)
+
     def finish(self, task: Task) -> None:
-        """The task's final frame arrived (or it was abandoned): free its stream for the next task."""
+        """The task's final frame arrived (or it was abandoned): free its stream for the next task.
+        The task's state is its outcome's business (see ``Task.finish``)."""
+        self._guard()
         stream = task.stream
         task.stream = None
         if stream is None or stream.task is not task:
             return
         stream.task = None
-        now = time.monotonic()
+        now = self._clock.monotonic()
         worker = stream.app_worker_id
         # A saturated Worker frees the slot only after its handler bookkeeping: offer a moment later
         # so the next task is not declined for capacity; otherwise hand the stream over at once.
-        settle = SETTLE_SECONDS if now - self._saturated.get(worker, -SATURATED_SECONDS) < SATURATED_SECONDS else 0.0
+        settle = self.timing.settle_delay if self._is_saturated(worker, now) else 0.0
         for other in self.streams:
             if other.app_worker_id == worker:
                 other.declined_until = now + settle
@@ -258,6 +120,7 @@ class Dispatcher:
 
     def offer_pending(self) -> None:
         """Offer every queued task again (a safety net run periodically; normally a no-op)."""
+        self._guard()
         self._offer_all({name for name, pending in self._pending.items() if pending})
 
     def _offer_all(self, queues: set[str]) -> None:
@@ -266,14 +129,15 @@ class Dispatcher:
 
     def reject(self, stream: WorkerStream, task_id: str) -> None:
         """The Worker declined the task on ``stream``: requeue it, back off that stream."""
+        self._guard()
         task = stream.task
         if task is None or task.task_id != task_id:
             return
         stream.task = None
         task.stream = None
         if not stream.closed:
-            now = time.monotonic()
-            backoff = min(DECLINE_BACKOFF_SECONDS * 2 ** task.declines, DECLINE_BACKOFF_MAX_SECONDS)
+            now = self._clock.monotonic()
+            backoff = min(self.timing.decline_backoff * 2 ** min(task.declines, 64), self.timing.decline_backoff_max)
             task.declines += 1
             stream.declined_until = now + backoff
             self._idle.setdefault(stream.queue_name, []).append(stream)
@@ -283,14 +147,15 @@ class Dispatcher:
                 # Declined while running others: at its Step capacity (not merely a retiring stream).
                 self._saturated[stream.app_worker_id] = now
                 queue_name = stream.queue_name
-                self._schedule(SATURATED_SECONDS + 0.001, lambda: self._offer(queue_name))
-        if not task.finished and not task.canceled:
-            self.submit(task, front=True)
+                self._schedule(self.timing.saturated_window + 0.001, lambda: self._offer(queue_name))
+        if not task.done:
+            self.requeue(task)
 
     def refuse(self, stream: WorkerStream, task_id: str) -> Task | None:
         """The Worker does not know the task's Step type: its stream is free again at once (it
         serves the other Step types), and the task goes to the back of the queue, never offered to
         that Worker again. Returns the task on its first refusal (the caller arms the dispatch wait)."""
+        self._guard()
         task = stream.task
         if task is None or task.task_id != task_id:
             return None
@@ -300,14 +165,17 @@ class Dispatcher:
         task.refused_by.add(stream.app_worker_id)
         if not stream.closed:
             self._idle.setdefault(stream.queue_name, []).append(stream)
-        if not task.finished and not task.canceled:
+        if not task.done:
+            task.move(TaskState.QUEUED)
             self.submit(task)
         else:
             self._offer(stream.queue_name)
         return task if first else None
 
     def stream_closed(self, stream: WorkerStream) -> Task | None:
-        """The stream ended; returns the task it was running, if any."""
+        """The stream ended; returns the task it was running, if any (still DELIVERED unless final:
+        the caller re-queues or fails it)."""
+        self._guard()
         stream.closed = True
         self.streams.discard(stream)
         for pool in (self._idle.get(stream.queue_name), self._held.get(stream.queue_name)):
@@ -329,12 +197,15 @@ class Dispatcher:
         return task
 
     def cancel(self, task: Task) -> None:
-        """Stop a task: withdraw it if pending, else tell its Worker to cancel it."""
-        task.canceled = True
+        """Stop a task that is not final: CANCELED, withdrawn if pending, else its Worker is told."""
+        self._guard()
+        if task.done:
+            return
+        task.move(TaskState.CANCELED)
         if self.withdraw(task):
             return
         stream = task.stream
-        if stream is not None and not task.finished:
+        if stream is not None:
             stream.send(
                 pb.PollWorkerTaskResponse(
                     cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
@@ -354,9 +225,13 @@ class Dispatcher:
         if chosen is None:
             chosen = next((s for s in self._held.get(queue_name, ()) if self._usable(s, now) and (
                 s.app_worker_id not in refused_by) and (
-                kind == "rpc"
-                or now - self._saturated.get(s.app_worker_id, -SATURATED_SECONDS) >= SATURATED_SECONDS)), None)
+                kind == "rpc" or not self._is_saturated(s.app_worker_id, now))), None)
         return chosen
+
+    def _is_saturated(self, app_worker_id: str, now: float) -> bool:
+        """Whether the Worker declined a Step task within the saturation window."""
+        declined_at = self._saturated.get(app_worker_id)
+        return declined_at is not None and now - declined_at < self.timing.saturated_window
 
     def _offer(self, queue_name: str) -> None:
         """Hand queued tasks to usable streams, oldest first; costs O(tasks handed over + streams)
@@ -365,7 +240,7 @@ class Dispatcher:
         pending = self._pending.get(queue_name)
         if not pending:
             return
-        now = time.monotonic()
+        now = self._clock.monotonic()
         passed: list[Task] = []
         while pending:
             step_stream = self._stream_for(queue_name, "execute", now)
@@ -391,11 +266,12 @@ class Dispatcher:
             held.remove(chosen)
             self._acknowledge(chosen)
         self._idle[chosen.queue_name].remove(chosen)
+        task.move(TaskState.DELIVERED)
         chosen.task = task
         task.stream = chosen
         task.delivered_at = now
         if task.timeout:
-            wall = time.time()
+            wall = self._clock.time()
             task.deadline = wall + task.timeout
             task.message.deadline.FromNanoseconds(int(task.deadline * 1e9))
             if task.heartbeat_timeout is not None:

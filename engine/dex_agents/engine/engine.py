@@ -1,210 +1,51 @@
-"""The engine core: one lock, the store, the dispatcher, the scheduler, and the glue between them.
+"""The engine: the top module that wires the core and the operations together.
 
-Concurrency model: every state change runs under ``Engine.lock`` inside one SQLite transaction;
-after the commit, :meth:`Engine.apply` performs the effects (dispatch the next tasks, cancel
-running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
-idle worker stream directly after its decision is durable. A long poll waits on its own
-:class:`LongPoll` (a condition over the same lock) registered under the key of what it waits for
-(a run's close, a run's state, one Stream of one Flow); a commit wakes only the waiters of the runs
-it touched, and a client's cancel wakes its waiter at once.
+Layers, each importing only the ones below it (a test parses the imports and fails on a cycle):
 
-Locks (Attribute locks shared by Steps and RPCs) live in memory: a Step method acquires all its
-keys before it is dispatched and holds them until its result commits; a Step whose keys are held
-waits (FIFO) until they free. An RPC that finds a key held fails at once (``RpcLockConflictError``).
-
-Module map: ``server`` (EngineServer, gRPC wiring), ``service`` (FlowService adapter),
-``worker_service`` (PollWorkerTask adapter), ``dispatch`` (worker streams and task hand-off),
-``steps`` / ``outcomes`` (Step lifecycle, results, retries, Waits), ``waits`` (pure Wait
-evaluation), ``flows`` (start, decisions, close, stop), ``rpcs``, ``streams``, ``queries`` (describe,
-long polls, search, history), ``history``, ``state`` (Attributes, Channels), ``store`` (schema),
-``rows``, ``policy`` (retry and timeout defaults), ``scheduler``, ``recovery``, ``errors``,
-``request_checks`` (request decoding and bounds, before any handler).
+1. leaves: ``errors``, ``durability``, ``timing`` (clock and timing policy), ``lock_discipline``,
+   ``policy`` (Dex's retry and timeout defaults), ``rows``, ``waits`` (pure Wait evaluation),
+   ``request_checks``, ``auth``;
+2. state: ``store`` (SQLite schema and transactions), ``state`` (Attributes, Channels, history
+   events), ``history``;
+3. scheduling: ``tasks`` (tasks, their lifecycle, Worker streams), ``pending``, ``scheduler``,
+   ``dispatch``;
+4. ``core``: the shared state and after-commit effects (``EngineCore``), with Step hooks;
+5. operations: ``step_creation``, ``streams``, ``queries``, ``flows``, ``outcomes`` (results,
+   failures, retries, Waits), ``steps`` (launch, progress, timeouts), ``rpcs``;
+6. this module (``Engine``: the core plus the operations, implementing the core's Step hooks);
+7. adapters: ``recovery``, ``service`` (FlowService), ``worker_service`` (PollWorkerTask),
+   ``server`` (``EngineServer``), ``launch`` (``start_engine``, ``EngineProcess``), ``cli``.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
-from typing import Literal
-
-from . import policy
-from .dispatch import Dispatcher, Task
-from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
-from .scheduler import Scheduler
+from .core import EngineCore
+from .flows import FlowOps
+from .rpcs import RpcOps
+from .steps import StepOps
 from .store import Store
+from .streams import StreamOps
+from .timing import Clock, EngineTiming
 
 
-WaitKind = Literal["closed", "state", "attribute", "stream"]
-"""Long-poll wake-ups: a run closed; a committed state change of a run; a write of one Attribute
-(or its run's close); a Stream append."""
-WaitKey = tuple[WaitKind, object]
-"""What a long poll waits for: ``("closed", uid)``, ``("state", uid)``, ``("attribute", (uid, key))``
-or ``("stream", (flow_type, stream, flow_id))``."""
+class Engine(EngineCore):
+    """One engine process's state with its operations: ``flows``, ``steps``, ``rpcs``, ``streams``."""
 
-
-class LongPoll:
-    """One long-poll call's wait: a condition over the engine lock, woken by a commit it concerns,
-    by its client's cancel (``abandoned``), or by shutdown."""
-
-    def __init__(self, lock: threading.RLock) -> None:
-        self.condition = threading.Condition(lock)
-        self.abandoned = False
-
-
-def now_ms() -> int:
-    """Wall-clock Unix time in milliseconds."""
-    return time.time_ns() // 1_000_000
-
-
-class Engine:
-    """Shared state of one engine process; the operation modules hang off it."""
-
-    def __init__(self, store: Store, *, dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
-        from .flows import FlowOps
-        from .rpcs import RpcOps
-        from .steps import StepOps
-        from .streams import StreamOps
-
-        self.store = store
-        self.lock = threading.RLock()
-        self._waiters: dict[WaitKey, set[LongPoll]] = {}
-        self.scheduler = Scheduler(self.lock)
-        self.dispatcher = Dispatcher(self.scheduler.call_later, dispatch_wait)
-        self.running: dict[tuple[int, str], Task] = {}
-        self.tasks: dict[str, Task] = {}
-        self.locks: dict[tuple[int, str], str] = {}
-        self._holdings: dict[tuple[int, str], set[str]] = {}
-        """(run, holder) -> the keys it holds: a release touches only those (no walk over all locks)."""
-        self.lock_waiters: list[tuple[int, str]] = []
-        self.steps = StepOps(self)
-        self.flows = FlowOps(self)
-        self.rpcs = RpcOps(self)
+    def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
+        super().__init__(store, timing=timing, clock=clock)
         self.streams = StreamOps(self)
-        self.stopped = False
+        self.flows = FlowOps(self)
+        self.steps = StepOps(self, self.flows, self.streams)
+        self.rpcs = RpcOps(self, self.flows)
 
-    # ---- rows
-    def flow(self, uid: int) -> FlowRow | None:
-        """The run with internal id ``uid``."""
-        row = self.store.db.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE uid=?", (uid,)).fetchone()
-        return flow_from_row(row) if row else None
+    def launch_step(self, uid: int, seid: str) -> None:
+        self.steps.launch(uid, seid)
 
-    def current_flow(self, flow_id: str, run_id: str = "") -> FlowRow | None:
-        """The latest run of ``flow_id`` (or the named run)."""
-        if run_id:
-            row = self.store.db.execute(
-                f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)
-            ).fetchone()
-        else:
-            row = self.store.db.execute(
-                f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? ORDER BY uid DESC LIMIT 1", (flow_id,)
-            ).fetchone()
-        return flow_from_row(row) if row else None
+    def drop_task(self, uid: int, seid: str) -> None:
+        self.steps.drop_task(uid, seid)
 
-    def step(self, uid: int, seid: str) -> StepRow | None:
-        """One Step execution."""
-        row = self.store.db.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=? AND seid=?", (uid, seid)).fetchone()
-        return step_from_row(row) if row else None
+    def check_waits(self, uid: int) -> None:
+        self.steps.check_waits(uid)
 
-    def active_steps(self, uid: int) -> list[StepRow]:
-        """The run's Step executions that have not finished, oldest first."""
-        rows = self.store.db.execute(
-            f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=? AND phase IN (?, ?, ?) ORDER BY seq",
-            (uid, *ACTIVE_PHASES),
-        ).fetchall()
-        return [step_from_row(row) for row in rows]
-
-    # ---- tasks and locks
-    def track(self, task: Task) -> None:
-        """Remember a task until it finishes."""
-        self.tasks[task.task_id] = task
-        if task.kind != "rpc":
-            self.running[(task.uid, task.seid)] = task
-
-    def untrack(self, task: Task) -> None:
-        """Forget a finished or canceled task."""
-        self.tasks.pop(task.task_id, None)
-        if task.kind != "rpc" and self.running.get((task.uid, task.seid)) is task:
-            del self.running[(task.uid, task.seid)]
-
-    def held(self, uid: int, keys: list[str], holder: str) -> list[str]:
-        """The keys of ``keys`` held by someone other than ``holder``."""
-        return [key for key in keys if self.locks.get((uid, key), holder) != holder]
-
-    def acquire(self, uid: int, keys: list[str], holder: str) -> None:
-        """Take the keys (the caller checked they are free)."""
-        for key in keys:
-            self.locks[(uid, key)] = holder
-        self._holdings.setdefault((uid, holder), set()).update(keys)
-
-    def release(self, uid: int, holder: str) -> None:
-        """Free every key ``holder`` holds and give waiting Steps their turn."""
-        freed = [(uid, key) for key in self._holdings.pop((uid, holder), ()) if self.locks.get((uid, key)) == holder]
-        for key in freed:
-            del self.locks[key]
-        if freed and self.lock_waiters:
-            waiters = [w for w in self.lock_waiters if w[0] == uid]
-            self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
-            for waiter_uid, seid in waiters:
-                self.steps.launch(waiter_uid, seid)
-
-    def _timer_callback(self, uid: int, seid: str, idx: int) -> Callable[[], None]:
-        return lambda: self.steps.fire_timer(uid, seid, idx)
-
-    # ---- effects
-    def apply(self, effects: Effects) -> None:
-        """Perform the after-commit effects of a transaction (lock held)."""
-        for uid, seid in effects.cancels:
-            self.steps.drop_task(uid, seid)
-        for fire_at, uid, seid, idx in effects.timers:
-            self.scheduler.call_at(fire_at, self._timer_callback(uid, seid, idx))
-        for uid, seid in effects.launches:
-            self.steps.launch(uid, seid)
-        for uid in effects.wait_checks:
-            self.steps.check_waits(uid)
-        for uid in effects.closed:
-            self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
-        if self._waiters:
-            touched = (effects.touched | effects.wait_checks | effects.closed | {uid for uid, _ in effects.launches}
-                       | {uid for uid, _ in effects.cancels} | {uid for _, uid, _, _ in effects.timers})
-            for uid in touched:
-                self.notify(("state", uid))
-            for written in effects.written:
-                self.notify(("attribute", written))
-            if effects.closed:
-                for key in list(self._waiters):
-                    kind, what = key
-                    if (kind == "closed" and what in effects.closed) or (
-                            kind == "attribute" and isinstance(what, tuple) and what[0] in effects.closed):
-                        self.notify(key)
-
-    def notify(self, key: WaitKey) -> None:
-        """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""
-        for poll in self._waiters.get(key, ()):
-            poll.condition.notify_all()
-
-    def notify_all(self) -> None:
-        """Wake every long poll (used on shutdown)."""
-        for polls in self._waiters.values():
-            for poll in polls:
-                poll.condition.notify_all()
-
-    def abandon(self, poll: LongPoll) -> None:
-        """The poll's client is gone: wake it so its thread is freed at once (lock held)."""
-        poll.abandoned = True
-        poll.condition.notify_all()
-
-    def wait_change(self, key: WaitKey, timeout: float, poll: LongPoll | None = None) -> None:
-        """Wait (lock held) until a change of ``key`` is committed, ``timeout`` passes, or the poll
-        is abandoned (then return at once)."""
-        poll = poll if poll is not None else LongPoll(self.lock)
-        if poll.abandoned:
-            return
-        polls = self._waiters.setdefault(key, set())
-        polls.add(poll)
-        try:
-            poll.condition.wait(timeout)
-        finally:
-            polls.discard(poll)
-            if not polls and self._waiters.get(key) is polls:
-                del self._waiters[key]
+    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
+        self.steps.fire_timer(uid, seid, idx)

@@ -12,21 +12,17 @@ decision with an output adds a ``StepCompletionOutput`` to the run's result.
 from __future__ import annotations
 
 import sqlite3
-import time
 import uuid
-from typing import TYPE_CHECKING
 
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import state
+from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid
 from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
-from .steps import TIMEOUT_HANDLER
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .step_creation import TIMEOUT_HANDLER, create_step, create_timeout_handler
 
 _STOP_STATUS = {
     pb.STOP_TYPE_UNSPECIFIED: pb.FLOW_STATUS_CANCELED,
@@ -45,11 +41,12 @@ def already_started(flow_id: str) -> ServiceError:
 class FlowOps:
     """Flow-run operations (engine lock held)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
 
     def start(self, request: pb.StartFlowRequest) -> str:
         """Start a run; returns its run id (or the existing one when reuse allows)."""
+        self.engine.assert_locked()
         if not request.flow_id or not request.flow_type:
             raise invalid("flow_id and flow_type are required")
         if request.start_step_type and not request.HasField("step_input"):
@@ -78,7 +75,7 @@ class FlowOps:
                         return existing.run_id
                     raise already_started(request.flow_id)
             run_id = str(uuid.uuid4())
-            now = int(time.time() * 1000)
+            now = self.engine.now_ms()
             timeout_ms = now + request.flow_timeout_seconds * 1000 if request.flow_timeout_seconds > 0 else 0
             cursor = db.execute(
                 "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, "
@@ -101,12 +98,12 @@ class FlowOps:
                                         if not w.is_hard_delete_on_null]),
             )))
             if timeout_ms and request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
-                self.engine.steps.create_timeout_handler(db, flow, request.flow_timeout_seconds,
-                                                         options.timeout_handler_options, effects)
+                create_timeout_handler(self.engine, db, flow, request.flow_timeout_seconds,
+                                       options.timeout_handler_options, effects)
             if request.start_step_type:
                 movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,
                                            step_options=request.step_options)
-                self.engine.steps.create(db, flow, movement, "", effects,
+                create_step(self.engine, db, flow, movement, "", effects,
                                          delay_ms=max(options.flow_start_delay_seconds, 0) * 1000)
         if timeout_ms and request.flow_timeout_policy != pb.FLOW_TIMEOUT_POLICY_HANDLER:
             self.arm_timeout(uid, timeout_ms, request.flow_timeout_policy)
@@ -118,6 +115,7 @@ class FlowOps:
 
         The error message is Dex's: ``Flow timed out after <N> seconds``, N the run's Flow timeout.
         """
+        self.engine.assert_locked()
         def expire() -> None:
             flow = self.engine.flow(uid)
             if flow is None or not flow.running:
@@ -138,6 +136,7 @@ class FlowOps:
 
         As in Dex, a canceled or terminated run has no error message; a failed one carries the reason.
         """
+        self.engine.assert_locked()
         if not request.flow_id:
             raise invalid("flow_id is required")
         flow = self.engine.current_flow(request.flow_id, request.run_id)
@@ -156,6 +155,7 @@ class FlowOps:
     def apply_decision(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, decision: pb.StepDecision,
                        effects: Effects) -> None:
         """Apply one execute decision (the Step row is already ``done``)."""
+        self.engine.assert_locked()
         for step_type in decision.cancel_step_types:
             self.cancel_steps(db, flow.uid, step_type, None, effects)
         for step_type in decision.cancel_sibling_step_types:
@@ -176,7 +176,7 @@ class FlowOps:
             self._add_output(db, flow, step, close)
             db.execute("UPDATE flows SET closing=1 WHERE uid=?", (flow.uid,))
         for movement in decision.next_steps:
-            self.engine.steps.create(db, flow, movement, step.seid, effects)
+            create_step(self.engine, db, flow, movement, step.seid, effects)
         if flow.closing or kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
             self.after_step_finished(db, flow.uid, effects)
 
@@ -190,6 +190,7 @@ class FlowOps:
 
     def after_step_finished(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
         """Complete a gracefully closing run once no Step is active."""
+        self.engine.assert_locked()
         flow = self.engine.flow(uid)
         if flow is None or not flow.running or not flow.closing:
             return
@@ -200,6 +201,7 @@ class FlowOps:
 
     def cancel_steps(self, db: sqlite3.Connection, uid: int, step_type: str, from_seid: str | None, effects: Effects) -> None:
         """Cancel active executions of a Step type (siblings only when ``from_seid`` is given)."""
+        self.engine.assert_locked()
         for step in self.engine.active_steps(uid):
             if step.step_type == step_type and (from_seid is None or step.from_seid == from_seid):
                 db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND seid=?", (uid, step.seid))
@@ -209,12 +211,13 @@ class FlowOps:
     def close(self, db: sqlite3.Connection, flow: FlowRow, status: int, error_type: int, message: str,
               effects: Effects) -> None:
         """Close the run: status, cancel active Steps and Timers, record ``flow_closed``."""
+        self.engine.assert_locked()
         for step in self.engine.active_steps(flow.uid):
             effects.cancels.append((flow.uid, step.seid))
         db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND phase IN (?, ?, ?)", (flow.uid, *ACTIVE_PHASES))
         db.execute("DELETE FROM timers WHERE uid=?", (flow.uid,))
         db.execute("UPDATE flows SET status=?, close_ms=?, error_type=?, error_message=? WHERE uid=?",
-                   (status, int(time.time() * 1000), error_type, message, flow.uid))
+                   (status, self.engine.now_ms(), error_type, message, flow.uid))
         result = self.result(flow.uid)
         state.record(db, flow.uid, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=status, results=result.results, error_type=error_type, error_message=message)))  # type: ignore[arg-type]
@@ -222,14 +225,4 @@ class FlowOps:
 
     def result(self, uid: int) -> pb.FlowResult:
         """The run's FlowResult (status, outputs, error)."""
-        row = self.engine.store.db.execute(
-            "SELECT status, error_type, error_message, results FROM flows WHERE uid=?", (uid,)).fetchone()
-        result = pb.FlowResult()
-        if row is None:
-            return result
-        if row[3]:
-            result.ParseFromString(row[3])
-        result.flow_status = row[0]
-        result.error_type = row[1]
-        result.error_message = row[2]
-        return result
+        return self.engine.flow_result(uid)

@@ -33,6 +33,7 @@ from typing import Final, Protocol, final
 
 from dex_agents.engine.auth import BearerTokenInterceptor
 from dex_agents.engine.durability import Durability
+from dex_agents.engine.timing import EngineTiming
 
 __all__ = ["READY_PREFIX", "EngineProcess", "EngineStartError", "RunningEngine", "start_engine"]
 
@@ -246,6 +247,7 @@ def start_engine(
     in_process: bool = True,
     port: int = 0,
     durability: Durability = Durability.POWER_LOSS,
+    timing: EngineTiming | None = None,
 ) -> Iterator[RunningEngine]:
     """Run the engine for the duration of a ``with`` block, on ``127.0.0.1``.
 
@@ -256,6 +258,8 @@ def start_engine(
         in_process: ``True`` serves from this process; ``False`` runs an ``EngineProcess``.
         port: Port to bind; 0 picks a free one.
         durability: What a commit survives; the default fsyncs every commit.
+        timing: The engine's timing policy (in process only; ``None`` is Dex's timings). Tests
+            shorten it (see ``EngineTiming``).
 
     Yields:
         The serving engine; ``.address`` is ``127.0.0.1:<port>``.
@@ -265,7 +269,10 @@ def start_engine(
         DatabaseError: the database cannot be opened for writing (in process).
         OSError: the port cannot be bound (in process).
         EngineStartError: The child engine did not become ready (child process).
+        ValueError: ``timing`` was given for a child process.
     """
+    if timing is not None and not in_process:
+        raise ValueError("timing= applies to an in-process engine only")
     with contextlib.ExitStack() as stack:
         if db_path is None:
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dex-agents-engine-"))
@@ -275,7 +282,7 @@ def start_engine(
 
             interceptors = [] if token_file is None else [BearerTokenInterceptor.from_path(token_file)]
             server = EngineServer(db_path, host=LOOPBACK, port=port, interceptors=interceptors,
-                                  durability=durability)
+                                  durability=durability, timing=timing)
             server.start()
             stack.callback(server.stop)
             yield server

@@ -9,22 +9,19 @@ transaction that moves the Step to ``execute`` and stores them as its ConditionR
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state, waits
-from .dispatch import Task
+from .core import EngineCore
 from .errors import ServiceError
+from .flows import FlowOps
 from .rows import Effects, FlowRow, StepRow, kv_blob
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .step_creation import create_step
+from .tasks import Task
 
 _RESET_METHOD = (
     "phase='execute', attempt=1, first_attempt_ms=?, results=?, recovery=COALESCE(?, recovery), "
@@ -35,8 +32,19 @@ _RESET_METHOD = (
 class Outcomes:
     """Result, failure and Wait handling for Step executions (engine lock held)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore, flows: FlowOps) -> None:
         self.engine = engine
+        self.flows = flows
+
+    def finish_task(self, task: Task) -> None:
+        """The task's outcome is decided (result, failure, loss or timeout): free its slot.
+
+        Its locks are released by the caller once the outcome is committed; the worker stream stays
+        busy until the worker sends its final frame for the task.
+        """
+        self.engine.assert_locked()
+        task.finish()
+        self.engine.untrack(task)
 
     def _current(self, task: Task) -> tuple[FlowRow, StepRow] | None:
         flow = self.engine.flow(task.uid)
@@ -50,7 +58,7 @@ class Outcomes:
     @contextmanager
     def _outcome(self, task: Task) -> Iterator[None]:
         """Finish the task; release its locks once its outcome is committed (or abandoned)."""
-        self.engine.steps.finish_task(task)
+        self.finish_task(task)
         try:
             yield
         finally:
@@ -58,6 +66,7 @@ class Outcomes:
 
     def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
         """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
+        self.engine.assert_locked()
         with self._outcome(task):
             effects = Effects(touched={task.uid})
             try:
@@ -72,7 +81,7 @@ class Outcomes:
                         raise ValueError(reason)
                     self._apply_writes(db, step, response, effects)
                     history.wait_for_completed(db, step, response, flow.config)
-                    now = int(time.time() * 1000)
+                    now = self.engine.now_ms()
                     if has_wait:
                         self._start_wait(db, step, response.waiting_condition, now, effects)
                     else:
@@ -101,6 +110,7 @@ class Outcomes:
 
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
+        self.engine.assert_locked()
         with self._outcome(task):
             effects = Effects(touched={task.uid})
             try:
@@ -112,7 +122,7 @@ class Outcomes:
                     self._apply_writes(db, step, response, effects)
                     history.execute_completed(db, step, response, flow.config)
                     db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                    self.engine.flows.apply_decision(db, flow, step, response.step_decision, effects)
+                    self.flows.apply_decision(db, flow, step, response.step_decision, effects)
             except (ValueError, ServiceError) as bad:
                 self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
                 return
@@ -120,6 +130,7 @@ class Outcomes:
 
     def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
         """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
+        self.engine.assert_locked()
         with self._outcome(task):
             effects = Effects(touched={task.uid})
             with self.engine.store.transaction() as db:
@@ -128,14 +139,18 @@ class Outcomes:
                     return
                 flow, step = current
                 method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
-                now = time.time()
+                now = self.engine.clock.time()
+                second = self.engine.timing.policy_second  # the policy counts in seconds of this length
+                elapsed = (now - step.first_attempt_ms / 1000) / second
                 delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
-                                                step.first_attempt_ms / 1000, now, retry_after)
+                                                0.0, elapsed, retry_after)
                 if (delay is not None and not retry_after
                         and history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
                         and step.attempt < policy.ASYNC_LOCAL_ATTEMPTS
-                        and now - step.first_attempt_ms / 1000 < policy.ASYNC_LOCAL_SECONDS):
+                        and elapsed < policy.ASYNC_LOCAL_SECONDS):
                     delay = 0.0
+                if delay is not None:
+                    delay *= second
                 recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
                 if delay is None:
                     history.method_failed(db, step, method, detail, error_type, flow.config)
@@ -155,10 +170,10 @@ class Outcomes:
                     movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
                                                step_input=step.input,
                                                step_options=step.options.execute_failure_proceed_step_options)
-                    self.engine.steps.create(db, flow, movement, step.seid, effects, recovery=recovery)
+                    create_step(self.engine, db, flow, movement, step.seid, effects, recovery=recovery)
                 else:
                     db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
-                    self.engine.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+                    self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
                                             detail, effects)
             self.engine.apply(effects)
 
@@ -190,6 +205,7 @@ class Outcomes:
     # ---- Waits
     def try_complete_wait(self, db: sqlite3.Connection, uid: int, seid: str, effects: Effects) -> bool:
         """Complete the Step's Wait if it is satisfied now (consuming its messages)."""
+        self.engine.assert_locked()
         step = self.engine.step(uid, seid)
         if step is None or step.phase != "waiting" or step.waiting is None:
             return False
@@ -206,12 +222,13 @@ class Outcomes:
         results = waits.results(waiting, statuses, selection, consumed)
         db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, seid))
         db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                   (int(time.time() * 1000), results.SerializeToString(), None, uid, seid))
+                   (self.engine.now_ms(), results.SerializeToString(), None, uid, seid))
         self._pending_execute(db, step, effects)
         return True
 
     def check_waits(self, uid: int) -> None:
         """Re-evaluate the run's waiting Steps (after a publish or a Timer), oldest first."""
+        self.engine.assert_locked()
         seids = [s for (s,) in self.engine.store.db.execute(
             "SELECT seid FROM steps WHERE uid=? AND phase='waiting' ORDER BY seq", (uid,))]
         if not seids:
@@ -225,6 +242,7 @@ class Outcomes:
 
     def fire_timer(self, uid: int, seid: str, idx: int) -> None:
         """A Timer's time came (scheduler callback)."""
+        self.engine.assert_locked()
         self._finish_timer(uid, seid, idx, pb.INTERNAL_TIMER_STATUS_FIRED)
 
     def _finish_timer(self, uid: int, seid: str, idx: int, status: int) -> bool:
@@ -240,6 +258,7 @@ class Outcomes:
 
     def skip_timer(self, flow: FlowRow, seid: str, condition_id: str, index: int | None) -> None:
         """Make one waiting Timer ready now (by condition id or zero-based index)."""
+        self.engine.assert_locked()
         step = self.engine.step(flow.uid, seid)
         if step is None:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, f"step execution not found: {seid}")

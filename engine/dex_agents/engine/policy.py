@@ -23,9 +23,6 @@ DEFAULT_METHOD_TIMEOUT = 2 * 3600.0
 DEFAULT_HEARTBEAT_TIMEOUT = 60.0
 MINIMUM_HEARTBEAT_TIMEOUT = 10.0
 DEFAULT_RPC_TIMEOUT = 60.0
-DISPATCH_WAIT = 10.0
-"""Seconds a task may wait for a Worker that knows it (then NO_WORKER_AVAILABLE), and the window in
-which a task whose stream broke before any output is re-delivered with the same attempt."""
 MAX_REDELIVERIES = 3
 """Re-deliveries of one attempt after lost streams; the next loss fails the attempt (dex.WorkerLost)."""
 WORKER_TASK_LIMIT = 4 * 1024 * 1024

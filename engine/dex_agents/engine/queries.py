@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -14,24 +13,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, state
+from .core import ABANDONED, EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
 from .request_checks import parse_token
 from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
 
-if TYPE_CHECKING:
-    from .engine import Engine, LongPoll, WaitKey
-
 DEFAULT_FLOW_WAIT = 60.0
 DEFAULT_UPDATE_WAIT = 60.0
-MAX_LONG_POLL_SECONDS = 300.0
-"""The longest one long-poll call waits server-side; a longer requested wait ends with
-LONG_POLL_TIME_OUT there (the SDK's Client re-attaches its Step and Attribute waits by itself)."""
-ABANDONED = "the caller cancelled the wait"
 
-
-def long_poll_seconds(requested: float, default: float) -> float:
-    """The server-side wait of a long poll: the requested seconds (the default for 0), capped."""
-    return min(requested or default, MAX_LONG_POLL_SECONDS)
 _STATUS_NAMES = {
     "running": pb.FLOW_STATUS_RUNNING, "completed": pb.FLOW_STATUS_COMPLETED, "failed": pb.FLOW_STATUS_FAILED,
     "terminated": pb.FLOW_STATUS_TERMINATED, "canceled": pb.FLOW_STATUS_CANCELED, "cancelled": pb.FLOW_STATUS_CANCELED,
@@ -86,7 +75,7 @@ def _stamp(ms: int) -> Timestamp:
 class Queries:
     """Read and wait requests; ``wait_*`` methods are called with the engine lock held."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
 
     def _flow(self, flow_id: str, run_id: str = "") -> FlowRow:
@@ -98,6 +87,7 @@ class Queries:
         return flow
 
     def summary(self, request: pb.GetFlowSummaryRequest) -> pb.GetFlowSummaryResponse:
+        self.engine.assert_locked()
         flow = self._flow(request.flow_id, request.run_id)
         response = pb.GetFlowSummaryResponse(
             flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=flow.run_id),
@@ -108,13 +98,15 @@ class Queries:
         return response
 
     def wait_for_flow(self, request: pb.WaitForFlowRequest, poll: LongPoll | None = None) -> pb.FlowResult:
+        self.engine.assert_locked()
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
-        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT)
+        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT,
+                                                             self.engine.timing.long_poll_cap)
         while True:
             flow = self._flow(request.flow_id, request.run_id)
             if not flow.running:
-                return self.engine.flows.result(flow.uid)
+                return self.engine.flow_result(flow.uid)
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.engine.stopped or (poll is not None and poll.abandoned):
                 raise long_poll_timeout(ABANDONED if poll is not None and poll.abandoned
@@ -123,6 +115,7 @@ class Queries:
 
     def search(self, request: pb.SearchFlowsRequest, parsed: list[SearchClause]) -> pb.SearchFlowsResponse:
         """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first."""
+        self.engine.assert_locked()
         if request.page_size < 0:
             raise invalid("page_size must not be negative")
         offset = parse_token(request.next_page_token, "next_page_token")
@@ -164,6 +157,7 @@ class Queries:
         return (actual == value) == equal
 
     def history(self, request: pb.GetHistoryEventsRequest) -> pb.GetHistoryEventsResponse:
+        self.engine.assert_locked()
         flow = self._flow(request.flow_id, request.run_id)
         if request.estimate_page_size < 0:
             raise invalid("estimate_page_size must not be negative")
@@ -182,14 +176,16 @@ class Queries:
     def _update_deadline(self, request_timeout_seconds: int, handler_timeout_seconds: int) -> tuple[float, bool]:
         if request_timeout_seconds < 0 or handler_timeout_seconds < 0:
             raise invalid("timeouts must not be negative")
-        if request_timeout_seconds and request_timeout_seconds <= MAX_LONG_POLL_SECONDS:
+        cap = self.engine.timing.long_poll_cap
+        if request_timeout_seconds and request_timeout_seconds <= cap:
             return time.monotonic() + request_timeout_seconds, True
         return time.monotonic() + long_poll_seconds(request_timeout_seconds or handler_timeout_seconds,
-                                                    DEFAULT_UPDATE_WAIT), False
+                                                    DEFAULT_UPDATE_WAIT, cap), False
 
     def wait_for_step(self, request: pb.WaitForStepCompletionRequest, poll: LongPoll | None = None) -> None:
         """Return once the execution completed or was canceled in a running run; a run that closes first
         is ``FLOW_NOT_ACTIVE`` (its remaining Steps are canceled by the close, not by a decision)."""
+        self.engine.assert_locked()
         if not request.step_type or not request.step_execution_number.isdigit():
             raise invalid("step_type and a positive step_execution_number are required")
         seid = f"{request.step_type}-{int(request.step_execution_number)}"
@@ -214,6 +210,7 @@ class Queries:
 
     def wait_for_attribute(self, request: pb.WaitForAttributeRequest,
                            poll: LongPoll | None = None) -> pb.WaitForAttributeResponse:
+        self.engine.assert_locked()
         match = request.match
         if not match.key or match.operator == pb.ATTRIBUTE_MATCH_OPERATOR_UNSPECIFIED or not match.HasField("operand"):
             raise invalid("match requires key, operator and operand")
@@ -230,6 +227,7 @@ class Queries:
                              ("attribute", (flow.uid, match.key)), poll)
 
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
+        self.engine.assert_locked()
         flow = self._flow(request.flow_id, request.run_id)
         db = self.engine.store.db
         if request.all_keys:

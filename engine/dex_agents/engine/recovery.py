@@ -17,28 +17,23 @@ Step, a Timer fires once), so a run touched before its batch comes is recovered 
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
-from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
-from .dispatch import Task
+from .engine import Engine
 from .rows import Effects
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .tasks import Task
 
 
 RECOVERY_BATCH = 200
 """Open runs recovered per batch (one batch holds the engine lock for roughly 0.1 s)."""
-BATCH_GAP_SECONDS = 0.005
-"""Pause between batches, so calls waiting for the engine lock get it between two batches."""
 
 
 def recover(engine: Engine) -> threading.Event:
     """Recover the first batch of open runs now and schedule the rest (engine lock held); the
     returned event is set once every open run is recovered."""
+    engine.assert_locked()
     db = engine.store.db
     running = deque(int(uid) for (uid,) in db.execute(
         "SELECT uid FROM flows WHERE status=? ORDER BY uid", (pb.FLOW_STATUS_RUNNING,)))
@@ -50,7 +45,7 @@ def recover(engine: Engine) -> threading.Event:
         for _ in range(min(RECOVERY_BATCH, len(running))):
             _recover_run(engine, running.popleft())
         if running:
-            engine.scheduler.call_later(BATCH_GAP_SECONDS, next_batch)
+            engine.scheduler.call_later(engine.timing.recovery_batch_gap, next_batch)
         else:
             done.set()
 
@@ -76,7 +71,7 @@ def _recover_run(engine: Engine, uid: int) -> None:
                     "SELECT idx, fire_ms FROM timers WHERE uid=? AND seid=? AND status=?",
                     (uid, step.seid, pb.INTERNAL_TIMER_STATUS_PENDING),
                 ):
-                    effects.timers.append((max(fire_ms / 1000, time.time()), uid, step.seid, int(idx)))
+                    effects.timers.append((max(fire_ms / 1000, engine.clock.time()), uid, step.seid, int(idx)))
                 effects.wait_checks.add(uid)
             elif step.output_seen:
                 lost = Task(task_id="recovered", kind=step.phase if step.phase == "wait_for" else "execute",

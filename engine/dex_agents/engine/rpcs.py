@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
 
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
-from .dispatch import Task, WorkerStream, new_task_id
+from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid, lock_conflict, precondition, worker_failure
+from .flows import FlowOps
 from .rows import Effects
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .step_creation import create_step
+from .tasks import Task, WorkerStream, new_task_id
 
 
 class _Pending:
@@ -39,8 +38,9 @@ class _Pending:
 class RpcOps:
     """InvokeRPC handling; :meth:`invoke` is called without the engine lock."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore, flows: FlowOps) -> None:
         self.engine = engine
+        self.flows = flows
         self._pending: dict[str, _Pending] = {}
 
     def invoke(self, request: pb.InvokeRPCRequest) -> pb.InvokeRPCResponse:
@@ -105,11 +105,11 @@ class RpcOps:
 
     def _await(self, task: Task, pending: _Pending, timeout: float) -> pb.PollWorkerTaskFrame:
         started = time.monotonic()
-        dispatch_wait = min(timeout, policy.DISPATCH_WAIT)
+        dispatch_wait = min(timeout, self.engine.timing.dispatch_wait)
         if not pending.done.wait(dispatch_wait):
             with self.engine.lock:
                 if task.stream is None and not pending.done.is_set() and self.engine.dispatcher.withdraw(task):
-                    if dispatch_wait < policy.DISPATCH_WAIT:
+                    if dispatch_wait < self.engine.timing.dispatch_wait:
                         raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                            f"rpc timed out after {timeout:.0f}s before a worker took it")
                     raise worker_failure(f"no worker available for flow type {task.flow_type}", None)
@@ -123,6 +123,7 @@ class RpcOps:
 
     def abort_all(self) -> None:
         """Fail every waiting RPC call (the engine is stopping)."""
+        self.engine.assert_locked()
         for pending in self._pending.values():
             if not pending.done.is_set():
                 pending.frame = pb.PollWorkerTaskFrame(worker_error=pb.WorkerErrorResponse(
@@ -132,8 +133,9 @@ class RpcOps:
 
     def on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame, stream: WorkerStream | None) -> None:
         """The Worker's final frame for an RPC task (or a synthesized failure)."""
+        self.engine.assert_locked()
         pending = self._pending.get(task.task_id)
-        task.finished = True
+        task.finish()
         if pending is None:
             return
         pending.frame = frame
@@ -170,10 +172,10 @@ class RpcOps:
                                    f"channel message not found: {', '.join(missing)}",
                                    pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
             for step_type in decision.cancel_step_types:
-                engine.flows.cancel_steps(db, uid, step_type, None, effects)
+                self.flows.cancel_steps(db, uid, step_type, None, effects)
             for movement in decision.next_steps:
-                engine.steps.create(db, flow, movement, "", effects)
+                create_step(engine, db, flow, movement, "", effects)
             history.rpc_completed(db, uid, request.rpc_name, request.input, response, worker_id)
-            engine.flows.after_step_finished(db, uid, effects)
+            self.flows.after_step_finished(db, uid, effects)
         engine.apply(effects)
         return pb.InvokeRPCResponse(output=response.output)

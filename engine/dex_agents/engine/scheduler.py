@@ -1,4 +1,5 @@
-"""One thread that runs callbacks at wall-clock times (Timers, retries, timeouts, back-offs).
+"""One thread that runs callbacks at wall-clock times of the engine's clock (Timers, retries,
+timeouts, back-offs).
 
 Callbacks run under the engine lock and must re-check the state they act on (a callback may
 outlive the thing it was scheduled for); they are never run twice and never early.
@@ -10,8 +11,9 @@ import heapq
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable
+
+from .timing import Clock, SystemClock
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -19,8 +21,9 @@ _LOGGER = logging.getLogger(__name__)
 class Scheduler:
     """A min-heap of (due time, callback) served by one daemon thread."""
 
-    def __init__(self, lock: threading.RLock) -> None:
+    def __init__(self, lock: threading.RLock, clock: Clock | None = None) -> None:
         self._lock = lock
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
@@ -40,7 +43,7 @@ class Scheduler:
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> None:
         """Run ``callback`` after ``delay`` seconds."""
-        self.call_at(time.time() + delay, callback)
+        self.call_at(self._clock.time() + delay, callback)
 
     def stop(self) -> None:
         """Stop the thread; pending callbacks are dropped (they are re-derived on restart)."""
@@ -53,9 +56,9 @@ class Scheduler:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._stopped and (not self._heap or self._heap[0][0] > time.time()):
-                    timeout = self._heap[0][0] - time.time() if self._heap else None
-                    self._cond.wait(timeout)
+                while not self._stopped and (not self._heap or self._heap[0][0] > self._clock.time()):
+                    timeout = self._heap[0][0] - self._clock.time() if self._heap else None
+                    self._clock.wait(self._cond, timeout)
                 if self._stopped:
                     return
                 _, _, callback = heapq.heappop(self._heap)

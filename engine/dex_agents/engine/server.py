@@ -13,23 +13,23 @@ import pathlib
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 
 from dex.dexpb import dex_pb2_grpc
 
-from . import policy
 from .durability import Durability
 from .engine import Engine
 from .recovery import recover
 from .request_checks import RequestChecks
 from .service import FlowService, UnknownMethods
 from .store import Store
+from .timing import Clock, EngineTiming
 from .worker_service import WorkerTaskService
 
 _LOGGER = logging.getLogger(__name__)
 MAX_THREADS = 1024
-DEADLINE_CHECK_SECONDS = 0.25
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -50,10 +50,15 @@ class EngineServer:
     def __init__(self, db_path: pathlib.Path, *, host: str = "127.0.0.1", port: int = 0,
                  interceptors: Sequence[grpc.ServerInterceptor] = (),
                  durability: Durability = Durability.POWER_LOSS,
-                 dispatch_wait: float = policy.DISPATCH_WAIT) -> None:
+                 timing: EngineTiming | None = None, clock: Clock | None = None,
+                 dispatch_wait: float | None = None) -> None:
+        """``timing`` and ``clock`` default to Dex's timings and the system clock; ``dispatch_wait``,
+        when given, replaces ``timing.dispatch_wait`` (a shorthand kept for existing callers)."""
         self._db_path = pathlib.Path(db_path)
         self.durability = durability
-        self._dispatch_wait = dispatch_wait
+        timing = timing if timing is not None else EngineTiming()
+        self.timing = replace(timing, dispatch_wait=dispatch_wait) if dispatch_wait is not None else timing
+        self._clock = clock
         self._host = host
         self._requested_port = port
         self._interceptors = tuple(interceptors)
@@ -103,7 +108,7 @@ class EngineServer:
             server.stop(None)
             raise OSError(f"cannot bind {self._host}:{self._requested_port}") from cause
         try:
-            engine = Engine(Store(self._db_path, self.durability), dispatch_wait=self._dispatch_wait)
+            engine = Engine(Store(self._db_path, self.durability), timing=self.timing, clock=self._clock)
         except BaseException:
             server.stop(None)
             raise
@@ -126,13 +131,13 @@ class EngineServer:
             """Re-armed before the work, so one failing pass never ends the checks."""
             if engine.stopped:
                 return
-            engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
+            engine.scheduler.call_later(engine.timing.deadline_check_interval, check)
             try:
                 engine.steps.check_deadlines()
             finally:
                 engine.dispatcher.offer_pending()
 
-        engine.scheduler.call_later(DEADLINE_CHECK_SECONDS, check)
+        engine.scheduler.call_later(engine.timing.deadline_check_interval, check)
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, end worker streams and long polls, and close the database."""

@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import grpc
 from google.protobuf import empty_pb2
@@ -22,13 +22,11 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from . import state
-from .engine import LongPoll
+from .core import LongPoll
+from .engine import Engine
 from .errors import ServiceError, invalid
 from .queries import Queries, parse_search
 from .rows import Effects
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 _LOGGER = logging.getLogger(__name__)
 SERVER_VERSION = "dex-agents-local-engine/0.1.0"

@@ -1,8 +1,9 @@
-"""Step executions: creation, method launch (locks, request, dispatch), progress and timeouts.
+"""Step executions: method launch (locks, request, dispatch), progress and timeouts (creation is in
+:mod:`step_creation`).
 
 A Step execution row moves ``wait_for`` -> ``waiting`` -> ``execute`` -> ``done`` (or ``failed``
 / ``canceled``); ``skip_wait_for`` starts it at ``execute``. A method in ``wait_for``/``execute``
-has at most one in-flight task (``Engine.running``); the attempt number lives in the row, so a
+has at most one in-flight task (``EngineCore.running``); the attempt number lives in the row, so a
 re-delivered task carries the same attempt and a retry the next one. Results, failures and Waits
 are handled in :mod:`outcomes`.
 """
@@ -10,104 +11,32 @@ are handled in :mod:`outcomes`.
 from __future__ import annotations
 
 import logging
-import sqlite3
-import time
-from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, state
-from .dispatch import Task, new_task_id
+from .core import EngineCore
 from .errors import ServiceError
+from .flows import FlowOps
 from .outcomes import Outcomes
-from .rows import Effects, FlowRow, StepRow
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .rows import FlowRow, StepRow
+from .step_creation import TIMEOUT_HANDLER
+from .streams import StreamOps
+from .tasks import Task, new_task_id
 
 _LOGGER = logging.getLogger(__name__)
-TIMEOUT_HANDLER = "sys:timeout_handler"
-"""The Step type under which the SDK runs ``Flow.handle_timeout``."""
 
 
 class StepOps(Outcomes):
     """Step lifecycle operations; every method runs under the engine lock."""
 
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
-
-    def create(
-        self,
-        db: sqlite3.Connection,
-        flow: FlowRow,
-        movement: pb.StepMovement,
-        from_seid: str,
-        effects: Effects,
-        recovery: pb.RecoveryErrorInfo | None = None,
-        delay_ms: int = 0,
-    ) -> str:
-        """Insert a new Step execution for ``movement`` and schedule its first method."""
-        if not movement.step_type or "/" in movement.step_type:
-            raise ValueError(f"invalid step type: {movement.step_type!r}")
-        n = int(db.execute(
-            "SELECT COALESCE(MAX(n), 0) FROM steps WHERE uid=? AND step_type=?", (flow.uid, movement.step_type)
-        ).fetchone()[0]) + 1
-        seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
-        seid = f"{movement.step_type}-{n}"
-        phase: policy.Method = "execute" if movement.step_options.skip_wait_for else "wait_for"
-        now = int(time.time() * 1000)
-        db.execute(
-            "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
-            "attempt, first_attempt_ms, not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-            (flow.uid, seid, movement.step_type, n, seq, movement.step_input.SerializeToString(),
-             movement.step_options.SerializeToString(), from_seid,
-             recovery.SerializeToString() if recovery is not None else None, phase, now + delay_ms,
-             now + delay_ms if delay_ms else 0),
-        )
-        step = StepRow(uid=flow.uid, seid=seid, step_type=movement.step_type, n=n, seq=seq, input=movement.step_input,
-                       options=movement.step_options, from_seid=from_seid, recovery=recovery, phase=phase,
-                       attempt=1, first_attempt_ms=now + delay_ms, waiting=None, results=None, locals=[],
-                       heartbeat=None, output_seen=False, not_before_ms=now + delay_ms if delay_ms else 0)
-        history.method_pending(db, step, phase, flow.config)
-        effects.launches.append((flow.uid, seid))
-        return seid
-
-    def create_timeout_handler(self, db: sqlite3.Connection, flow: FlowRow, seconds: int,
-                               handler: pb.FlowTimeoutHandlerOptions, effects: Effects) -> None:
-        """Schedule ``Flow.handle_timeout`` as Step execution ``sys:timeout_handler-1``.
-
-        It waits on one Timer of the Flow timeout (skippable like any Timer), then its ``execute``
-        runs without input and its decision applies like any other. It never keeps a
-        gracefully completing run open.
-        """
-        options = pb.StepOptions(
-            execute_timeout_seconds=handler.method_timeout_seconds,
-            heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
-            execute_retry_policy=handler.retry_policy, execute_failure_policy=handler.failure_policy,
-            execute_failure_proceed_step_type=handler.failure_proceed_step_type,
-            execute_failure_proceed_step_options=handler.failure_proceed_step_options,
-            execute_durability_override=handler.durability_override,
-            execute_lock_attribute_keys=handler.lock_attribute_keys,
-            execute_load_attribute_map_instances=handler.load_attribute_map_instances,
-            execute_load_channel_names=handler.load_channel_names,
-            execute_load_channel_map_instances=handler.load_channel_map_instances,
-            skip_wait_for=True,
-        )
-        waiting = pb.WaitingCondition(waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
-                                      timer_conditions=[pb.TimerCondition(duration_seconds=seconds)])
-        seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
-        fire_ms = flow.start_ms + seconds * 1000
-        db.execute(
-            "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, phase, attempt, "
-            "first_attempt_ms, waiting) VALUES (?, ?, ?, 1, ?, x'', ?, '', 'waiting', 1, ?, ?)",
-            (flow.uid, f"{TIMEOUT_HANDLER}-1", TIMEOUT_HANDLER, seq, options.SerializeToString(), flow.start_ms,
-             waiting.SerializeToString()))
-        db.execute("INSERT INTO timers (uid, seid, idx, condition_id, fire_ms, status) VALUES (?, ?, 0, '', ?, ?)",
-                   (flow.uid, f"{TIMEOUT_HANDLER}-1", fire_ms, pb.INTERNAL_TIMER_STATUS_PENDING))
-        effects.timers.append((fire_ms / 1000, flow.uid, f"{TIMEOUT_HANDLER}-1", 0))
+    def __init__(self, engine: EngineCore, flows: FlowOps, streams: StreamOps) -> None:
+        super().__init__(engine, flows)
+        self.streams = streams
 
     def launch(self, uid: int, seid: str) -> None:
         """Dispatch the Step's current method unless it is running, delayed, or lock-blocked."""
+        self.engine.assert_locked()
         engine = self.engine
         if engine.stopped or (uid, seid) in engine.running:
             return
@@ -115,7 +44,7 @@ class StepOps(Outcomes):
         flow = engine.flow(uid)
         if step is None or flow is None or not flow.running or step.phase not in ("wait_for", "execute"):
             return
-        now = time.time()
+        now = engine.clock.time()
         if step.not_before_ms > now * 1000:
             engine.scheduler.call_at(step.not_before_ms / 1000, lambda: self.launch(uid, seid))
             return
@@ -129,19 +58,19 @@ class StepOps(Outcomes):
                 return
             engine.acquire(uid, keys, holder)
         method: policy.Method = "wait_for" if step.phase == "wait_for" else "execute"
-        timeout = policy.method_timeout(step.options, method)
         message = pb.PollWorkerTask(task_id=new_task_id())
         self._fill_request(message, flow, step)
         task = Task(task_id=message.task_id, kind=method, flow_type=flow.flow_type, message=message,
                     uid=uid, seid=seid, attempt=step.attempt)
-        elapsed = now - step.first_attempt_ms / 1000
+        second = engine.timing.policy_second  # the policy counts in seconds of this length
+        elapsed = (now - step.first_attempt_ms / 1000) / second
         if (history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
                 and step.attempt <= policy.ASYNC_LOCAL_ATTEMPTS and elapsed < policy.ASYNC_LOCAL_SECONDS):
             task.local_phase = True
-            task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0)
+            task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0) * second
         else:
-            task.timeout = timeout
-            task.heartbeat_timeout = policy.heartbeat_timeout(step.options)
+            task.timeout = policy.method_timeout(step.options, method) * second
+            task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
         engine.track(task)
         too_large = policy.oversized_task(message)
         if too_large is not None:
@@ -190,6 +119,7 @@ class StepOps(Outcomes):
     # ---- progress frames
     def on_progress(self, task: Task, heartbeat: pb.StepMethodHeartbeat | None, write: pb.StepStreamWrite | None) -> None:
         """A heartbeat or Stream write of a running Step method."""
+        self.engine.assert_locked()
         engine = self.engine
         first = not task.output_seen
         task.output_seen = True
@@ -206,13 +136,13 @@ class StepOps(Outcomes):
                            (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
                             task.uid, task.seid))
         if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
-            task.heartbeat_deadline = time.time() + task.heartbeat_timeout
+            task.heartbeat_deadline = engine.clock.time() + task.heartbeat_timeout
         if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
             with engine.store.transaction(durable=first) as db:
                 if first:
                     db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
                 try:
-                    engine.streams.write(flow.flow_type, write.stream_name, flow.flow_id,
+                    self.streams.write(flow.flow_type, write.stream_name, flow.flow_id,
                                          write.stream_capacity_bytes, write.value, f"#{task.seid}")
                 except ServiceError:
                     _LOGGER.warning("dropped an invalid Stream write from %s", task.seid)
@@ -220,39 +150,33 @@ class StepOps(Outcomes):
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
         attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
-        now = time.time()
-        for task in [t for t in self.engine.running.values() if not t.finished and not t.canceled]:
+        self.engine.assert_locked()
+        now = self.engine.clock.time()
+        for task in [t for t in self.engine.running.values() if not t.done]:
             try:
                 if task.deadline and task.stream is not None and now >= task.deadline:
                     self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
                 elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
-                    self._timed_out(task, f"heartbeat timed out after {task.heartbeat_timeout:.0f}s",
+                    seconds = task.heartbeat_timeout / self.engine.timing.policy_second
+                    self._timed_out(task, f"heartbeat timed out after {seconds:.0f}s",
                                     "dex.HeartbeatTimeout")
             except Exception:
                 _LOGGER.exception("timing out %s failed", task.seid)
 
     def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
-        if task.finished or task.canceled or self.engine.tasks.get(task.task_id) is not task:
+        if task.done or self.engine.tasks.get(task.task_id) is not task:
             return
-        self.engine.dispatcher.cancel(task)
-        self.finish_task(task)
+        self.engine.dispatcher.cancel(task)  # CANCELED: its Worker is told; the failure is the outcome
         self.on_failure(task, detail, error_type, 0)
-
-    def finish_task(self, task: Task) -> None:
-        """The task's outcome is decided (result, failure, loss or timeout): free its slot.
-
-        Its locks are released by the caller once the outcome is committed; the worker stream stays
-        busy until the worker sends its final frame for the task.
-        """
-        task.finished = True
-        self.engine.untrack(task)
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
-        if task.finished or task.canceled:
+        self.engine.assert_locked()
+        if task.done:
             return
-        if task.may_redeliver(self.engine.dispatcher.dispatch_wait, clean_close=clean_close):
-            self.engine.dispatcher.submit(task, front=True)
+        if task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
+                              clean_close=clean_close):
+            self.engine.dispatcher.requeue(task)
             return
         self.finish_task(task)
         detail = "worker stream broke while the task was running"
@@ -264,17 +188,19 @@ class StepOps(Outcomes):
         """Scheduled a dispatch wait after a Worker first refused the task as an unknown Step type:
         unless another Worker took it meanwhile, fail the attempt with NO_WORKER_AVAILABLE (it
         retries by policy)."""
-        if task.finished or task.canceled or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
+        self.engine.assert_locked()
+        if task.done or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
             return
         self.engine.dispatcher.withdraw(task)
         self.finish_task(task)
         step_type = task.seid.rsplit("-", 1)[0]
         self.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
                         f"step type {step_type} within the dispatch wait "
-                        f"({self.engine.dispatcher.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0)
+                        f"({self.engine.timing.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0)
 
     def drop_task(self, uid: int, seid: str) -> None:
         """Cancel the running task of a Step execution that was canceled or closed."""
+        self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
         self.engine.lock_waiters = [w for w in self.engine.lock_waiters if w != (uid, seid)]
         if task is None:

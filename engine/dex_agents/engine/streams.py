@@ -13,18 +13,13 @@ commit (at the latest the writing Step's result).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
-
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
+from .core import ABANDONED, EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import invalid, long_poll_timeout
-from .queries import ABANDONED, long_poll_seconds
 from .request_checks import parse_token
-
-if TYPE_CHECKING:
-    from .engine import Engine, LongPoll, WaitKey
 
 DEFAULT_READ_WAIT = 30.0
 
@@ -36,12 +31,13 @@ def _token(token: str) -> int:
 class StreamOps:
     """Stream operations (engine lock held unless stated)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
         self._usage: dict[tuple[str, str], int] = {}
 
     def write(self, flow_type: str, stream: str, flow_id: str, capacity: int, value: pb.Value, source: str) -> None:
         """Append one message and evict the oldest of the Flow type beyond ``capacity`` bytes."""
+        self.engine.assert_locked()
         if not flow_type or not stream or not flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if capacity <= 0:
@@ -55,7 +51,7 @@ class StreamOps:
                                       key).fetchone()[0])
             db.execute("INSERT INTO streams (flow_type, stream, flow_id, value, size, source, created_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (flow_type, stream, flow_id, blob, len(blob), source, int(time.time() * 1000)))
+                       (flow_type, stream, flow_id, blob, len(blob), source, self.engine.now_ms()))
             used += len(blob)
             while used > capacity:
                 row = db.execute("SELECT seq, size FROM streams WHERE flow_type=? AND stream=? ORDER BY seq LIMIT 1",
@@ -77,12 +73,14 @@ class StreamOps:
 
     def read(self, request: pb.ReadStreamRequest, poll: LongPoll | None = None) -> pb.ReadStreamResponse:
         """The first message after the token, waiting up to the request's wait time."""
+        self.engine.assert_locked()
         if not request.flow_type or not request.stream_name or not request.flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
         after = _token(request.resume_token)
-        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_READ_WAIT)
+        deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_READ_WAIT,
+                                                             self.engine.timing.long_poll_cap)
         key: WaitKey = ("stream", (request.flow_type, request.stream_name, request.flow_id))
         while True:
             row = self.engine.store.db.execute(
@@ -100,6 +98,7 @@ class StreamOps:
 
     def list(self, request: pb.ListStreamMessagesRequest) -> pb.ListStreamMessagesResponse:
         """One newest-first page before the page token."""
+        self.engine.assert_locked()
         if not request.flow_type or not request.stream_name or not request.flow_id:
             raise invalid("flow_type, stream_name and flow_id are required")
         if request.page_size <= 0:

@@ -13,24 +13,19 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from .dispatch import WorkerStream
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .engine import Engine
+from .tasks import WorkerStream
 
 _LOGGER = logging.getLogger(__name__)
 MAX_STREAMS = 448
 """Concurrent ``PollWorkerTask`` streams served (each holds a server thread and, once registered, a
 reader thread); one more is refused with RESOURCE_EXHAUSTED at once (the SDK's Worker retries)."""
-FIRST_FRAME_SECONDS = 10.0
-"""A stream that sends no ``register`` frame within this long is cancelled."""
 MAX_UNREGISTERED_STREAMS = 64
 """Streams still waiting for their first frame, at most; one more is refused with RESOURCE_EXHAUSTED
 (silent streams cannot take the places of registered Workers)."""
@@ -71,7 +66,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if not arrived.is_set():
                 context.cancel()
 
-        self.engine.scheduler.call_later(FIRST_FRAME_SECONDS, cancel_if_silent)
+        self.engine.scheduler.call_later(self.engine.timing.first_frame_timeout, cancel_if_silent)
         try:
             first = next(request_iterator)
         except (StopIteration, grpc.RpcError):
@@ -137,7 +132,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                 refused = self.engine.dispatcher.refuse(stream, reject.task_id)
                 if refused is not None:
                     steps = self.engine.steps
-                    self.engine.scheduler.call_later(self.engine.dispatcher.dispatch_wait,
+                    self.engine.scheduler.call_later(self.engine.timing.dispatch_wait,
                                                      lambda: steps.no_worker_available(refused))
                 return
             self.engine.dispatcher.reject(stream, reject.task_id)
@@ -152,12 +147,12 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             output = frame.wait_for if kind == "wait_for" else frame.execute
             which = output.WhichOneof("output")
             if which == "heartbeat" or which == "stream_write":
-                if not task.finished and not task.canceled and task.kind != "rpc":
+                if not task.done and task.kind != "rpc":
                     steps.on_progress(task, output.heartbeat if which == "heartbeat" else None,
                                       output.stream_write if which == "stream_write" else None)
                 return
         self.engine.dispatcher.finish(task)
-        if task.finished or task.canceled:
+        if task.done:
             return
         if task.kind == "rpc":
             self.engine.rpcs.on_frame(task, frame, stream)
@@ -174,12 +169,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
         task = self.engine.dispatcher.stream_closed(stream)
-        if task is None or task.finished or task.canceled or self.engine.stopped:
+        if task is None or task.done or self.engine.stopped:
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task, clean_close=clean_close)
-        elif task.may_redeliver(self.engine.dispatcher.dispatch_wait, clean_close=clean_close):
-            self.engine.dispatcher.submit(task, front=True)
+        elif task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
+                                clean_close=clean_close):
+            self.engine.dispatcher.requeue(task)
         else:
             self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                 detail="worker stream broke while the rpc was running", error_type="dex.WorkerLost",

@@ -1,0 +1,259 @@
+"""The engine core: the state every operation shares (one lock, the store, the clock and timing,
+the scheduler, the dispatcher, the tasks in flight, Attribute locks and long-poll waiters) and the
+after-commit effects. It imports no operation module: the effects that act on Steps (launch, drop a
+task, re-check Waits, fire a Timer) are hooks the top module (``engine``) implements.
+
+Concurrency model: every state change runs under ``EngineCore.lock`` inside one SQLite transaction;
+after the commit, :meth:`EngineCore.apply` performs the effects (dispatch the next tasks, cancel
+running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
+idle worker stream directly after its decision is durable. A long poll waits on its own
+:class:`LongPoll` (a condition over the same lock) registered under the key of what it waits for
+(a run's close, a run's state, one Stream of one Flow); a commit wakes only the waiters of the runs
+it touched, and a client's cancel wakes its waiter at once.
+
+Locks (Attribute locks shared by Steps and RPCs) live in memory: a Step method acquires all its
+keys before it is dispatched and holds them until its result commits; a Step whose keys are held
+waits (FIFO) until they free. An RPC that finds a key held fails at once (``RpcLockConflictError``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Literal
+
+from dex.dexpb import dex_pb2 as pb
+
+from .dispatch import Dispatcher
+from .lock_discipline import assert_engine_lock_held
+from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
+from .scheduler import Scheduler
+from .store import Store
+from .tasks import Task
+from .timing import Clock, EngineTiming, SystemClock
+
+
+WaitKind = Literal["closed", "state", "attribute", "stream"]
+"""Long-poll wake-ups: a run closed; a committed state change of a run; a write of one Attribute
+(or its run's close); a Stream append."""
+WaitKey = tuple[WaitKind, object]
+"""What a long poll waits for: ``("closed", uid)``, ``("state", uid)``, ``("attribute", (uid, key))``
+or ``("stream", (flow_type, stream, flow_id))``."""
+
+
+class LongPoll:
+    """One long-poll call's wait: a condition over the engine lock, woken by a commit it concerns,
+    by its client's cancel (``abandoned``), or by shutdown."""
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.condition = threading.Condition(lock)
+        self.abandoned = False
+
+
+ABANDONED = "the caller cancelled the wait"
+
+
+def long_poll_seconds(requested: float, default: float, cap: float) -> float:
+    """The server-side wait of a long poll: the requested seconds (the default for 0), capped at
+    ``cap`` (``EngineTiming.long_poll_cap``: a longer requested wait ends with LONG_POLL_TIME_OUT
+    there, and the SDK's Client re-attaches its Step and Attribute waits by itself).
+
+    Long polls wait on real time (they bound a client's request), not on the engine's clock."""
+    return min(requested or default, cap)
+
+
+class EngineCore:
+    """Shared state of one engine process. The Step hooks (:meth:`launch_step`, :meth:`drop_task`,
+    :meth:`check_waits`, :meth:`fire_timer`) are implemented by the top module's ``Engine``."""
+
+    def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
+        self.store = store
+        self.timing = timing if timing is not None else EngineTiming()
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.lock = threading.RLock()
+        self._waiters: dict[WaitKey, set[LongPoll]] = {}
+        self.scheduler = Scheduler(self.lock, self.clock)
+        self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock, guard=self.assert_locked)
+        self.running: dict[tuple[int, str], Task] = {}
+        self.tasks: dict[str, Task] = {}
+        self.locks: dict[tuple[int, str], str] = {}
+        self._holdings: dict[tuple[int, str], set[str]] = {}
+        """(run, holder) -> the keys it holds: a release touches only those (no walk over all locks)."""
+        self.lock_waiters: list[tuple[int, str]] = []
+        self.stopped = False
+
+    # ---- Step hooks (implemented by ``engine.Engine``; called under the lock)
+    def launch_step(self, uid: int, seid: str) -> None:
+        """Dispatch the Step's current method (see ``StepOps.launch``)."""
+        raise NotImplementedError
+
+    def drop_task(self, uid: int, seid: str) -> None:
+        """Cancel the running task of a canceled or closed Step execution."""
+        raise NotImplementedError
+
+    def check_waits(self, uid: int) -> None:
+        """Re-evaluate the run's waiting Steps."""
+        raise NotImplementedError
+
+    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
+        """A Timer's time came."""
+        raise NotImplementedError
+
+    def assert_locked(self) -> None:
+        """Raise ``EngineLockNotHeld`` unless the calling thread holds :attr:`lock`."""
+        assert_engine_lock_held(self.lock)
+
+    def now_ms(self) -> int:
+        """The engine clock's wall time in milliseconds."""
+        return int(self.clock.time() * 1000)
+
+    # ---- rows
+    def flow(self, uid: int) -> FlowRow | None:
+        """The run with internal id ``uid``."""
+        row = self.store.db.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE uid=?", (uid,)).fetchone()
+        return flow_from_row(row) if row else None
+
+    def current_flow(self, flow_id: str, run_id: str = "") -> FlowRow | None:
+        """The latest run of ``flow_id`` (or the named run)."""
+        if run_id:
+            row = self.store.db.execute(
+                f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)
+            ).fetchone()
+        else:
+            row = self.store.db.execute(
+                f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? ORDER BY uid DESC LIMIT 1", (flow_id,)
+            ).fetchone()
+        return flow_from_row(row) if row else None
+
+    def step(self, uid: int, seid: str) -> StepRow | None:
+        """One Step execution."""
+        row = self.store.db.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=? AND seid=?", (uid, seid)).fetchone()
+        return step_from_row(row) if row else None
+
+    def active_steps(self, uid: int) -> list[StepRow]:
+        """The run's Step executions that have not finished, oldest first."""
+        rows = self.store.db.execute(
+            f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=? AND phase IN (?, ?, ?) ORDER BY seq",
+            (uid, *ACTIVE_PHASES),
+        ).fetchall()
+        return [step_from_row(row) for row in rows]
+
+    def flow_result(self, uid: int) -> pb.FlowResult:
+        """The run's FlowResult (status, outputs, error)."""
+        self.assert_locked()
+        row = self.store.db.execute(
+            "SELECT status, error_type, error_message, results FROM flows WHERE uid=?", (uid,)).fetchone()
+        result = pb.FlowResult()
+        if row is None:
+            return result
+        if row[3]:
+            result.ParseFromString(row[3])
+        result.flow_status = row[0]
+        result.error_type = row[1]
+        result.error_message = row[2]
+        return result
+
+    # ---- tasks and locks
+    def track(self, task: Task) -> None:
+        """Remember a task until it finishes."""
+        self.assert_locked()
+        self.tasks[task.task_id] = task
+        if task.kind != "rpc":
+            self.running[(task.uid, task.seid)] = task
+
+    def untrack(self, task: Task) -> None:
+        """Forget a finished or canceled task."""
+        self.assert_locked()
+        self.tasks.pop(task.task_id, None)
+        if task.kind != "rpc" and self.running.get((task.uid, task.seid)) is task:
+            del self.running[(task.uid, task.seid)]
+
+    def held(self, uid: int, keys: list[str], holder: str) -> list[str]:
+        """The keys of ``keys`` held by someone other than ``holder``."""
+        self.assert_locked()
+        return [key for key in keys if self.locks.get((uid, key), holder) != holder]
+
+    def acquire(self, uid: int, keys: list[str], holder: str) -> None:
+        """Take the keys (the caller checked they are free)."""
+        self.assert_locked()
+        for key in keys:
+            self.locks[(uid, key)] = holder
+        self._holdings.setdefault((uid, holder), set()).update(keys)
+
+    def release(self, uid: int, holder: str) -> None:
+        """Free every key ``holder`` holds and give waiting Steps their turn."""
+        self.assert_locked()
+        freed = [(uid, key) for key in self._holdings.pop((uid, holder), ()) if self.locks.get((uid, key)) == holder]
+        for key in freed:
+            del self.locks[key]
+        if freed and self.lock_waiters:
+            waiters = [w for w in self.lock_waiters if w[0] == uid]
+            self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
+            for waiter_uid, seid in waiters:
+                self.launch_step(waiter_uid, seid)
+
+    def _timer_callback(self, uid: int, seid: str, idx: int) -> Callable[[], None]:
+        return lambda: self.fire_timer(uid, seid, idx)
+
+    # ---- effects
+    def apply(self, effects: Effects) -> None:
+        """Perform the after-commit effects of a transaction (lock held)."""
+        self.assert_locked()
+        for uid, seid in effects.cancels:
+            self.drop_task(uid, seid)
+        for fire_at, uid, seid, idx in effects.timers:
+            self.scheduler.call_at(fire_at, self._timer_callback(uid, seid, idx))
+        for uid, seid in effects.launches:
+            self.launch_step(uid, seid)
+        for uid in effects.wait_checks:
+            self.check_waits(uid)
+        for uid in effects.closed:
+            self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
+        if self._waiters:
+            touched = (effects.touched | effects.wait_checks | effects.closed | {uid for uid, _ in effects.launches}
+                       | {uid for uid, _ in effects.cancels} | {uid for _, uid, _, _ in effects.timers})
+            for uid in touched:
+                self.notify(("state", uid))
+            for written in effects.written:
+                self.notify(("attribute", written))
+            if effects.closed:
+                for key in list(self._waiters):
+                    kind, what = key
+                    if (kind == "closed" and what in effects.closed) or (
+                            kind == "attribute" and isinstance(what, tuple) and what[0] in effects.closed):
+                        self.notify(key)
+
+    def notify(self, key: WaitKey) -> None:
+        """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""
+        self.assert_locked()
+        for poll in self._waiters.get(key, ()):
+            poll.condition.notify_all()
+
+    def notify_all(self) -> None:
+        """Wake every long poll (used on shutdown)."""
+        self.assert_locked()
+        for polls in self._waiters.values():
+            for poll in polls:
+                poll.condition.notify_all()
+
+    def abandon(self, poll: LongPoll) -> None:
+        """The poll's client is gone: wake it so its thread is freed at once (lock held)."""
+        self.assert_locked()
+        poll.abandoned = True
+        poll.condition.notify_all()
+
+    def wait_change(self, key: WaitKey, timeout: float, poll: LongPoll | None = None) -> None:
+        """Wait (lock held) until a change of ``key`` is committed, ``timeout`` passes, or the poll
+        is abandoned (then return at once)."""
+        self.assert_locked()
+        poll = poll if poll is not None else LongPoll(self.lock)
+        if poll.abandoned:
+            return
+        polls = self._waiters.setdefault(key, set())
+        polls.add(poll)
+        try:
+            poll.condition.wait(timeout)
+        finally:
+            polls.discard(poll)
+            if not polls and self._waiters.get(key) is polls:
+                del self._waiters[key]

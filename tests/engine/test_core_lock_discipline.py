@@ -1,0 +1,83 @@
+"""Engine core, the engine lock's discipline is checked: every method documented as running under
+the engine lock raises ``EngineLockNotHeld`` when called without it (and runs with it), so a caller
+that forgot the lock fails at once instead of racing. Runs an ``Engine`` over a store, no server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from dex.dexpb import dex_pb2 as pb
+
+from dex_agents.engine import recovery
+from dex_agents.engine.engine import Engine
+from dex_agents.engine.lock_discipline import EngineLockNotHeld, assert_engine_lock_held
+from dex_agents.engine.queries import Queries
+from dex_agents.engine.rows import Effects
+from dex_agents.engine.store import Store
+from tests.engine.test_core_dispatch import task
+
+Call = Callable[[Engine], object]
+
+UNDER_THE_LOCK: dict[str, Call] = {
+    "Engine.apply": lambda e: e.apply(Effects()),
+    "Engine.release": lambda e: e.release(1, "step:S-1"),
+    "Engine.wait_change": lambda e: e.wait_change(("state", 1), 0.0),
+    "Dispatcher.submit": lambda e: e.dispatcher.submit(task("a")),
+    "StepOps.launch": lambda e: e.steps.launch(1, "S-1"),
+    "StepOps.check_deadlines": lambda e: e.steps.check_deadlines(),
+    "Outcomes.check_waits": lambda e: e.steps.check_waits(1),
+    "FlowOps.stop": lambda e: e.flows.stop(pb.StopFlowRequest(flow_id="missing")),
+    "RpcOps.abort_all": lambda e: e.rpcs.abort_all(),
+    "StreamOps.list": lambda e: e.streams.list(pb.ListStreamMessagesRequest()),
+    "Queries.summary": lambda e: Queries(e).summary(pb.GetFlowSummaryRequest(flow_id="missing")),
+    "recovery.recover": recovery.recover,
+}
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    store = Store(tmp_path / "engine.db")
+    try:
+        yield Engine(store)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("name", sorted(UNDER_THE_LOCK))
+def test_a_method_that_runs_under_the_engine_lock_refuses_to_run_without_it(engine: Engine, name: str) -> None:
+    with pytest.raises(EngineLockNotHeld):
+        UNDER_THE_LOCK[name](engine)
+    with engine.lock:
+        try:
+            UNDER_THE_LOCK[name](engine)
+        except EngineLockNotHeld:  # pragma: no cover - the failure this test exists for
+            pytest.fail(f"{name} refused to run although the engine lock was held")
+        except Exception:  # noqa: BLE001 - bad input for an empty engine is fine; only the lock matters
+            pass
+
+
+def test_the_assertion_tells_owned_from_held_by_another_thread() -> None:
+    lock = threading.RLock()
+    with pytest.raises(EngineLockNotHeld):
+        assert_engine_lock_held(lock)
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            taken.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert taken.wait(10)
+        with pytest.raises(EngineLockNotHeld):
+            assert_engine_lock_held(lock)
+    finally:
+        release.set()
+        holder.join()
+    with lock, lock:
+        assert_engine_lock_held(lock)
