@@ -22,7 +22,9 @@ echo "== mypy --strict"
 echo "== pytest"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
 set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider \
+# Tests mostly wait on engines, Workers and child processes, so four pytest workers fit two cores;
+# DEX_AGENTS_TEST_WORKERS=0 runs them in this process, one after another.
+.venv/bin/python -m pytest -q -p no:cacheprovider --numprocesses "${DEX_AGENTS_TEST_WORKERS:-4}" \
     --cov=pure/dex_agents/pure --cov-branch --cov-report=term --cov-fail-under=95 "$@"
 status=$?
 set -e
