@@ -4,6 +4,7 @@ prints its figures' labels, and leaves no files behind. The figures are never as
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,26 +12,24 @@ import pytest
 from benchmarks import engine_backlog, engine_long_polls
 
 
-@pytest.mark.slow
-def test_backlog_benchmark_prints_its_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    engine_backlog.main(["--runs", "20", "--ready-timeout", "60"])
-    output = capsys.readouterr().out
-    for label in ("backlog: 70 open runs", "restart to ready with the backlog:", "StartFlow on an empty engine:",
+BACKLOG_LABELS = ("backlog: 70 open runs", "restart to ready with the backlog:", "StartFlow on an empty engine:",
                   "StartFlow right after the restart:", "every open run recovered after",
-                  "StartFlow with the whole backlog queued"):
-        assert label in output, output
-    assert list(tmp_path.iterdir()) == [], "temporary files were left behind"
+                  "StartFlow with the whole backlog queued")
+LONG_POLL_LABELS = ("quiet:", "5 WaitForFlow abandoned after 2 s", "200 WaitForAttribute polls waiting:",
+                    "5 silent PollWorkerTask streams open:", "steps/s; HealthCheck")
 
 
 @pytest.mark.slow
-def test_long_poll_benchmark_prints_its_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("main", "argv", "labels"), [
+    (engine_backlog.main, ["--runs", "20", "--ready-timeout", "60"], BACKLOG_LABELS),
+    (engine_long_polls.main, ["--polls", "5", "--window", "0.2"], LONG_POLL_LABELS),
+], ids=["backlog", "long_polls"])
+def test_the_benchmark_prints_its_figures(main: Callable[[list[str]], None], argv: list[str], labels: tuple[str, ...],
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    engine_long_polls.main(["--polls", "5", "--window", "0.2"])
+    main(argv)
     output = capsys.readouterr().out
-    for label in ("quiet:", "5 WaitForFlow abandoned after 2 s", "200 WaitForAttribute polls waiting:",
-                  "5 silent PollWorkerTask streams open:", "steps/s; HealthCheck"):
+    for label in labels:
         assert label in output, output
     assert list(tmp_path.iterdir()) == [], "temporary files were left behind"
