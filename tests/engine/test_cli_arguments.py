@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import contextlib
+import io
+import logging
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from dex_agents.engine.cli import ready_line
+from dex_agents.engine.cli import main, ready_line
 from dex_agents.engine.durability import Durability
 
 
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dex_agents.engine.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+@dataclass(frozen=True)
+class Completed:
+    """What one command line run printed and its exit status."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(*args: str, cwd: Path) -> Completed:
+    """Run ``dex-agents`` in this process from ``cwd`` (every case here exits before binding anything;
+    the real child process is covered by the signal and launch tests)."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = Path.cwd()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level  # main() configures logging for its process
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as exit_:  # argparse ends --help and bad arguments this way
+                status = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(previous)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return Completed(status, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize(
