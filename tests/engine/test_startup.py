@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -129,11 +130,21 @@ def _imported_modules(package: Path) -> set[str]:
     return found
 
 
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    return metadata.packages_distributions()  # scans every installed distribution: once
+
+
+@functools.cache
+def _distribution_files(name: str) -> tuple[str, ...]:
+    return tuple(str(file) for file in metadata.distribution(name).files or [])
+
+
 def _distributions_providing(module: str) -> set[str]:
     top = module.split(".")[0]
     prefix = module.replace(".", "/")
-    return {name for name in metadata.packages_distributions().get(top, [])
-            if any(str(file).startswith(prefix) for file in metadata.distribution(name).files or [])}
+    return {name for name in _packages_distributions().get(top, [])
+            if any(file.startswith(prefix) for file in _distribution_files(name))}
 
 
 def _normalized(name: str) -> str:
