@@ -37,8 +37,8 @@ from benchmarks.turn_overhead import (
     FLOW_TYPE,
     TOOL_NAME,
     LoopThread,
+    Questions,
     build_runner,
-    question,
     start_session_worker,
 )
 from dex_agents.engine.durability import Durability
@@ -77,20 +77,6 @@ class Level:
                        f"worker+client {1000 * self.local_cpu / self.turns:.2f} ms; "
                        f"turns per CPU-second: {self.turns / total:.1f}")
         return out
-
-
-class Questions:
-    """Hands out the scripted questions in order (each turn its own question and tool call ID)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-
-    def next(self) -> str:
-        if self.used >= self.limit:
-            raise RuntimeError(f"only {self.limit} questions are scripted")
-        self.used += 1
-        return question(self.used - 1)
 
 
 async def _session_turns(client: AsyncClient, flow: AgentSessionFlow, session_id: str, turns: int,

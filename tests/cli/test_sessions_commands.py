@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
+from dex_agents.testing.session_client import AgentSessionTestClient
 from tests.cli.support import cli_environment, run_cli
 from tests.shell.agents import (
     LOOKUP_ANSWER,
@@ -25,14 +26,21 @@ from tests.shell.agents import (
 )
 
 
+def _support_agent(label: str, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+                   killable_worker: KillableWorkerFactory, tmp_path: Path) -> tuple[str, AgentSessionTestClient]:
+    """A new Flow type of the support agent, served by a Worker child, and a session client for it."""
+    flow_type = unique_flow_type(label)
+    flow = build_support_flow(tmp_path, flow_type=flow_type)
+    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
+    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    return flow_type, sessions
+
+
 def test_list_show_approve_send_and_tail_a_session(
     dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
     killable_worker: KillableWorkerFactory, tmp_path: Path,
 ) -> None:
-    flow_type = unique_flow_type("CliSessions")
-    flow = build_support_flow(tmp_path, flow_type=flow_type)
-    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
-    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    flow_type, sessions = _support_agent("CliSessions", agent_environment, agent_sessions, killable_worker, tmp_path)
     sessions.start_session("cli-1", REFUND_MESSAGE)
     interrupt = sessions.wait_for_pending_interrupt("cli-1", "refund")
     server = {"DEX_SERVER_ADDRESS": dex_engine.server_address}
@@ -87,10 +95,7 @@ def test_reject_tells_the_model(
     dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
     killable_worker: KillableWorkerFactory, tmp_path: Path,
 ) -> None:
-    flow_type = unique_flow_type("CliReject")
-    flow = build_support_flow(tmp_path, flow_type=flow_type)
-    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
-    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    flow_type, sessions = _support_agent("CliReject", agent_environment, agent_sessions, killable_worker, tmp_path)
     sessions.start_session("cli-2", REFUND_MESSAGE)
     interrupt = sessions.wait_for_pending_interrupt("cli-2", "refund")
 
@@ -120,10 +125,7 @@ def test_tail_follows_new_turns_live_until_ctrl_c(
     dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
     killable_worker: KillableWorkerFactory, tmp_path: Path,
 ) -> None:
-    flow_type = unique_flow_type("CliTail")
-    flow = build_support_flow(tmp_path, flow_type=flow_type)
-    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
-    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
+    flow_type, sessions = _support_agent("CliTail", agent_environment, agent_sessions, killable_worker, tmp_path)
     sessions.start_session("cli-3", LOOKUP_MESSAGE)
     sessions.wait_for_completed_turns("cli-3", 1)
     tail = subprocess.Popen(

@@ -20,11 +20,17 @@ class Durability(enum.Enum):
     crash, not an OS crash or power loss."""
 
     @property
+    def sqlite_synchronous(self) -> str:
+        """The SQLite ``synchronous`` setting that gives this level."""
+        return "FULL" if self is Durability.POWER_LOSS else "NORMAL"
+
+    @property
     def description(self) -> str:
         """A one-line statement of the level for ready lines and benchmark output."""
         if self is Durability.POWER_LOSS:
-            return "power-loss (fsync per commit, SQLite synchronous=FULL)"
-        return "process-crash (no fsync: commits survive a process crash, not an OS crash; SQLite synchronous=NORMAL)"
+            return f"power-loss (fsync per commit, SQLite synchronous={self.sqlite_synchronous})"
+        return ("process-crash (no fsync: commits survive a process crash, not an OS crash; "
+                f"SQLite synchronous={self.sqlite_synchronous})")
 
 
 __all__ = ["Durability"]

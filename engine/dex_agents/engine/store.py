@@ -118,9 +118,6 @@ CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
 """
 
 
-_SYNCHRONOUS = {Durability.POWER_LOSS: "FULL", Durability.PROCESS_CRASH: "NORMAL"}
-
-
 class DatabaseError(RuntimeError):
     """The database cannot serve the engine: unreadable, not writable, corrupt, or in use."""
 
@@ -141,7 +138,7 @@ class Store:
 
     def __init__(self, path: Path, durability: Durability = Durability.POWER_LOSS) -> None:
         self.durability = durability
-        self._synchronous = _SYNCHRONOUS[durability]
+        self._synchronous = durability.sqlite_synchronous
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._lock_file = _lock_exclusively(path.with_name(path.name + ".lock"))
