@@ -1,6 +1,6 @@
 """Engine core, injectable clock and timing policy: the scheduler waits on the engine's clock (a
 manual clock moves only when told), a Step retry an hour away runs as soon as that clock is moved
-an hour on, ``EngineTiming`` refuses nonsense, and ``dispatch_wait=`` still sets the dispatch wait.
+an hour on, ``EngineTiming`` refuses nonsense, and a server without one uses Dex's timings.
 Runs in-process ``EngineServer``s with a ``ManualClock``; nothing here waits on real time."""
 
 from __future__ import annotations
@@ -101,9 +101,7 @@ def test_engine_timing_refuses_negative_and_zero_where_it_matters(field: str) ->
             EngineTiming(**{field: 0.0})
 
 
-def test_dispatch_wait_keyword_still_sets_the_dispatch_wait(tmp_path: Path) -> None:
-    server = EngineServer(tmp_path / "never-started.db", timing=EngineTiming(policy_second=0.5), dispatch_wait=0.25)
-    assert (server.timing.dispatch_wait, server.timing.policy_second) == (0.25, 0.5)
+def test_a_server_without_a_timing_uses_dexs(tmp_path: Path) -> None:
     assert EngineServer(tmp_path / "default.db").timing == EngineTiming()
 
 

@@ -13,7 +13,6 @@ import pathlib
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import grpc
 
@@ -50,14 +49,11 @@ class EngineServer:
     def __init__(self, db_path: pathlib.Path, *, host: str = "127.0.0.1", port: int = 0,
                  interceptors: Sequence[grpc.ServerInterceptor] = (),
                  durability: Durability = Durability.POWER_LOSS,
-                 timing: EngineTiming | None = None, clock: Clock | None = None,
-                 dispatch_wait: float | None = None) -> None:
-        """``timing`` and ``clock`` default to Dex's timings and the system clock; ``dispatch_wait``,
-        when given, replaces ``timing.dispatch_wait`` (a shorthand kept for existing callers)."""
+                 timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
+        """``timing`` and ``clock`` default to Dex's timings and the system clock."""
         self._db_path = pathlib.Path(db_path)
         self.durability = durability
-        timing = timing if timing is not None else EngineTiming()
-        self.timing = replace(timing, dispatch_wait=dispatch_wait) if dispatch_wait is not None else timing
+        self.timing = timing if timing is not None else EngineTiming()
         self._clock = clock
         self._host = host
         self._requested_port = port
