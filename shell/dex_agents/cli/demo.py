@@ -33,7 +33,7 @@ from dex_agents.cli.view import EventView, format_usage
 from dex_agents.pure import events as kinds
 from dex_agents.pure.rpc_values import AgentSnapshot
 from dex_agents.pure.values import AgentEvent, AgentInterrupt
-from dex_agents.testing.processes import KillableWorkerProcess
+from dex_agents.testing.processes import KillableWorkerProcess, log_tail
 
 __all__ = ["DemoOptions", "run_demo"]
 
@@ -123,8 +123,6 @@ class WorkerChildren:
         return self.started[-1]
 
     def check_alive(self) -> None:
-        from dex_agents.testing.processes import log_tail
-
         status = self.current.returncode
         if status is not None:
             lines = [line for line in log_tail(self.current.log_path).splitlines() if line.strip()]

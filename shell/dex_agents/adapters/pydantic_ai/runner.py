@@ -179,11 +179,7 @@ def to_framework_messages(messages: Sequence[ModelMessage]) -> list[FrameworkMes
         tool_parts = [part for part in message.parts if isinstance(part, ToolReturnPart | RetryPromptPart)]
         other_parts = [part for part in message.parts if not isinstance(part, ToolReturnPart | RetryPromptPart)]
         if other_parts:
-            user_texts = [
-                part.content if isinstance(part.content, str) else _content_text(part.content)
-                for part in other_parts
-                if isinstance(part, UserPromptPart)
-            ]
+            user_texts = [_content_text(part.content) for part in other_parts if isinstance(part, UserPromptPart)]
             request = ModelRequest(parts=other_parts, instructions=message.instructions)
             result.append(
                 FrameworkMessage(
