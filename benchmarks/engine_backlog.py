@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from typing import Final
 import dex
 from dex import Client, ClientOptions, Context, Flow, Registry, Step, StepDecision, StepList, WorkerTarget, dead_end
 
+from benchmarks.engine_roundtrip import describe
 from dex_agents.engine.launch import EngineProcess
 from dex_agents.engine.server import EngineServer
 
@@ -97,17 +97,6 @@ def time_starts(address: str, root: Path, tag: str) -> list[float]:
     finally:
         client.close()
         cache.close()
-
-
-def _p(samples: Sequence[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[max(0, min(len(ordered) - 1, round(fraction * len(ordered)) - 1))] * 1000
-
-
-def describe(name: str, samples: Sequence[float]) -> str:
-    """One line: p50, p99 and mean in milliseconds."""
-    return (f"{name}: n={len(samples)} p50={_p(samples, 0.5):.2f} ms p99={_p(samples, 0.99):.2f} ms "
-            f"mean={statistics.fmean(samples) * 1000:.2f} ms")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
