@@ -1,6 +1,7 @@
 """The README stays true: its Python examples run as written."""
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,12 @@ def test_readme_has_python_examples() -> None:
 
 
 @pytest.mark.parametrize("source", PYTHON_BLOCKS)
-def test_readme_python_example_runs(source: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_python_example_runs(
+    source: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     exec(compile(source, str(README), "exec"), {"__name__": "readme_example"})
     assert capsys.readouterr().out.strip(), "the example prints what it shows"
+    assert list(temporary.iterdir()) == [], "the example leaves no temporary files behind"
