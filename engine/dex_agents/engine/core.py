@@ -26,7 +26,8 @@ from dex.dexpb import dex_pb2 as pb
 
 from .dispatch import Dispatcher
 from .lock_discipline import assert_engine_lock_held
-from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, Effects, FlowRow, StepRow, flow_from_row, step_from_row
+from .rows import ACTIVE_PHASES, FLOW_COLUMNS, Effects, FlowRow, StepRow, flow_from_row
+from .row_cache import RowCache
 from .scheduler import Scheduler
 from .store import Store
 from .tasks import Task
@@ -68,6 +69,9 @@ class EngineCore:
 
     def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
         self.store = store
+        self.rows = RowCache(lambda: store.db)
+        """The hot ``flows``/``steps`` rows; every UPDATE of those tables goes through it."""
+        store.on_rollback(self.rows.clear)
         self.timing = timing if timing is not None else EngineTiming()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.lock = threading.RLock()
@@ -110,33 +114,27 @@ class EngineCore:
     # ---- rows
     def flow(self, uid: int) -> FlowRow | None:
         """The run with internal id ``uid``."""
-        row = self.store.db.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE uid=?", (uid,)).fetchone()
-        return flow_from_row(row) if row else None
+        return self.rows.flow(uid)
 
     def current_flow(self, flow_id: str, run_id: str = "") -> FlowRow | None:
         """The latest run of ``flow_id`` (or the named run)."""
-        if run_id:
-            row = self.store.db.execute(
-                f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)
-            ).fetchone()
-        else:
-            row = self.store.db.execute(
-                f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? ORDER BY uid DESC LIMIT 1", (flow_id,)
-            ).fetchone()
+        if not run_id:
+            return self.rows.latest_flow(flow_id)
+        row = self.store.db.execute(
+            f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)
+        ).fetchone()
         return flow_from_row(row) if row else None
 
     def step(self, uid: int, seid: str) -> StepRow | None:
         """One Step execution."""
-        row = self.store.db.execute(f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=? AND seid=?", (uid, seid)).fetchone()
-        return step_from_row(row) if row else None
+        return self.rows.step(uid, seid)
 
     def active_steps(self, uid: int) -> list[StepRow]:
         """The run's Step executions that have not finished, oldest first."""
-        rows = self.store.db.execute(
-            f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=? AND phase IN (?, ?, ?) ORDER BY seq",
-            (uid, *ACTIVE_PHASES),
+        seids = self.store.db.execute(
+            "SELECT seid FROM steps WHERE uid=? AND phase IN (?, ?, ?) ORDER BY seq", (uid, *ACTIVE_PHASES),
         ).fetchall()
-        return [step_from_row(row) for row in rows]
+        return [step for (seid,) in seids if (step := self.rows.step(uid, str(seid))) is not None]
 
     def flow_result(self, uid: int) -> pb.FlowResult:
         """The run's FlowResult (status, outputs, error)."""

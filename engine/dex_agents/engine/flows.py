@@ -84,6 +84,7 @@ class FlowOps:
                  options.flow_config_override.SerializeToString(), request.SerializeToString(), timeout_ms),
             )
             uid = int(cursor.lastrowid or 0)
+            self.engine.rows.run_inserted(request.flow_id)
             state.upsert_attributes(db, uid, options.attributes)
             flow = self.engine.flow(uid)
             assert flow is not None
@@ -174,7 +175,7 @@ class FlowOps:
             return
         elif kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
             self._add_output(db, flow, step, close)
-            db.execute("UPDATE flows SET closing=1 WHERE uid=?", (flow.uid,))
+            self.engine.rows.update_flow(db, "closing=1", (), flow.uid)
         for movement in decision.next_steps:
             create_step(self.engine, db, flow, movement, step.seid, effects)
         if flow.closing or kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
@@ -186,7 +187,7 @@ class FlowOps:
         result = self.result(flow.uid)
         result.results.add(completed_step_type=step.step_type, completed_step_execution_id=step.seid,
                            completed_step_output=close.close_input)
-        db.execute("UPDATE flows SET results=? WHERE uid=?", (result.SerializeToString(), flow.uid))
+        self.engine.rows.update_flow(db, "results=?", (result.SerializeToString(),), flow.uid)
 
     def after_step_finished(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
         """Complete a gracefully closing run once no Step is active."""
@@ -204,7 +205,7 @@ class FlowOps:
         self.engine.assert_locked()
         for step in self.engine.active_steps(uid):
             if step.step_type == step_type and (from_seid is None or step.from_seid == from_seid):
-                db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND seid=?", (uid, step.seid))
+                self.engine.rows.update_step(db, uid, step.seid, phase="canceled")
                 db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, step.seid))
                 effects.cancels.append((uid, step.seid))
 
@@ -214,10 +215,10 @@ class FlowOps:
         self.engine.assert_locked()
         for step in self.engine.active_steps(flow.uid):
             effects.cancels.append((flow.uid, step.seid))
-        db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND phase IN (?, ?, ?)", (flow.uid, *ACTIVE_PHASES))
+        self.engine.rows.cancel_active_steps(db, flow.uid)
         db.execute("DELETE FROM timers WHERE uid=?", (flow.uid,))
-        db.execute("UPDATE flows SET status=?, close_ms=?, error_type=?, error_message=? WHERE uid=?",
-                   (status, self.engine.now_ms(), error_type, message, flow.uid))
+        self.engine.rows.update_flow(db, "status=?, close_ms=?, error_type=?, error_message=?",
+                                     (status, self.engine.now_ms(), error_type, message), flow.uid)
         result = self.result(flow.uid)
         state.record(db, flow.uid, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=status, results=result.results, error_type=error_type, error_message=message)))  # type: ignore[arg-type]

@@ -19,14 +19,20 @@ from . import history, policy, state, waits
 from .core import EngineCore
 from .errors import ServiceError
 from .flows import FlowOps
-from .rows import Effects, FlowRow, StepRow, kv_blob
+from .row_cache import StepValue
+from .rows import Effects, FlowRow, StepRow
 from .step_creation import create_step
 from .tasks import Task
 
-_RESET_METHOD = (
-    "phase='execute', attempt=1, first_attempt_ms=?, results=?, recovery=COALESCE(?, recovery), "
-    "heartbeat=NULL, output_seen=0, not_before_ms=0"
-)
+def _method_reset(started_ms: int, results: pb.ConditionResults | None,
+                  recovery: pb.RecoveryErrorInfo | None = None) -> dict[str, StepValue]:
+    """The changes that start a Step execution's ``execute`` at attempt 1 (a ``recovery`` of None
+    keeps the stored one)."""
+    changes: dict[str, StepValue] = {"phase": "execute", "attempt": 1, "first_attempt_ms": started_ms,
+                                     "results": results, "heartbeat": None, "output_seen": False, "not_before_ms": 0}
+    if recovery is not None:
+        changes["recovery"] = recovery
+    return changes
 
 
 class Outcomes:
@@ -85,8 +91,7 @@ class Outcomes:
                     if has_wait:
                         self._start_wait(db, step, response.waiting_condition, now, effects)
                     else:
-                        db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                                   (now, None, None, step.uid, step.seid))
+                        self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(now, None))
                         self._pending_execute(db, step, effects)
             except (ValueError, ServiceError) as bad:
                 self.engine.apply(Effects())
@@ -97,8 +102,7 @@ class Outcomes:
     def _start_wait(self, db: sqlite3.Connection, step: StepRow, waiting: pb.WaitingCondition, now: int,
                     effects: Effects) -> None:
         """Store the Wait and its Timers (a zero-second Timer is fired at once), then evaluate it."""
-        db.execute("UPDATE steps SET phase='waiting', waiting=? WHERE uid=? AND seid=?",
-                   (waiting.SerializeToString(), step.uid, step.seid))
+        self.engine.rows.update_step(db, step.uid, step.seid, phase="waiting", waiting=waiting)
         for idx, timer in enumerate(waiting.timer_conditions):
             fire_ms = now + timer.duration_seconds * 1000
             status = pb.INTERNAL_TIMER_STATUS_FIRED if timer.duration_seconds <= 0 else pb.INTERNAL_TIMER_STATUS_PENDING
@@ -121,7 +125,7 @@ class Outcomes:
                     flow, step = current
                     self._apply_writes(db, step, response, effects)
                     history.execute_completed(db, step, response, flow.config)
-                    db.execute("UPDATE steps SET phase='done' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                    self.engine.rows.update_step(db, step.uid, step.seid, phase="done")
                     self.flows.apply_decision(db, flow, step, response.step_decision, effects)
             except (ValueError, ServiceError) as bad:
                 self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
@@ -155,24 +159,24 @@ class Outcomes:
                 if delay is None:
                     history.method_failed(db, step, method, detail, error_type, flow.config)
                 if delay is not None:
-                    db.execute("UPDATE steps SET attempt=attempt+1, not_before_ms=?, output_seen=0 WHERE uid=? AND seid=?",
-                               (int((now + delay) * 1000), step.uid, step.seid))
+                    self.engine.rows.update_step(db, step.uid, step.seid, attempt=step.attempt + 1,
+                                                 not_before_ms=int((now + delay) * 1000), output_seen=False)
                     effects.launches.append((step.uid, step.seid))
                 elif method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
                     results = pb.ConditionResults(wait_for_failed=True)
-                    db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                               (int(now * 1000), results.SerializeToString(), recovery.SerializeToString(), step.uid, step.seid))
+                    self.engine.rows.update_step(db, step.uid, step.seid,
+                                                 **_method_reset(int(now * 1000), results, recovery))
                     self._pending_execute(db, step, effects)
                 elif (method == "execute" and step.options.execute_failure_policy
                       == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
                       and step.options.execute_failure_proceed_step_type):
-                    db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                    self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
                     movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
                                                step_input=step.input,
                                                step_options=step.options.execute_failure_proceed_step_options)
                     create_step(self.engine, db, flow, movement, step.seid, effects, recovery=recovery)
                 else:
-                    db.execute("UPDATE steps SET phase='failed' WHERE uid=? AND seid=?", (step.uid, step.seid))
+                    self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
                     self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
                                             detail, effects)
             self.engine.apply(effects)
@@ -194,8 +198,7 @@ class Outcomes:
             merged = {kv.key: kv for kv in step.locals}
             for kv in response.upsert_step_exe_locals:
                 merged[kv.key] = kv
-            db.execute("UPDATE steps SET locals=? WHERE uid=? AND seid=?",
-                       (kv_blob(list(merged.values())), step.uid, step.seid))
+            self.engine.rows.update_step(db, step.uid, step.seid, locals=list(merged.values()))
         if response.publish_to_channel:
             state.publish(db, step.uid, response.publish_to_channel)
             effects.wait_checks.add(step.uid)
@@ -221,8 +224,7 @@ class Outcomes:
                     for idx, count in selection.consume.items()}
         results = waits.results(waiting, statuses, selection, consumed)
         db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, seid))
-        db.execute(f"UPDATE steps SET {_RESET_METHOD} WHERE uid=? AND seid=?",
-                   (self.engine.now_ms(), results.SerializeToString(), None, uid, seid))
+        self.engine.rows.update_step(db, uid, seid, **_method_reset(self.engine.now_ms(), results))
         self._pending_execute(db, step, effects)
         return True
 

@@ -52,6 +52,7 @@ def create_step(
                    options=movement.step_options, from_seid=from_seid, recovery=recovery, phase=phase,
                    attempt=1, first_attempt_ms=now + delay_ms, waiting=None, results=None, locals=[],
                    heartbeat=None, output_seen=False, not_before_ms=now + delay_ms if delay_ms else 0)
+    core.rows.step_inserted(step)
     history.method_pending(db, step, phase, flow.config)
     effects.launches.append((flow.uid, seid))
     return seid

@@ -129,18 +129,17 @@ class StepOps(Outcomes):
         if heartbeat is not None and task.local_phase:
             if first:
                 with engine.store.transaction() as db:
-                    db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
+                    engine.rows.update_step(db, task.uid, task.seid, output_seen=True)
         elif heartbeat is not None:
             with engine.store.transaction() as db:
-                db.execute("UPDATE steps SET output_seen=1, heartbeat=? WHERE uid=? AND seid=?",
-                           (heartbeat.value.SerializeToString() if heartbeat.HasField("value") else None,
-                            task.uid, task.seid))
+                engine.rows.update_step(db, task.uid, task.seid, output_seen=True,
+                                        heartbeat=heartbeat.value if heartbeat.HasField("value") else None)
         if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
             task.heartbeat_deadline = engine.clock.time() + task.heartbeat_timeout
         if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
             with engine.store.transaction(durable=first) as db:
                 if first:
-                    db.execute("UPDATE steps SET output_seen=1 WHERE uid=? AND seid=?", (task.uid, task.seid))
+                    engine.rows.update_step(db, task.uid, task.seid, output_seen=True)
                 try:
                     self.streams.write(flow.flow_type, write.stream_name, flow.flow_id,
                                          write.stream_capacity_bytes, write.value, f"#{task.seid}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -160,6 +160,12 @@ class Store:
             self._lock_file.close()
             raise
         self._depth = 0
+        self._rollback_listeners: list[Callable[[], None]] = []
+
+    def on_rollback(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every rolled-back transaction (in-memory copies of rows forget
+        what the transaction wrote)."""
+        self._rollback_listeners.append(listener)
 
     @contextmanager
     def transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -185,6 +191,8 @@ class Store:
             except BaseException:
                 self._depth = 0
                 self.db.execute("ROLLBACK")
+                for forget in self._rollback_listeners:
+                    forget()
                 raise
             self._depth = 0
             self.db.execute("COMMIT")
