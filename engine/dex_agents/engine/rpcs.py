@@ -29,10 +29,17 @@ from .tasks import Task, WorkerStream, new_task_id
 
 
 class _Pending:
-    def __init__(self) -> None:
+    """One call waiting for its Worker: ``done`` is set once its outcome (``response`` or
+    ``error``) is final, its task forgotten and its lock keys released."""
+
+    def __init__(self, request: pb.InvokeRPCRequest, task: Task, holder: str) -> None:
+        self.request = request
+        self.task = task
+        self.holder = holder
         self.done = threading.Event()
-        self.frame: pb.PollWorkerTaskFrame | None = None
-        self.worker_id = ""
+        self.response: pb.InvokeRPCResponse | None = None
+        self.error: Exception | None = None
+        """Raised on the call's thread, which maps it to a status like any failed request."""
 
 
 class RpcOps:
@@ -53,7 +60,6 @@ class RpcOps:
         keys = sorted(set(request.lock_attribute_keys))
         if any(not key for key in keys):
             raise invalid("empty lock attribute key")
-        pending = _Pending()
         with engine.lock:
             flow = engine.current_flow(request.flow_id, request.run_id)
             if flow is None:
@@ -90,20 +96,20 @@ class RpcOps:
                 raise precondition(too_large)
             task = Task(task_id=task_id, kind="rpc", flow_type=flow.flow_type, message=message,
                         uid=flow.uid, seid="", attempt=1)
+            pending = _Pending(request, task, holder)
             self._pending[task_id] = pending
             engine.track(task)
             engine.dispatcher.submit(task)
         try:
-            frame = self._await(task, pending, request.timeout_seconds or policy.DEFAULT_RPC_TIMEOUT)
-            with engine.lock:
-                return self._commit(flow.uid, request, frame, pending.worker_id)
+            return self._await(task, pending, request.timeout_seconds or policy.DEFAULT_RPC_TIMEOUT)
         finally:
-            with engine.lock:
-                self._pending.pop(task_id, None)
-                engine.untrack(task)
-                engine.release(flow.uid, holder)
+            if not pending.done.is_set():
+                with engine.lock:
+                    self._pending.pop(task_id, None)
+                    engine.untrack(task)
+                    engine.release(flow.uid, holder)
 
-    def _await(self, task: Task, pending: _Pending, timeout: float) -> pb.PollWorkerTaskFrame:
+    def _await(self, task: Task, pending: _Pending, timeout: float) -> pb.InvokeRPCResponse:
         started = time.monotonic()
         dispatch_wait = min(timeout, self.engine.timing.dispatch_wait)
         if not pending.done.wait(dispatch_wait):
@@ -115,35 +121,54 @@ class RpcOps:
                     raise worker_failure(f"no worker available for flow type {task.flow_type}", None)
             if not pending.done.wait(max(timeout - (time.monotonic() - started), 0)):
                 with self.engine.lock:
-                    self.engine.dispatcher.cancel(task)
-                raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED, f"rpc timed out after {timeout:.0f}s")
-        frame = pending.frame
-        assert frame is not None
-        return frame
+                    if not pending.done.is_set():  # else its outcome came in while the lock was taken
+                        self._pending.pop(task.task_id, None)
+                        self.engine.dispatcher.cancel(task)
+                        raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED, f"rpc timed out after {timeout:.0f}s")
+        if pending.error is not None:
+            raise pending.error
+        assert pending.response is not None
+        return pending.response
 
     def abort_all(self) -> None:
         """Fail every waiting RPC call (the engine is stopping)."""
         self.engine.assert_locked()
-        for pending in self._pending.values():
-            if not pending.done.is_set():
-                pending.frame = pb.PollWorkerTaskFrame(worker_error=pb.WorkerErrorResponse(
-                    detail="the engine is stopping", error_type="dex.EngineStopping",
-                    grpc_status=grpc.StatusCode.UNAVAILABLE.value[0]))
-                pending.done.set()
+        stopping = pb.PollWorkerTaskFrame(worker_error=pb.WorkerErrorResponse(
+            detail="the engine is stopping", error_type="dex.EngineStopping",
+            grpc_status=grpc.StatusCode.UNAVAILABLE.value[0]))
+        for task_id in list(self._pending):
+            self._settle(self._pending.pop(task_id), stopping, "")
 
     def on_frame(self, task: Task, frame: pb.PollWorkerTaskFrame, stream: WorkerStream | None) -> None:
-        """The Worker's final frame for an RPC task (or a synthesized failure)."""
+        """The Worker's final frame for an RPC task (or a synthesized failure): commit its effects
+        here, on the thread that received it, answer the call, then launch what the commit started
+        (the call's own thread only returns the answer: no hand-off before the commit)."""
         self.engine.assert_locked()
-        pending = self._pending.get(task.task_id)
+        pending = self._pending.pop(task.task_id, None)
         task.finish()
         if pending is None:
             return
-        pending.frame = frame
-        pending.worker_id = stream.app_worker_id if stream is not None else ""
-        pending.done.set()
+        effects = self._settle(pending, frame, stream.app_worker_id if stream is not None else "")
+        if effects is not None:
+            self.engine.apply(effects)
+
+    def _settle(self, pending: _Pending, frame: pb.PollWorkerTaskFrame, worker_id: str) -> Effects | None:
+        """Commit the call's outcome, free its task and keys and wake the call; returns the effects
+        still to apply."""
+        try:
+            pending.response, effects = self._commit(pending.task.uid, pending.request, frame, worker_id)
+            return effects
+        except Exception as error:  # the call's thread raises it (and maps it to a status)
+            pending.error = error
+            return None
+        finally:
+            self.engine.untrack(pending.task)
+            self.engine.release(pending.task.uid, pending.holder)
+            pending.done.set()
 
     def _commit(self, uid: int, request: pb.InvokeRPCRequest, frame: pb.PollWorkerTaskFrame,
-                worker_id: str) -> pb.InvokeRPCResponse:
+                worker_id: str) -> tuple[pb.InvokeRPCResponse, Effects | None]:
+        """Commit the RPC's effects; returns its answer and the effects to apply (None if none)."""
         engine = self.engine
         if frame.HasField("worker_error"):
             error = frame.worker_error
@@ -155,7 +180,7 @@ class RpcOps:
         has_effects = bool(response.upsert_attributes or response.publish_to_channel or response.delete_from_channel
                            or decision.next_steps or decision.cancel_step_types)
         if not has_effects and not request.is_transactional:
-            return pb.InvokeRPCResponse(output=response.output)
+            return pb.InvokeRPCResponse(output=response.output), None
         flow = engine.flow(uid)
         if flow is None or not flow.running:
             raise flow_not_found(request.flow_id, f"flow {request.flow_id} is not active")
@@ -177,5 +202,4 @@ class RpcOps:
                 create_step(engine, db, flow, movement, "", effects)
             history.rpc_completed(db, uid, request.rpc_name, request.input, response, worker_id)
             self.flows.after_step_finished(db, uid, effects)
-        engine.apply(effects)
-        return pb.InvokeRPCResponse(output=response.output)
+        return pb.InvokeRPCResponse(output=response.output), effects
