@@ -175,3 +175,33 @@ def test_the_reader_tells_a_half_close_from_a_broken_stream() -> None:
     undecodable = _DecodedFrames(iter([b"\xff\xff\xff"]), pb.PollWorkerTaskRequest.FromString)
     service._read(undecodable, WorkerStream("Q", "w1"))
     assert service.closed == [True, False, False], "a malformed frame breaks the stream; it does not end it cleanly"
+
+
+def test_a_decline_from_a_stream_that_then_retires_does_not_mark_its_worker_saturated() -> None:
+    """The SDK declines a task on a stream it is retiring, then half-closes that stream: that was
+    no lack of capacity, so the Worker's held spare still takes the task (it is not kept for RPCs)."""
+    d, _ = dispatcher()
+    busy, retiring, spare = WorkerStream("Q", "w1"), WorkerStream("Q", "w1"), WorkerStream("Q", "w1")
+    d.register(busy)
+    d.submit(task("running"))
+    d.register(retiring)  # held, then acknowledged for the next task
+    d.submit(task("next"))
+    assert sent(retiring) == ["registered", "task:next"]
+    d.register(spare)  # held
+    d.reject(retiring, "next")
+    assert sent(spare) == [], "a decline while another task runs looks like full capacity at first"
+    d.stream_closed(retiring, clean=True)
+    assert sent(spare) == ["registered", "task:next"], "the retiring stream's decline no longer counts"
+
+
+def test_a_decline_from_a_stream_that_then_breaks_keeps_its_worker_saturated() -> None:
+    d, _ = dispatcher()
+    busy, full, spare = WorkerStream("Q", "w1"), WorkerStream("Q", "w1"), WorkerStream("Q", "w1")
+    d.register(busy)
+    d.submit(task("running"))
+    d.register(full)
+    d.submit(task("next"))
+    d.register(spare)
+    d.reject(full, "next")
+    d.stream_closed(full, clean=False)
+    assert sent(spare) == [], "only a Worker's own half-close shows the stream was retiring"

@@ -144,8 +144,10 @@ class Dispatcher:
             self._schedule(backoff, lambda: self._offer(stream.queue_name))
             if task.kind != "rpc" and any(s.task is not None and s.app_worker_id == stream.app_worker_id
                                           for s in self.streams):
-                # Declined while running others: at its Step capacity (not merely a retiring stream).
+                # Declined while running others: at its Step capacity, unless the stream turns out to
+                # be retiring (see ``stream_closed``).
                 self._saturated[stream.app_worker_id] = now
+                stream.saturated_at = now
                 queue_name = stream.queue_name
                 self._schedule(self.timing.saturated_window + 0.001, lambda: self._offer(queue_name))
         if not task.done:
@@ -172,11 +174,18 @@ class Dispatcher:
             self._offer(stream.queue_name)
         return task if first else None
 
-    def stream_closed(self, stream: WorkerStream) -> Task | None:
-        """The stream ended; returns the task it was running, if any (still DELIVERED unless final:
-        the caller re-queues or fails it)."""
+    def stream_closed(self, stream: WorkerStream, *, clean: bool = False) -> Task | None:
+        """The stream ended (``clean``: its Worker half-closed it); returns the task it was running,
+        if any (still DELIVERED unless final: the caller re-queues or fails it).
+
+        A Worker retires an idle stream by declining what it was just sent and half-closing it: a
+        saturation mark that stream's decline set is withdrawn (it was no lack of capacity)."""
         self._guard()
         stream.closed = True
+        worker = stream.app_worker_id
+        retired = clean and stream.saturated_at is not None and self._saturated.get(worker) == stream.saturated_at
+        if retired:
+            del self._saturated[worker]
         self.streams.discard(stream)
         for pool in (self._idle.get(stream.queue_name), self._held.get(stream.queue_name)):
             if pool is not None and stream in pool:
@@ -194,6 +203,8 @@ class Dispatcher:
         stream.task = None
         if task is not None:
             task.stream = None
+        if retired:
+            self._offer_all({s.queue_name for s in self.streams if s.app_worker_id == worker})
         return task
 
     def cancel(self, task: Task) -> None:

@@ -139,6 +139,8 @@ class WorkerStream:
         self.closed = False
         self.registered = False
         self.declined_until = 0.0
+        self.saturated_at: float | None = None
+        """When this stream's decline marked its Worker saturated (withdrawn if it then retires)."""
 
     def send(self, response: pb.PollWorkerTaskResponse) -> None:
         """Queue one response frame for the stream's writer."""

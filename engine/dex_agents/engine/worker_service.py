@@ -168,7 +168,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                              "dex.InvalidWorkerFrame", 0)
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
-        task = self.engine.dispatcher.stream_closed(stream)
+        task = self.engine.dispatcher.stream_closed(stream, clean=clean_close)
         if task is None or task.done or self.engine.stopped:
             return
         if task.kind != "rpc":
