@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import pytest
 from dex import (
@@ -36,6 +36,50 @@ from tests.engine.probes import ADDRESS_ENV, POLICY_SECOND
 from tests.engine.processes import WorkerProcess
 
 InputT = TypeVar("InputT")
+T = TypeVar("T")
+
+
+LONG_RUNNING_MODULES: Final = frozenset({
+    "test_auth_engine", "test_cli_signals", "test_engine_restart", "test_launch_process",
+    "test_launch_start_engine", "test_readme_engine", "test_startup", "test_startup_imports", "test_timeouts",
+    "test_worker_sigkill",
+})
+"""Modules whose tests mostly start child processes or wait out real-time heartbeats (seconds each)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the long-running modules' tests spread over the first two thirds of the run.
+
+    pytest-xdist hands each worker consecutive runs of tests: long tests bunched together would all
+    land on one worker, and long tests last (as alphabetical order puts ``test_timeouts`` and
+    ``test_worker_sigkill``) leave the other workers idle at the end. The order is deterministic, as
+    xdist requires; the tests are independent, so it changes no outcome.
+    """
+    items[:] = spread_early(items, lambda item: _module_name(item) in LONG_RUNNING_MODULES)
+
+
+def spread_early(items: Sequence[T], is_long: Callable[[T], bool]) -> list[T]:
+    """``items`` with the long ones placed evenly among the first two thirds of the others.
+
+    Each group keeps its own order; the result is a permutation of ``items``.
+    """
+    long = [item for item in items if is_long(item)]
+    short = [item for item in items if not is_long(item)]
+    if not long:
+        return short
+    every = max(1, (len(short) * 2 // 3) // len(long))
+    ordered: list[T] = []
+    placed = 0
+    for index, item in enumerate(short):
+        if index % every == 0 and placed < len(long):
+            ordered.append(long[placed])
+            placed += 1
+        ordered.append(item)
+    return [*ordered, *long[placed:]]
+
+
+def _module_name(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
 
 
 class RunningEngine(Protocol):
