@@ -75,7 +75,7 @@ def test_the_deferred_sdk_package_loads_in_full_on_first_use(tmp_path: Path) -> 
         import sys
         from dex_agents.engine import cli
         cli._defer_dex_package_init()
-        from dex_agents.engine.server import EngineServer
+        from dex.dexpb import dex_pb2
         assert "dex.dexpb.dex_pb2" in sys.modules and "dex.client" not in sys.modules
         from dex import Client, Registry
         import dex
