@@ -40,42 +40,42 @@ T = TypeVar("T")
 
 
 LONG_RUNNING_MODULES: Final = frozenset({
+    # child processes (engines, Workers, the CLI)
     "test_auth_engine", "test_cli_signals", "test_engine_restart", "test_launch_process",
-    "test_launch_start_engine", "test_readme_engine", "test_startup", "test_startup_imports", "test_timeouts",
+    "test_launch_start_engine", "test_readme_engine", "test_startup", "test_startup_imports",
     "test_worker_sigkill",
+    # waits on real time: heartbeats, retry back-offs, Timers, request and Flow timeouts
+    "test_core_faults", "test_core_flow_timeout", "test_core_recovery", "test_dex_messages", "test_flow_completion",
+    "test_retries", "test_rpcs", "test_stop_describe_wait", "test_streams", "test_timeouts", "test_timers",
 })
-"""Modules whose tests mostly start child processes or wait out real-time heartbeats (seconds each)."""
+"""Modules whose tests mostly wait (on child processes or real time) rather than compute: run early,
+among the others, so their waits overlap other workers' work instead of idling the run's end."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the long-running modules' tests spread over the first two thirds of the run.
+    """Run the long-running modules' tests first, spread evenly over the first quarter of the run.
 
-    pytest-xdist hands each worker consecutive runs of tests: long tests bunched together would all
-    land on one worker, and long tests last (as alphabetical order puts ``test_timeouts`` and
-    ``test_worker_sigkill``) leave the other workers idle at the end. The order is deterministic, as
-    xdist requires; the tests are independent, so it changes no outcome.
+    pytest-xdist first hands each worker a run of consecutive tests, together the first quarter of
+    the collection, then refills the workers that run low. Long tests spread over that quarter start
+    early on every worker and overlap the others' work; the short tests after them fill the workers
+    up evenly to the end (alphabetical order would end on ``test_timeouts``, ``test_timers`` and
+    ``test_worker_sigkill``, waiting while cores idle). The order is deterministic, as xdist
+    requires; the tests are independent, so it changes no outcome.
     """
     items[:] = spread_early(items, lambda item: _module_name(item) in LONG_RUNNING_MODULES)
 
 
 def spread_early(items: Sequence[T], is_long: Callable[[T], bool]) -> list[T]:
-    """``items`` with the long ones placed evenly among the first two thirds of the others.
+    """``items`` with the long ones spread evenly over the first quarter (or first, if they are more).
 
     Each group keeps its own order; the result is a permutation of ``items``.
     """
     long = [item for item in items if is_long(item)]
     short = [item for item in items if not is_long(item)]
-    if not long:
-        return short
-    every = max(1, (len(short) * 2 // 3) // len(long))
-    ordered: list[T] = []
-    placed = 0
-    for index, item in enumerate(short):
-        if index % every == 0 and placed < len(long):
-            ordered.append(long[placed])
-            placed += 1
-        ordered.append(item)
-    return [*ordered, *long[placed:]]
+    front = max(len(long), len(items) // 4)
+    long_slots = {position * front // len(long) for position in range(len(long))} if long else set()
+    next_long, next_short = iter(long), iter(short)
+    return [next(next_long) if slot in long_slots else next(next_short) for slot in range(len(items))]
 
 
 def _module_name(item: pytest.Item) -> str:
