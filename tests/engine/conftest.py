@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import pytest
 from dex import (
@@ -34,52 +34,14 @@ from dex import (
 from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
 from tests.engine.probes import ADDRESS_ENV, POLICY_SECOND
 from tests.engine.processes import WorkerProcess
+from tests.engine.run_order import is_long_running, spread_early
 
 InputT = TypeVar("InputT")
-T = TypeVar("T")
-
-
-LONG_RUNNING_MODULES: Final = frozenset({
-    # child processes (engines, Workers, the CLI)
-    "test_auth_engine", "test_cli_signals", "test_engine_restart", "test_launch_process",
-    "test_launch_start_engine", "test_readme_engine", "test_startup", "test_startup_imports",
-    "test_worker_sigkill",
-    # waits on real time: heartbeats, retry back-offs, Timers, request and Flow timeouts
-    "test_core_faults", "test_core_flow_timeout", "test_core_recovery", "test_dex_messages", "test_flow_completion",
-    "test_retries", "test_rpcs", "test_stop_describe_wait", "test_streams", "test_timeouts", "test_timers",
-})
-"""Modules whose tests mostly wait (on child processes or real time) rather than compute: run early,
-among the others, so their waits overlap other workers' work instead of idling the run's end."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the long-running modules' tests first, spread evenly over the first quarter of the run.
-
-    pytest-xdist first hands each worker a run of consecutive tests, together the first quarter of
-    the collection, then refills the workers that run low. Long tests spread over that quarter start
-    early on every worker and overlap the others' work; the short tests after them fill the workers
-    up evenly to the end (alphabetical order would end on ``test_timeouts``, ``test_timers`` and
-    ``test_worker_sigkill``, waiting while cores idle). The order is deterministic, as xdist
-    requires; the tests are independent, so it changes no outcome.
-    """
-    items[:] = spread_early(items, lambda item: _module_name(item) in LONG_RUNNING_MODULES)
-
-
-def spread_early(items: Sequence[T], is_long: Callable[[T], bool]) -> list[T]:
-    """``items`` with the long ones spread evenly over the first quarter (or first, if they are more).
-
-    Each group keeps its own order; the result is a permutation of ``items``.
-    """
-    long = [item for item in items if is_long(item)]
-    short = [item for item in items if not is_long(item)]
-    front = max(len(long), len(items) // 4)
-    long_slots = {position * front // len(long) for position in range(len(long))} if long else set()
-    next_long, next_short = iter(long), iter(short)
-    return [next(next_long) if slot in long_slots else next(next_short) for slot in range(len(items))]
-
-
-def _module_name(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    """Run this directory's long-running tests first (see ``tests.engine.run_order``)."""
+    items[:] = spread_early(items, lambda item: is_long_running(item.path))
 
 
 class RunningEngine(Protocol):

@@ -1,11 +1,11 @@
-"""The suite's run order (``conftest.spread_early``): long tests spread evenly over the first quarter
+"""The suite's run order (``run_order``): long tests spread evenly over the first quarter
 of the run (all first when they are more), each group in its own order, nothing lost or repeated."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.engine.conftest import spread_early
+from tests.engine.run_order import LONG_RUNNING_MODULES, SUITE_DIRECTORY, is_long_running, spread_early
 
 
 def _is_long(name: str) -> bool:
@@ -24,3 +24,10 @@ def test_long_items_are_spread_over_the_first_quarter(longs: int, shorts: int) -
     assert all(position < front for position in positions), "every long item in the front"
     gaps = [later - earlier for earlier, later in zip(positions, positions[1:], strict=False)]
     assert not gaps or max(gaps) - min(gaps) <= 1, "evenly spaced"
+
+
+def test_only_this_directorys_long_running_modules_are_long() -> None:
+    assert {path.stem for path in SUITE_DIRECTORY.glob("test_*.py")} >= LONG_RUNNING_MODULES, "no stale names"
+    assert is_long_running(SUITE_DIRECTORY / "test_timeouts.py")
+    assert not is_long_running(SUITE_DIRECTORY / "test_waits.py")
+    assert not is_long_running(SUITE_DIRECTORY.parent / "shell" / "test_timeouts.py")
