@@ -89,3 +89,17 @@ def test_the_deferred_sdk_package_loads_in_full_on_first_use(tmp_path: Path) -> 
     result = _run_python("-c", script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "missing: module 'dex' has no attribute 'NoSuchName'"
+
+
+def test_the_package_lists_its_public_names_before_they_load(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import dex_agents.engine as package
+        assert set(package.__all__) <= set(dir(package)) and "EngineServer" not in vars(package)
+        try:
+            package.NoSuchName
+        except AttributeError as error:
+            print(error)
+        """)
+    result = _run_python("-c", script, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "module 'dex_agents.engine' has no attribute 'NoSuchName'"

@@ -41,3 +41,8 @@ def __getattr__(name: str) -> object:
     value: object = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the not yet loaded public ones included."""
+    return sorted({*globals(), *__all__})
