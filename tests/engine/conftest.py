@@ -34,8 +34,14 @@ from dex import (
 from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
 from tests.engine.probes import ADDRESS_ENV, POLICY_SECOND
 from tests.engine.processes import WorkerProcess
+from tests.engine.run_order import is_long_running, spread_early
 
 InputT = TypeVar("InputT")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run this directory's long-running tests first (see ``tests.engine.run_order``)."""
+    items[:] = spread_early(items, lambda item: is_long_running(item.path))
 
 
 class RunningEngine(Protocol):

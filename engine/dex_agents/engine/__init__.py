@@ -5,11 +5,44 @@ Public entry points: ``start_engine`` (a context manager, in process or as a chi
 ``durability=Durability.PROCESS_CRASH`` opts out of the fsync per commit),
 ``EngineProcess`` (the engine as a child in its own process group) and ``EngineServer`` (the
 server itself). The command line is ``dex-agents engine``.
+
+Invariant: importing the package imports none of its modules; each public name loads its module
+on first use, so ``python -m dex_agents.engine.cli`` (every engine child) checks its arguments
+before the server's imports (grpc, the SDK's protocol modules) run, and a launcher that only
+starts children never imports the server at all.
 """
 
-from dex_agents.engine.durability import Durability as Durability
-from dex_agents.engine.launch import EngineProcess as EngineProcess
-from dex_agents.engine.launch import start_engine as start_engine
-from dex_agents.engine.server import EngineServer as EngineServer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from dex_agents.engine.durability import Durability as Durability
+    from dex_agents.engine.launch import EngineProcess as EngineProcess
+    from dex_agents.engine.launch import start_engine as start_engine
+    from dex_agents.engine.server import EngineServer as EngineServer
 
 __all__ = ["Durability", "EngineProcess", "EngineServer", "start_engine"]
+
+_MODULE_OF: Final = {
+    "Durability": "dex_agents.engine.durability",
+    "EngineProcess": "dex_agents.engine.launch",
+    "start_engine": "dex_agents.engine.launch",
+    "EngineServer": "dex_agents.engine.server",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a public name's module on first use (PEP 562); the value is then cached here."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the not yet loaded public ones included."""
+    return sorted({*globals(), *__all__})

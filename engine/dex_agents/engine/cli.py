@@ -10,11 +10,17 @@ Invariants:
       problem, before anything is bound or written; a database that cannot be opened for writing
       (read-only, corrupt, in use) exits 2 with a ``--db`` message, and an address that cannot be
       bound exits 1 naming the address. The ready line is printed only after both succeeded.
+    * Arguments and paths are checked before anything heavy is imported: grpc only for a token file
+      or a start, the server only for a start. A start imports the SDK's generated protocol modules
+      (``dex.dexpb``, all the engine uses of the SDK) without the ``dex`` package's ``__init__``,
+      which would import the whole SDK; that ``__init__`` still runs, in full, on the first use of a
+      name it defines (see ``_defer_dex_package_init``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import signal
@@ -23,12 +29,13 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from dex_agents.engine.auth import BearerTokenInterceptor, TokenFileError
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import READY_PREFIX
-from dex_agents.engine.store import DatabaseError
+
+if TYPE_CHECKING:
+    from dex_agents.engine.auth import BearerTokenInterceptor
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "READY_PREFIX", "main", "ready_line"]
 
@@ -125,6 +132,41 @@ def _check_db_path(db: Path) -> str | None:
     return None
 
 
+def _defer_dex_package_init() -> None:
+    """Let ``dex.dexpb`` load without running the ``dex`` package's ``__init__`` (no-op once ``dex``
+    is imported).
+
+    The engine uses only the SDK's generated protocol modules, but importing ``dex.dexpb`` the
+    ordinary way first runs ``dex/__init__.py``, which imports the whole SDK (Client, Workers, their
+    helpers): about a third of a second of every engine start. Instead the package's module object
+    is registered unexecuted, with a module ``__getattr__`` that removes itself and runs the real
+    ``__init__`` the first time a name the module lacks is asked for. So ``dex.X``, ``from dex
+    import X`` and ``import dex.sub`` keep working in this process, and get the whole SDK.
+    """
+    if "dex" in sys.modules:
+        return
+    spec = importlib.util.find_spec("dex")
+    if spec is None or spec.loader is None:
+        return  # the ordinary import reports the missing SDK
+    loader = spec.loader
+    package = importlib.util.module_from_spec(spec)
+    namespace = vars(package)
+    first_use = threading.Lock()
+
+    def run_package_init(name: str) -> object:
+        with first_use:
+            if namespace.pop("__getattr__", None) is not None:  # the first caller runs ``__init__``
+                try:
+                    loader.exec_module(package)
+                except BaseException:
+                    sys.modules.pop("dex", None)  # as a failed ordinary import leaves it
+                    raise
+        return getattr(package, name)
+
+    namespace["__getattr__"] = run_package_init
+    sys.modules["dex"] = package
+
+
 def _stop_at_stdin_eof(stop_requested: threading.Event) -> None:
     """Request a stop once stdin closes (the launching process has exited, however it died)."""
     try:
@@ -146,6 +188,8 @@ def _run_engine(args: argparse.Namespace) -> int:
         return 2
     interceptors: list[BearerTokenInterceptor] = []
     if token_file is not None:
+        from dex_agents.engine.auth import BearerTokenInterceptor, TokenFileError  # imports grpc
+
         try:
             interceptors.append(BearerTokenInterceptor.from_path(token_file))
         except TokenFileError as error:
@@ -154,7 +198,9 @@ def _run_engine(args: argparse.Namespace) -> int:
     elif host not in _LOOPBACK:
         _log.warning("binding %s without --token-file: any host that reaches it can drive Flows", host)
 
+    _defer_dex_package_init()
     from dex_agents.engine.server import EngineServer  # the engine core, imported once args are valid
+    from dex_agents.engine.store import DatabaseError
 
     stop_requested = threading.Event()
 

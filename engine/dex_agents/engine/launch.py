@@ -13,6 +13,8 @@ Invariants:
       error carries its tail); only a parent killed outright leaves it behind. A given log is kept.
     * Both ways of starting create a missing database directory, so ``start_engine(db_path)``
       behaves the same in process and as a child (the command line alone refuses one, exit 2).
+    * Importing this module imports neither grpc nor the server: a process that only launches
+      children (``EngineProcess``) never pays for them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, Protocol, final
 
-from dex_agents.engine.auth import BearerTokenInterceptor
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.timing import EngineTiming
 
@@ -278,6 +279,7 @@ def start_engine(
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="dex-agents-engine-"))
             db_path = Path(directory) / "engine.sqlite3"
         if in_process:
+            from dex_agents.engine.auth import BearerTokenInterceptor  # grpc: in process only
             from dex_agents.engine.server import EngineServer
 
             interceptors = [] if token_file is None else [BearerTokenInterceptor.from_path(token_file)]
