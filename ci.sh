@@ -21,6 +21,9 @@ echo "== mypy --strict"
 
 echo "== pytest"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
+# Python's default: cache compiled modules, so the pytest workers and every engine and Worker child
+# reuse them instead of compiling the project again (some environments switch the cache off).
+unset PYTHONDONTWRITEBYTECODE
 set +e
 # Tests mostly wait on engines, Workers and child processes, so four pytest workers fit two cores;
 # DEX_AGENTS_TEST_WORKERS=0 runs them in this process, one after another.
