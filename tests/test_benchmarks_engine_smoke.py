@@ -1,4 +1,4 @@
-"""Smoke runs of the engine's backlog, long-poll and gRPC floor benchmarks with tiny sizes: each
+"""Smoke runs of the engine's backlog, long-poll and floor benchmarks with tiny sizes: each
 completes, prints its figures' labels, and leaves no files behind. The figures are never asserted."""
 
 from __future__ import annotations
@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import engine_backlog, engine_long_polls, grpc_floor
+from benchmarks import engine_backlog, engine_long_polls, floor
 
 
 BACKLOG_LABELS = ("backlog: 70 open runs", "restart to ready with the backlog:", "StartFlow on an empty engine:",
                   "StartFlow right after the restart:", "every open run recovered after",
                   "StartFlow with the whole backlog queued")
-GRPC_FLOOR_LABELS = ("sync server: round trip: n=50", "aio  server: round trip: n=50", "server CPU per round trip")
+FLOOR_LABELS = ("synchronous=FULL (power-loss): n=50", "synchronous=NORMAL (process-crash): n=50",
+                "sync server: round trip: n=50", "aio  server: round trip: n=50", "server CPU per round trip",
+                "turn floor at power-loss: 12 commits", "turn floor at process-crash: 12 commits")
 LONG_POLL_LABELS = ("quiet:", "5 WaitForFlow abandoned after 2 s", "200 WaitForAttribute polls waiting:",
                     "5 silent PollWorkerTask streams open:", "steps/s; HealthCheck")
 
@@ -24,8 +26,8 @@ LONG_POLL_LABELS = ("quiet:", "5 WaitForFlow abandoned after 2 s", "200 WaitForA
 @pytest.mark.parametrize(("main", "argv", "labels"), [
     (engine_backlog.main, ["--runs", "20", "--ready-timeout", "60"], BACKLOG_LABELS),
     (engine_long_polls.main, ["--polls", "5", "--window", "0.2"], LONG_POLL_LABELS),
-    (grpc_floor.main, ["--quick"], GRPC_FLOOR_LABELS),
-], ids=["backlog", "long_polls", "grpc_floor"])
+    (floor.main, ["--quick"], FLOOR_LABELS),
+], ids=["backlog", "long_polls", "floor"])
 def test_the_benchmark_prints_its_figures(main: Callable[[list[str]], None], argv: list[str], labels: tuple[str, ...],
                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
