@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
-import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.readme_examples import python_blocks, run_example
+
 README = Path(__file__).resolve().parents[2] / "engine" / "README.md"
-PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+PYTHON_BLOCKS = python_blocks(README)
 
 
 def test_the_engine_readme_has_a_python_example() -> None:
@@ -20,9 +20,5 @@ def test_the_engine_readme_has_a_python_example() -> None:
 def test_the_engine_readme_python_example_runs(
     source: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    temporary = tmp_path / "temporary"
-    temporary.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
-    exec(compile(source, str(README), "exec"), {"__name__": "readme_example"})
+    run_example(source, README, tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines() == ["hello, world"] * 3
-    assert list(temporary.iterdir()) == [], "the example leaves no temporary files behind"
