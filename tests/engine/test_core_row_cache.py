@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterator
+from typing import cast
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,40 @@ def test_differences_names_a_row_changed_behind_the_caches_back(store: Store) ->
         db.execute("UPDATE flows SET closing=1 WHERE uid=?", (uid,))
     _insert_run(store, "a")
     assert sorted(cache.differences()) == sorted([f"flow {uid}", f"step {uid}/S-1", "latest run of a"])
+
+
+class _FailingCommit:
+    """The store's connection, except that the next ``COMMIT`` fails as a full disk would."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.fail_next_commit = True
+
+    def execute(self, sql: str, parameters: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.fail_next_commit:
+            self.fail_next_commit = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, parameters)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.db.in_transaction
+
+
+def test_a_failed_commit_rolls_back_and_the_cache_forgets_what_it_wrote(store: Store) -> None:
+    uid = _insert_run(store, "a")
+    cache = _cache(store)
+    before = cache.step(uid, "S-1")
+    real = store.db
+    store.db = cast(sqlite3.Connection, _FailingCommit(real))
+    try:
+        with pytest.raises(sqlite3.OperationalError), store.transaction() as db:
+            cache.update_step(db, uid, "S-1", phase="done")
+    finally:
+        store.db = real
+    assert not real.in_transaction, "the failed transaction was rolled back"
+    assert _stored_step(store, uid, "S-1") == before
+    assert cache.step(uid, "S-1") == before
+    with store.transaction() as db:  # the store takes new transactions
+        cache.update_step(db, uid, "S-1", phase="failed")
+    assert cache.step(uid, "S-1") == _stored_step(store, uid, "S-1")

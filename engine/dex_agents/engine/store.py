@@ -188,17 +188,25 @@ class Store:
             self._depth = 1
             try:
                 yield self.db
+                self._depth = 0
+                self.db.execute("COMMIT")
             except BaseException:
                 self._depth = 0
-                self.db.execute("ROLLBACK")
-                for forget in self._rollback_listeners:
-                    forget()
+                self._roll_back()
                 raise
-            self._depth = 0
-            self.db.execute("COMMIT")
         finally:
             if relaxed:
                 self.db.execute(f"PRAGMA synchronous={self._synchronous}")
+
+    def _roll_back(self) -> None:
+        """End the open transaction without its changes (a failed ``COMMIT`` may have left it open,
+        or SQLite may have rolled it back already) and tell the rollback listeners."""
+        try:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+        finally:
+            for forget in self._rollback_listeners:
+                forget()
 
     def synchronous(self) -> int:
         """SQLite's ``synchronous`` setting in force (1 NORMAL, 2 FULL), for tests and diagnostics."""
