@@ -26,7 +26,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from .dispatch import Dispatcher
 from .lock_discipline import assert_engine_lock_held
-from .rows import ACTIVE_PHASES, FLOW_COLUMNS, Effects, FlowRow, StepRow, flow_from_row
+from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
 from .row_cache import RowCache
 from .scheduler import Scheduler
 from .store import Store
@@ -120,10 +120,8 @@ class EngineCore:
         """The latest run of ``flow_id`` (or the named run)."""
         if not run_id:
             return self.rows.latest_flow(flow_id)
-        row = self.store.db.execute(
-            f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)
-        ).fetchone()
-        return flow_from_row(row) if row else None
+        row = self.store.db.execute("SELECT uid FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)).fetchone()
+        return self.rows.flow(int(row[0])) if row else None
 
     def step(self, uid: int, seid: str) -> StepRow | None:
         """One Step execution."""

@@ -107,18 +107,14 @@ class RequestChecks(grpc.ServerInterceptor):
         if handler is None:
             return None
         deserializer = handler.request_deserializer
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _unary(handler.unary_unary, deserializer), response_serializer=handler.response_serializer)
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _unary(handler.unary_stream, deserializer), response_serializer=handler.response_serializer)
-        if handler.stream_stream is not None:
-            return grpc.stream_stream_rpc_method_handler(
-                _streaming(handler.stream_stream, deserializer), response_serializer=handler.response_serializer)
-        if handler.stream_unary is not None:
-            return grpc.stream_unary_rpc_method_handler(
-                _streaming(handler.stream_unary, deserializer), response_serializer=handler.response_serializer)
+        for behaviour, checked, rewrap in (
+            (handler.unary_unary, _unary, grpc.unary_unary_rpc_method_handler),
+            (handler.unary_stream, _unary, grpc.unary_stream_rpc_method_handler),
+            (handler.stream_stream, _streaming, grpc.stream_stream_rpc_method_handler),
+            (handler.stream_unary, _streaming, grpc.stream_unary_rpc_method_handler),
+        ):
+            if behaviour is not None:
+                return rewrap(checked(behaviour, deserializer), response_serializer=handler.response_serializer)
         return handler
 
 

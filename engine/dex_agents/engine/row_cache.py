@@ -79,17 +79,13 @@ class RowCache:
     def latest_flow(self, flow_id: str) -> FlowRow | None:
         """The latest run of ``flow_id``."""
         uid = self._latest.get(flow_id)
-        if uid is not None:
-            return self.flow(uid)
-        row = self._db().execute(
-            f"SELECT {FLOW_COLUMNS} FROM flows WHERE flow_id=? ORDER BY uid DESC LIMIT 1", (flow_id,)
-        ).fetchone()
-        if row is None:
-            return None
-        flow = flow_from_row(row)
-        _bounded_put(self._flows, flow.uid, flow, self._limit)
-        _bounded_put(self._latest, flow_id, flow.uid, self._limit)
-        return flow
+        if uid is None:
+            (latest,) = self._db().execute("SELECT MAX(uid) FROM flows WHERE flow_id=?", (flow_id,)).fetchone()
+            if latest is None:
+                return None
+            uid = int(latest)
+            _bounded_put(self._latest, flow_id, uid, self._limit)
+        return self.flow(uid)
 
     def step(self, uid: int, seid: str) -> StepRow | None:
         """One Step execution."""

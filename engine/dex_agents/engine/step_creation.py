@@ -36,26 +36,26 @@ def create_step(
     n = int(db.execute(
         "SELECT COALESCE(MAX(n), 0) FROM steps WHERE uid=? AND step_type=?", (flow.uid, movement.step_type)
     ).fetchone()[0]) + 1
-    seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
-    seid = f"{movement.step_type}-{n}"
-    phase: policy.Method = "execute" if movement.step_options.skip_wait_for else "wait_for"
     now = core.now_ms()
-    db.execute(
-        "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
-        "attempt, first_attempt_ms, not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-        (flow.uid, seid, movement.step_type, n, seq, movement.step_input.SerializeToString(),
-         movement.step_options.SerializeToString(), from_seid,
-         recovery.SerializeToString() if recovery is not None else None, phase, now + delay_ms,
-         now + delay_ms if delay_ms else 0),
-    )
-    step = StepRow(uid=flow.uid, seid=seid, step_type=movement.step_type, n=n, seq=seq, input=movement.step_input,
-                   options=movement.step_options, from_seid=from_seid, recovery=recovery, phase=phase,
+    phase: policy.Method = "execute" if movement.step_options.skip_wait_for else "wait_for"
+    step = StepRow(uid=flow.uid, seid=f"{movement.step_type}-{n}", step_type=movement.step_type, n=n,
+                   seq=_next_seq(db, flow.uid), input=movement.step_input, options=movement.step_options,
+                   from_seid=from_seid, recovery=recovery, phase=phase,
                    attempt=1, first_attempt_ms=now + delay_ms, waiting=None, results=None, locals=[],
                    heartbeat=None, output_seen=False, not_before_ms=now + delay_ms if delay_ms else 0)
+    db.execute(
+        "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
+        "attempt, first_attempt_ms, not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (step.uid, step.seid, step.step_type, step.n, step.seq, step.input.SerializeToString(),
+         step.options.SerializeToString(), step.from_seid,
+         recovery.SerializeToString() if recovery is not None else None, step.phase, step.attempt,
+         step.first_attempt_ms, step.not_before_ms),
+    )
     core.rows.step_inserted(step)
     history.method_pending(db, step, phase, flow.config)
-    effects.launches.append((flow.uid, seid))
-    return seid
+    effects.launches.append((flow.uid, step.seid))
+    return step.seid
+
 
 def create_timeout_handler(core: EngineCore, db: sqlite3.Connection, flow: FlowRow, seconds: int,
                            handler: pb.FlowTimeoutHandlerOptions, effects: Effects) -> None:
@@ -81,7 +81,7 @@ def create_timeout_handler(core: EngineCore, db: sqlite3.Connection, flow: FlowR
     )
     waiting = pb.WaitingCondition(waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
                                   timer_conditions=[pb.TimerCondition(duration_seconds=seconds)])
-    seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (flow.uid,)).fetchone()[0]) + 1
+    seq = _next_seq(db, flow.uid)
     fire_ms = flow.start_ms + seconds * 1000
     db.execute(
         "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, phase, attempt, "
@@ -91,3 +91,8 @@ def create_timeout_handler(core: EngineCore, db: sqlite3.Connection, flow: FlowR
     db.execute("INSERT INTO timers (uid, seid, idx, condition_id, fire_ms, status) VALUES (?, ?, 0, '', ?, ?)",
                (flow.uid, f"{TIMEOUT_HANDLER}-1", fire_ms, pb.INTERNAL_TIMER_STATUS_PENDING))
     effects.timers.append((fire_ms / 1000, flow.uid, f"{TIMEOUT_HANDLER}-1", 0))
+
+
+def _next_seq(db: sqlite3.Connection, uid: int) -> int:
+    """The run's next Step execution sequence number (creation order, from 1)."""
+    return int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (uid,)).fetchone()[0]) + 1
