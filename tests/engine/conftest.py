@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
+import grpc
 import pytest
 from dex import (
     BlobCacheConfig,
@@ -35,6 +36,9 @@ from tests.engine.harness import Harness, NamedFlow, open_harness, unique_name
 from tests.engine.probes import ADDRESS_ENV, POLICY_SECOND
 from tests.engine.processes import WorkerProcess
 from tests.engine.run_order import is_long_running, spread_early
+
+if TYPE_CHECKING:
+    from dex_agents.engine.server import EngineServer
 
 InputT = TypeVar("InputT")
 
@@ -118,6 +122,29 @@ def engine() -> Iterator[EngineEndpoint]:
         with core.lock:
             stale = core.rows.differences()
         assert not stale, f"the engine's row cache differs from the database after the session: {stale[:20]}"
+
+
+@pytest.fixture
+def own_engine(tmp_path: Path) -> Iterator[EngineServer]:
+    """An in-process engine of this test alone (its own database), for tests that look inside the
+    engine or send it what the SDK never would."""
+    server_module = importlib.import_module("dex_agents.engine.server")
+    server: EngineServer = server_module.EngineServer(tmp_path / "engine.db")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_channel(own_engine: EngineServer) -> Iterator[grpc.Channel]:
+    """A raw gRPC channel to ``own_engine``."""
+    channel = grpc.insecure_channel(own_engine.address)
+    try:
+        yield channel
+    finally:
+        channel.close()
 
 
 def require_local_engine(engine: EngineEndpoint, why: str) -> None:

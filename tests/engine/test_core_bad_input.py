@@ -4,8 +4,7 @@ the engine keeps serving with its state intact afterwards. Runs an in-process ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import cast
 
 import grpc
@@ -15,19 +14,11 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from dex_agents.engine.server import EngineServer
 
 
 @pytest.fixture
-def stub(tmp_path: Path) -> Iterator[dex_pb2_grpc.FlowServiceStub]:
-    server = EngineServer(tmp_path / "engine.db")
-    server.start()
-    channel = grpc.insecure_channel(server.address)
-    try:
-        yield dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
-    finally:
-        channel.close()
-        server.stop()
+def stub(own_channel: grpc.Channel) -> dex_pb2_grpc.FlowServiceStub:
+    return dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
 
 
 def code_of(call: Callable[[], object]) -> tuple[grpc.StatusCode, str]:
@@ -112,37 +103,25 @@ def test_bad_input_leaves_state_intact(stub: dex_pb2_grpc.FlowServiceStub) -> No
     assert (read.message.value.string_value, read.message.source) == ("v", "me")
 
 
-def test_a_worker_stream_must_register_first(tmp_path: Path) -> None:
-    server = EngineServer(tmp_path / "engine.db")
-    server.start()
-    try:
-        with grpc.insecure_channel(server.address) as channel:
-            worker = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
-            responses = worker.PollWorkerTask(iter([pb.PollWorkerTaskRequest(pong=pb.PollWorkerTaskPong())]))
-            with pytest.raises(grpc.RpcError) as raised:
-                list(responses)
-            assert cast(grpc.Call, raised.value).code() == grpc.StatusCode.INVALID_ARGUMENT
-            health: pb.HealthInfo = dex_pb2_grpc.FlowServiceStub(channel).HealthCheck(  # type: ignore[no-untyped-call]
-                empty_pb2.Empty())
-            assert health.condition == "OK", "the engine still serves"
-    finally:
-        server.stop()
+def test_a_worker_stream_must_register_first(own_channel: grpc.Channel) -> None:
+    worker = dex_pb2_grpc.WorkerTaskServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    responses = worker.PollWorkerTask(iter([pb.PollWorkerTaskRequest(pong=pb.PollWorkerTaskPong())]))
+    with pytest.raises(grpc.RpcError) as raised:
+        list(responses)
+    assert cast(grpc.Call, raised.value).code() == grpc.StatusCode.INVALID_ARGUMENT
+    health: pb.HealthInfo = dex_pb2_grpc.FlowServiceStub(own_channel).HealthCheck(  # type: ignore[no-untyped-call]
+        empty_pb2.Empty())
+    assert health.condition == "OK", "the engine still serves"
 
 
 
-def test_methods_of_other_services_name_themselves(tmp_path: Path) -> None:
-    server = EngineServer(tmp_path / "engine.db")
-    server.start()
-    try:
-        with grpc.insecure_channel(server.address) as channel:
-            push = dex_pb2_grpc.WorkerServiceStub(channel)  # type: ignore[no-untyped-call]
-            code, detail = code_of(lambda: push.InvokeWorkerRPC(pb.InvokeWorkerRPCRequest()))
-            assert code == grpc.StatusCode.UNIMPLEMENTED and "InvokeWorkerRPC" in detail
-            matching = dex_pb2_grpc.MatchingServiceStub(channel)  # type: ignore[no-untyped-call]
-            code, detail = code_of(lambda: list(matching.ForwardPollWorkerTask(iter(()))))
-            assert code == grpc.StatusCode.UNIMPLEMENTED and "ForwardPollWorkerTask" in detail
-    finally:
-        server.stop()
+def test_methods_of_other_services_name_themselves(own_channel: grpc.Channel) -> None:
+    push = dex_pb2_grpc.WorkerServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    code, detail = code_of(lambda: push.InvokeWorkerRPC(pb.InvokeWorkerRPCRequest()))
+    assert code == grpc.StatusCode.UNIMPLEMENTED and "InvokeWorkerRPC" in detail
+    matching = dex_pb2_grpc.MatchingServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    code, detail = code_of(lambda: list(matching.ForwardPollWorkerTask(iter(()))))
+    assert code == grpc.StatusCode.UNIMPLEMENTED and "ForwardPollWorkerTask" in detail
 
 
 def test_raw_channel_publish_read_and_delete(stub: dex_pb2_grpc.FlowServiceStub) -> None:

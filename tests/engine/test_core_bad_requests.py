@@ -5,8 +5,7 @@ input), and nothing they touch changes. Runs an in-process ``EngineServer`` over
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import cast
 
 import grpc
@@ -17,22 +16,9 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.engine.request_checks import MAX_ID_CHARS
-from dex_agents.engine.server import EngineServer
 
 START = "/dex.FlowService/StartFlow"
 SHORT_DETAIL = 2000
-
-
-@pytest.fixture
-def channel(tmp_path: Path) -> Iterator[grpc.Channel]:
-    server = EngineServer(tmp_path / "engine.db")
-    server.start()
-    opened = grpc.insecure_channel(server.address)
-    try:
-        yield opened
-    finally:
-        opened.close()
-        server.stop()
 
 
 def stub_of(channel: grpc.Channel) -> dex_pb2_grpc.FlowServiceStub:
@@ -64,17 +50,17 @@ def nested_groups(depth: int) -> bytes:
                  id="invalid-utf8"),
     pytest.param(nested_groups(5000), id="deep-nesting"),
 ])
-def test_undecodable_requests_are_invalid_argument(channel: grpc.Channel, payload: bytes) -> None:
-    code, detail = refusal(lambda: send_raw(channel, START, payload))
+def test_undecodable_requests_are_invalid_argument(own_channel: grpc.Channel, payload: bytes) -> None:
+    code, detail = refusal(lambda: send_raw(own_channel, START, payload))
     assert code == grpc.StatusCode.INVALID_ARGUMENT, detail
     assert "could not be decoded" in detail
-    stub = stub_of(channel)
+    stub = stub_of(own_channel)
     health: pb.HealthInfo = stub.HealthCheck(empty_pb2.Empty())
     assert health.condition == "OK", "the engine keeps serving"
 
 
-def test_page_and_resume_tokens_too_large_for_sqlite_are_invalid_argument(channel: grpc.Channel) -> None:
-    stub = stub_of(channel)
+def test_page_and_resume_tokens_too_large_for_sqlite_are_invalid_argument(own_channel: grpc.Channel) -> None:
+    stub = stub_of(own_channel)
     stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
     thirty = "9" * 30
     calls: list[Callable[[], object]] = [
@@ -91,8 +77,8 @@ def test_page_and_resume_tokens_too_large_for_sqlite_are_invalid_argument(channe
         assert "token" in detail
 
 
-def test_ids_are_bounded_and_errors_never_echo_the_whole_input(channel: grpc.Channel) -> None:
-    stub = stub_of(channel)
+def test_ids_are_bounded_and_errors_never_echo_the_whole_input(own_channel: grpc.Channel) -> None:
+    stub = stub_of(own_channel)
     huge = "x" * (10 * 1024 * 1024)
     code, detail = refusal(lambda: stub.GetFlowSummary(pb.GetFlowSummaryRequest(flow_id=huge)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and len(detail) < SHORT_DETAIL
@@ -107,8 +93,8 @@ def test_ids_are_bounded_and_errors_never_echo_the_whole_input(channel: grpc.Cha
     assert code == grpc.StatusCode.INVALID_ARGUMENT and len(detail) < SHORT_DETAIL
 
 
-def test_unknown_enum_values_are_refused_and_change_nothing(channel: grpc.Channel) -> None:
-    stub = stub_of(channel)
+def test_unknown_enum_values_are_refused_and_change_nothing(own_channel: grpc.Channel) -> None:
+    stub = stub_of(own_channel)
     first: pb.StartFlowResponse = stub.StartFlow(pb.StartFlowRequest(flow_id="done", flow_type="T", request_id="r1"))
     stub.StopFlow(pb.StopFlowRequest(flow_id="done", stop_type=pb.STOP_TYPE_TERMINATE))
     reuse = pb.StartFlowRequest(flow_id="done", flow_type="T", request_id="r2",
@@ -121,8 +107,8 @@ def test_unknown_enum_values_are_refused_and_change_nothing(channel: grpc.Channe
     assert code == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def test_duplicate_message_ids_in_one_publish_are_refused_and_nothing_is_published(channel: grpc.Channel) -> None:
-    stub = stub_of(channel)
+def test_duplicate_message_ids_in_one_publish_are_refused_and_nothing_is_published(own_channel: grpc.Channel) -> None:
+    stub = stub_of(own_channel)
     stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
     twice = [pb.ChannelMessage(channel_name="C", value=pb.Value(int_value=n), message_id="m1") for n in (1, 2)]
     code, detail = refusal(lambda: stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="f", messages=twice)))
@@ -136,8 +122,8 @@ def test_duplicate_message_ids_in_one_publish_are_refused_and_nothing_is_publish
     assert [(m.message_id, m.value.int_value) for m in pending.messages] == [("m1", 1), ("m2", 2)]
 
 
-def test_an_undecodable_worker_frame_ends_its_stream_with_invalid_argument(channel: grpc.Channel) -> None:
-    poll: grpc.StreamStreamMultiCallable[bytes, bytes] = channel.stream_stream(
+def test_an_undecodable_worker_frame_ends_its_stream_with_invalid_argument(own_channel: grpc.Channel) -> None:
+    poll: grpc.StreamStreamMultiCallable[bytes, bytes] = own_channel.stream_stream(
         "/dex.WorkerTaskService/PollWorkerTask", request_serializer=None, response_deserializer=None)
     code, detail = refusal(lambda: list(poll(iter([b"\xff\xff\xff\xff"]), timeout=10)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT, detail

@@ -115,16 +115,6 @@ def test_an_unknown_step_type_fails_with_no_worker_available_and_blocks_no_one(
     assert "NO_WORKER_AVAILABLE" in (failed.error_message or "") and "Fresh" in (failed.error_message or "")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EngineServer]:
-    running = EngineServer(tmp_path / "engine.db")
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 @pytest.mark.parametrize("attempt", [1, 8, 1025, 5000, 10**9])
 def test_default_backoff_is_finite_and_capped_at_any_attempt(attempt: int) -> None:
     delay = policy.next_retry_delay(pb.RetryPolicy(total_duration_seconds=10**9), attempt, 0.0, 0.0, 0)
@@ -171,35 +161,29 @@ def test_deadline_checks_go_on_after_a_failing_pass(tmp_path: Path, monkeypatch:
         server.stop()
 
 
-def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(server: EngineServer) -> None:
-    channel = grpc.insecure_channel(server.address)
-    stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
-    try:
-        with pytest.raises(grpc.RpcError) as raised:
-            stub.SearchFlows(pb.SearchFlowsRequest(query="FlowId != 'x' AND " * 200_000), timeout=WAIT)
-        error = cast(grpc.Call, raised.value)
-        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert f"the limit is {MAX_QUERY_CHARS}" in (error.details() or "")
-        with server.engine.lock:  # a busy engine still refuses a bad query at once
-            with pytest.raises(grpc.RpcError) as refused:
-                stub.SearchFlows(pb.SearchFlowsRequest(query="FlowType ~~ nonsense"), timeout=WAIT)
-        assert cast(grpc.Call, refused.value).code() == grpc.StatusCode.INVALID_ARGUMENT
-    finally:
-        channel.close()
+def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(own_engine: EngineServer,
+                                                                       own_channel: grpc.Channel) -> None:
+    stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.SearchFlows(pb.SearchFlowsRequest(query="FlowId != 'x' AND " * 200_000), timeout=WAIT)
+    error = cast(grpc.Call, raised.value)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert f"the limit is {MAX_QUERY_CHARS}" in (error.details() or "")
+    with own_engine.engine.lock:  # a busy engine still refuses a bad query at once
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.SearchFlows(pb.SearchFlowsRequest(query="FlowType ~~ nonsense"), timeout=WAIT)
+    assert cast(grpc.Call, refused.value).code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(server: EngineServer) -> None:
-    channel = grpc.insecure_channel(server.address)
-    stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
-    try:
-        stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
-        big = pb.InvokeRPCRequest(flow_id="f", rpc_name="r", lock_attribute_keys=["K"],
-                                  input=pb.Value(string_value="x" * policy.WORKER_TASK_LIMIT))
-        with pytest.raises(grpc.RpcError) as raised:
-            stub.InvokeRPC(big, timeout=WAIT)
-        error = cast(grpc.Call, raised.value)
-        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
-        assert "4194304-byte message limit" in (error.details() or "")
-        assert not server.engine.locks, "the RPC's lock keys are released"
-    finally:
-        channel.close()
+def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(own_engine: EngineServer,
+                                                                    own_channel: grpc.Channel) -> None:
+    stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
+    big = pb.InvokeRPCRequest(flow_id="f", rpc_name="r", lock_attribute_keys=["K"],
+                              input=pb.Value(string_value="x" * policy.WORKER_TASK_LIMIT))
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.InvokeRPC(big, timeout=WAIT)
+    error = cast(grpc.Call, raised.value)
+    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "4194304-byte message limit" in (error.details() or "")
+    assert not own_engine.engine.locks, "the RPC's lock keys are released"
