@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dex_agents.engine.tasks import WorkerStream
-from dex_agents.engine.tasks import IllegalTaskTransition, Task, TaskState
+from dex_agents.engine.tasks import IllegalTaskTransition, Task, TaskState, WorkerStream
 from tests.engine.test_core_dispatch import dispatcher, sent, task
 
 

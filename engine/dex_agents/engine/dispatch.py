@@ -65,11 +65,6 @@ class Dispatcher:
             registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)))
         self._idle.setdefault(stream.queue_name, []).append(stream)
 
-    def has_streams(self, queue_name: str) -> bool:
-        """Whether any live stream serves ``queue_name``."""
-        self._guard()
-        return any(s.queue_name == queue_name and not s.closed for s in self.streams)
-
     def submit(self, task: Task, *, front: bool = False) -> None:
         """Queue a QUEUED task (O(1)); it is delivered at once when an idle stream of its queue exists."""
         self._guard()
