@@ -1,0 +1,41 @@
+"""The adapter kit: what every framework adapter needs besides message conversion.
+
+* ``encode_run_state`` / ``decode_run_state``: a versioned run-state envelope, checked on read, that
+  also remembers which tool calls the latest model response deferred (its round).
+* ``latest_round_results``: the final records of that round, in deferral order, as the text and
+  outcome the model should read.
+* ``tool_effect_from_metadata``: a tool's effect from framework metadata (``dex_effect``, MCP
+  annotations).
+* ``model_call_usage``: one model call's usage, normalised to ``AgentUsage``.
+* ``user_message``, ``assistant_message``, ``tool_message``: ``FrameworkMessage`` builders.
+* ``unknown_tool_error``, ``invalid_arguments_error``: the ``ToolExecutionError``s every adapter raises.
+* ``SessionFlowOptions``: the typed options an adapter's Flow factory passes through to
+  ``create_agent_session_flow`` (``**options: Unpack[SessionFlowOptions]``).
+"""
+
+from dex_agents.adapters.kit.messages import assistant_message, tool_message, user_message
+from dex_agents.adapters.kit.options import SessionFlowOptions
+from dex_agents.adapters.kit.run_state import RunState, RunStateError, decode_run_state, encode_run_state
+from dex_agents.adapters.kit.tool_errors import invalid_arguments_error, unknown_tool_error
+from dex_agents.adapters.kit.tool_effects import DEX_EFFECT_METADATA_KEY, tool_effect_from_metadata
+from dex_agents.adapters.kit.tool_results import ToolOutcome, ToolResult, latest_round_results
+from dex_agents.adapters.kit.usage import model_call_usage
+
+__all__ = [
+    "DEX_EFFECT_METADATA_KEY",
+    "RunState",
+    "RunStateError",
+    "SessionFlowOptions",
+    "ToolOutcome",
+    "ToolResult",
+    "assistant_message",
+    "decode_run_state",
+    "encode_run_state",
+    "invalid_arguments_error",
+    "latest_round_results",
+    "model_call_usage",
+    "tool_effect_from_metadata",
+    "tool_message",
+    "unknown_tool_error",
+    "user_message",
+]
