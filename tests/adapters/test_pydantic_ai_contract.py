@@ -8,8 +8,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from pydantic import BaseModel
-from pydantic_ai import Agent, ModelRetry, Tool, ToolOutput
+from pydantic_ai import Agent, ModelRetry, Tool
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -24,7 +23,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolC
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
 from dex_agents.demo.support_agent import DEMO_TURNS, REFUNDS_LOG
-from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
+from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX
 from dex_agents.pure.values import MessageRole
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing import FileGate, completed_step_types, read_step_history
@@ -108,45 +107,6 @@ def run_one_turn(agent_environment: AgentEnvironmentFactory, agent_sessions: Age
     return steps, messages, events
 
 
-def test_a_text_answer_with_thinking_is_one_model_call_streaming_both(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
-    steps, messages, events = run_one_turn(
-        agent_environment, agent_sessions,
-        lambda text, info: ModelResponse(parts=[ThinkingPart("let me think"), TextPart("Hello there")]))
-    assert steps == ["StartAgentSession", "RunModel"]
-    assert [(m.role, m.text) for m in messages] == [  # type: ignore[attr-defined]
-        (MessageRole.USER, "go"), (MessageRole.ASSISTANT, "Hello there")]
-    assert "reasoning_delta" in events and "text_delta" in events
-
-
-def test_a_read_tool_call_runs_model_tool_resume_model(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
-    steps, messages, _ = run_one_turn(agent_environment, agent_sessions,
-                                      lambda text, info: call("lookup_order", '{"order_id": 7}', "c1"))
-    assert steps == ["StartAgentSession", "RunModel", "CallTool", "ResumeTurn", "RunModel"]
-    assert [m.role for m in messages] == [  # type: ignore[attr-defined]
-        MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.ASSISTANT]
-    assert messages[2].tool_output == "order 7 shipped"  # type: ignore[attr-defined]
-    assert messages[3].text == "order 7 shipped"  # type: ignore[attr-defined]
-
-
-def test_parallel_tool_calls_each_get_their_return(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
-    steps, messages, _ = run_one_turn(agent_environment, agent_sessions, lambda text, info: ModelResponse(parts=[
-        ToolCallPart("lookup_order", '{"order_id": 1}', tool_call_id="a"),
-        ToolCallPart("lookup_order", '{"order_id": 2}', tool_call_id="b")]))
-    assert steps.count("CallTool") == 2 and steps[-1] == "RunModel"
-    assert messages[-1].text == "order 1 shipped | order 2 shipped"  # type: ignore[attr-defined]
-
-
-def test_an_unknown_tool_fails_without_approval_and_the_model_sees_it(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
-    _, messages, _ = run_one_turn(agent_environment, agent_sessions,
-                                  lambda text, info: call("no_such_tool", "{}", "u1"))
-    answer = messages[-1].text  # type: ignore[attr-defined]
-    assert answer.startswith(FAILED_PREFIX) and "Unknown tool 'no_such_tool'" in answer
-
-
 def test_bad_arguments_and_model_retry_become_errors_the_model_sees(
         agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
     _, messages, _ = run_one_turn(agent_environment, agent_sessions, lambda text, info: ModelResponse(parts=[
@@ -155,36 +115,6 @@ def test_bad_arguments_and_model_retry_become_errors_the_model_sees(
     bad, retry = messages[-1].text.split(" | ")  # type: ignore[attr-defined]
     assert bad.startswith(FAILED_PREFIX) and "Invalid arguments" in bad
     assert retry == FAILED_PREFIX + "order numbers are positive"
-
-
-class Answer(BaseModel):
-    status: str
-
-
-def test_structured_output_tools_are_not_deferred(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
-    def script(text: str, info: AgentInfo) -> ModelResponse:
-        return call(info.output_tools[0].name, '{"status": "ok"}', "out")
-
-    steps, messages, _ = run_one_turn(agent_environment, agent_sessions, script, output_type=ToolOutput(Answer))
-    assert steps == ["StartAgentSession", "RunModel"]
-    roles = [m.role for m in messages]  # type: ignore[attr-defined]
-    assert roles[:2] == [MessageRole.USER, MessageRole.ASSISTANT]
-    assert messages[1].tool_arguments == '{"status":"ok"}'  # type: ignore[attr-defined]
-
-
-def test_a_rejected_write_is_fed_back_to_the_model(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
-    agent: Agent[None, str] = Agent(scripted_model(lambda text, info: call("cancel_order", '{"order_id": 5}', "x")),
-                                    tools=TOOLS)
-    flow = flow_of(agent)
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = f"s-{uuid.uuid4().hex}"
-    sessions.start_session(session_id, "cancel 5")
-    interrupt = sessions.wait_for_pending_interrupt(session_id, "cancel_order")
-    sessions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=False, rejection_message="not allowed")
-    sessions.wait_for_completed_turns(session_id, 1)
-    assert sessions.snapshot(session_id).messages[-1].text == REJECTED_PREFIX + "not allowed"
 
 
 def test_a_crash_during_a_refund_records_outcome_unknown_and_the_model_is_told(

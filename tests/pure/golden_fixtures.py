@@ -202,6 +202,12 @@ SPEC_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
 }
 """The spec's events table: event type to payload keys."""
 
+SESSION_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
+    **SPEC_EVENT_PAYLOAD_KEYS,
+    "dex_agents.model_call_failed": frozenset({"error", "retrying"}),
+}
+"""Every event the session itself writes: the spec's, plus ours (prefixed ``dex_agents.``, docs/wire.md)."""
+
 EVENTS: dict[str, AgentEvent] = {
     "turn_started": _event("turn_started", "se-await-7", {"sequence": 3}),
     "turn_completed": _event("turn_completed", "se-model-9", {"message_count": 3}),
@@ -235,10 +241,14 @@ EVENTS: dict[str, AgentEvent] = {
         {"interrupt_id": "turn-2:call_charge_2", "approved": False, "rejection_message": None},
     ),
     "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": usage_object(CALL_USAGE), "session": usage_object(SESSION_USAGE)}),
+    "dex_agents.model_call_failed": _event(
+        "dex_agents.model_call_failed", "se-model-9", {"error": "429 Too Many Requests: retry after 20 s", "retrying": True}
+    ),
     "vercel_ai.step_finished": _event(
         "vercel_ai.step_finished",
         "se-model-8",
         {"finish_reason": "tool-calls", "warnings": pvector([]), "latency_ms": 812.5, "raw": pmap({"id": "resp_1", "n": -1})},
     ),
 }
-"""One event per type of the spec's events table, plus one adapter-specific (prefixed) event."""
+"""One event per type the session writes (the spec's events table and ours), plus one adapter-specific
+(prefixed) event."""

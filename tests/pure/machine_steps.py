@@ -8,16 +8,20 @@ from hypothesis import strategies as st
 from pyrsistent import pvector
 
 from dex_agents.pure.deadlines import format_instant, is_late, parse_instant
-from dex_agents.pure.effects import ExecuteDeferredToolCall
+from dex_agents.pure.effects import BuildTurnFailureNote, ExecuteDeferredToolCall
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.reducers import SkipWait, WaitForResolution, turn_failure_note
+from dex_agents.pure.reducers.model import model_call_cap_error
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
     ApprovalWaitOutcome,
     DeadlineTimerFired,
+    Invocation,
+    ModelCallFailed,
     ModelCallFinished,
     ResolutionReceived,
+    SessionInput,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
@@ -28,6 +32,7 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     WaitSkipped,
 )
+from dex_agents.pure.transition import Transition
 from dex_agents.pure.values import MessageRole, ToolCallStatus
 from tests.pure.machine_invariants import SessionInvariants
 from tests.pure.session_machine import FLOW_ID, SINGLE_ATTEMPT_EFFECTS, PendingStep
@@ -95,6 +100,14 @@ class SessionSteps(SessionInvariants):
             self.last_run_state = outcome.framework_run_state
         finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
         result = self.reduce_checked(loaded, finished)
+        capped = isinstance(outcome, ToolCallsRequested) and (
+            loaded.turn_model_call_count + 1 >= self.config.max_model_calls_per_turn)
+        if capped:
+            event(f"model: cap of {self.config.max_model_calls_per_turn} reached")
+            self.run_model_fails_the_turn(step, finished, result, model_call_cap_error(self.config.max_model_calls_per_turn))
+            self.record_usage(usage)
+            assert self.world.tool_calls == {}, "the capped call deferred nothing"
+            return
         self.finish(step)
         moved = self.commit([finished], result, step.movement.options, finished.invocation)
         self.record_usage(usage)
@@ -108,6 +121,7 @@ class SessionSteps(SessionInvariants):
         ]
         assert [(m.step_type, m.input) for m in moved] == [*expected, (StepType.RESUME_TURN, len(outcome.tool_calls))]
         turn_id = self.world.agent_state.current_turn_id if self.world.agent_state else None
+        assert self.world.turn_model_call_count == loaded.turn_model_call_count + 1, "one more model call counted"
         raised_at = self.config.interrupt_deadline_ms
         deadline = None if raised_at is None else format_instant(finished.invocation.now_ms + raised_at)
         for call in outcome.tool_calls:
@@ -116,6 +130,33 @@ class SessionSteps(SessionInvariants):
             if record.interrupt_id is not None:
                 interrupt = next(i for i in self.world.pending_interrupts if i.interrupt_id == record.interrupt_id)
                 assert interrupt.deadline == deadline, "deadline = raise time + interrupt_deadline_ms, ISO-8601 ms Z"
+
+    def run_model_fails_the_turn(self, step: PendingStep, fact: ModelCallFinished | ModelCallFailed,
+                                 first: Transition, error: str) -> None:
+        """``RunModel`` failed its own turn with ``error``: at once, or after the runner built the note
+        (``BuildTurnFailureNote``, whose follow-up ``TurnFailed`` the shell reduces in the same attempt)."""
+        invocation: Invocation = fact.invocation
+        loaded_turn = None if self.world.agent_state is None else self.world.agent_state.current_turn_id
+        inputs: list[SessionInput] = [fact]
+        result, prefix = first, first.effects[:0]
+        asked = first.effects[-1]
+        if isinstance(asked, BuildTurnFailureNote):
+            assert (asked.note, asked.recovery_error) == (turn_failure_note(first.state), error)
+            followed = TurnFailed(invocation=invocation, recovery_error=error,
+                                  failure_note_message=build_user_message(asked.note))
+            result, prefix = self.reduce_checked(first.state, followed), first.effects[:-1]
+            inputs.append(followed)
+        else:
+            assert turn_failure_note(first.state) is None, "a due note is always built by the runner"
+        self.finish(step)
+        moved = self.commit(inputs, result, step.movement.options, invocation, prefix=prefix)
+        event(f"RunModel failed its turn {'with' if len(inputs) == 2 else 'without'} a failure note")
+        assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
+        state = self.world.agent_state
+        assert state is not None and state.last_turn_error == error and state.current_turn_id is None
+        failed = [e for e in self.world.events if e.type == "turn_failed" and e.turn_id == loaded_turn]
+        assert [e.payload["error"] for e in failed] == [error]
+        assert self.world.turn_model_call_count is None and self.world.framework_run_state is None
 
     def _await_tool_approval(self, step: PendingStep, early_timer: bool) -> None:
         wait = step.wait

@@ -11,6 +11,7 @@ from pyrsistent import pvector
 
 from dex_agents.pure.effects import (
     AnswerRpc,
+    BuildTurnFailureNote,
     DeadEnd,
     Effect,
     ExecuteDeferredToolCall,
@@ -38,6 +39,7 @@ from dex_agents.pure.step_inputs import (
     ApprovalWaitOutcome,
     DeadlineTimerFired,
     Invocation,
+    ModelCallFailed,
     ModelCallFinished,
     ResolutionReceived,
     ResolveInterruptCalled,
@@ -180,16 +182,27 @@ def answer_of(t: Transition) -> RpcOutput:
 RPC_CALLS = (SendUserMessageCalled, ResolveInterruptCalled, AgentSnapshotRequested, AgentMessagesListed)
 
 
+DECISIONS = (GoToSteps, DeadEnd, ExecuteDeferredToolCall, BuildTurnFailureNote)
+"""What may end an accepted Step transition: a decision, or a request for work with a follow-up input."""
+
+
 def check_shape(session_input: SessionInput, t: Transition) -> None:
-    """An accepted transition follows the Flow shape and the effect ordering rules."""
+    """An accepted transition follows the Flow shape and the effect ordering rules; a failed model call
+    writes only events before it fails the attempt."""
     if isinstance(session_input, RPC_CALLS):
         assert isinstance(t.effects[-1], AnswerRpc) and of_type(t.effects, WriteEvent) == []
         assert len(of_type(t.effects, AnswerRpc)) == 1
         return
     last = t.effects[-1]
-    assert isinstance(last, (GoToSteps, DeadEnd, ExecuteDeferredToolCall)), f"no decision last: {t.effects}"
-    decisions = [e for e in t.effects if isinstance(e, (GoToSteps, DeadEnd, ExecuteDeferredToolCall))]
+    if t.fails_attempt:
+        assert isinstance(session_input, ModelCallFailed), f"only a failed model call writes before failing: {t.effects}"
+        assert all(isinstance(e, WriteEvent) for e in t.effects[:-1])
+        return
+    assert isinstance(last, DECISIONS), f"no decision last: {t.effects}"
+    decisions = [e for e in t.effects if isinstance(e, DECISIONS)]
     assert decisions == [last], "exactly one decision"
+    if isinstance(last, BuildTurnFailureNote):
+        assert isinstance(session_input, (ModelCallFinished, ModelCallFailed)), "only RunModel fails its own turn"
     if isinstance(last, GoToSteps):
         targets = {movement.step_type for movement in last.movements}
         assert targets <= allowed_next_steps(session_input), f"{type(session_input).__name__} cannot move to {targets}"
@@ -210,9 +223,9 @@ class Session:
         before = self.state
         t = reduce(self.state, self.config, session_input)
         assert self.state == before, "reduce mutated its input state"
-        if t.is_rejection:
-            assert t.state == before, "a rejection must leave the state unchanged"
-        else:
+        if t.fails_attempt:
+            assert t.state == before, "a failed attempt must leave the state unchanged"
+        if not t.is_rejection:
             check_shape(session_input, t)
         self.inputs.append(session_input)
         self.state = t.state

@@ -45,7 +45,7 @@ from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
 from dex_agents.pure.transition import Transition
 from dex_agents.pure.usage import add_agent_usage
 from dex_agents.pure.values import AgentStatus, AgentToolCall, AgentUsage, ToolEffect
-from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_fixtures import SESSION_EVENT_PAYLOAD_KEYS
 from tests.pure.session_world import SessionWorld
 from tests.pure.spec_tables import check_movement_against_spec
 
@@ -121,7 +121,7 @@ class SessionMachineBase(RuleBasedStateMachine):
 
         ``prefix``: effects of an earlier transition of the same attempt (a tool Step's start).
         """
-        assert not result.is_rejection, f"a legal input was rejected: {result.effects[0]}"
+        assert not result.fails_attempt, f"a legal input failed the attempt: {result.effects[-1]}"
         effects = pvector([*prefix, *result.effects])
         self._check_shape(effects, invocation)
         for effect in effects:
@@ -138,6 +138,15 @@ class SessionMachineBase(RuleBasedStateMachine):
         for movement in movements:
             self.schedule(movement)
         return movements
+
+    def keep_failed_attempt(self, inputs: list[SessionInput], result: Transition) -> None:
+        """An attempt failed after writing events: the Stream keeps them, nothing else is committed; the
+        inputs are recorded (replay folds them to no change)."""
+        assert result.fails_attempt and not result.is_rejection
+        self.world.keep_events(result.effects)
+        for session_input in inputs:
+            self.inputs.append(session_input)
+            self.shadow = reduce(self.shadow, self.config, session_input).state
 
     def schedule(self, movement: StepMovement) -> None:
         check_movement_against_spec(movement)
@@ -190,13 +199,14 @@ class SessionMachineBase(RuleBasedStateMachine):
                 event = effect.event
                 assert (event.attempt, event.step_execution_id) == (invocation.attempt, invocation.step_execution_id)
                 assert event.turn_id is not None
-                assert set(event.payload.keys()) == SPEC_EVENT_PAYLOAD_KEYS[event.type], event
+                assert set(event.payload.keys()) == SESSION_EVENT_PAYLOAD_KEYS[event.type], event
 
     def _check_state_matches_world(self, state: SessionState, loaded: StepOptionsSpec) -> None:
         """The transition's state is what its effects left in Dex (for the parts the Step loaded)."""
         world = self.world.singletons()
         assert state.agent_state == world.agent_state
         assert state.framework_run_state == world.framework_run_state
+        assert state.turn_model_call_count == world.turn_model_call_count
         assert state.pending_interrupts == world.pending_interrupts
         assert state.usage == world.usage
         assert state.queued_message_count == world.queued_message_count

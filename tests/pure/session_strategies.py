@@ -22,6 +22,7 @@ from dex_agents.pure.step_inputs import (
     ApprovalWaitOutcome,
     DeadlineTimerFired,
     Invocation,
+    ModelCallFailed,
     ModelCallFinished,
     ResolutionReceived,
     ResolveInterruptCalled,
@@ -180,6 +181,7 @@ step_inputs_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SessionStarted, invocation=invocations, start_input=start_inputs, initial_user_message=optional_messages),
     st.builds(UserMessageArrived, invocation=invocations, message=user_messages, user_message=any_messages),
     st.builds(ModelCallFinished, invocation=invocations, outcome=outcomes_any),
+    st.builds(ModelCallFailed, invocation=invocations, error=texts, retryable=st.booleans()),
     st.builds(ApprovalWaitEnded, invocation=invocations, tool_call_id=call_ids, outcome=approval_outcomes),
     st.builds(ToolStepStarted, invocation=invocations, tool_call_id=call_ids, step_type=st.sampled_from(StepType)),
     st.builds(ToolCallSucceeded, invocation=invocations, tool_call_id=call_ids, output=texts),
@@ -207,4 +209,5 @@ session_configs: SearchStrategy[SessionConfig] = st.builds(
     tool_policies=st.dictionaries(identifiers, tool_policies, max_size=3).map(pmap),
     default_tool_effect=tool_effects,
     interrupt_deadline_ms=st.none() | st.integers(min_value=0, max_value=10**15),
+    max_model_calls_per_turn=st.sampled_from([1, 2, 3, 50]),
 )

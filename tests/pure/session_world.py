@@ -4,7 +4,8 @@
 Stream. ``apply`` interprets a committed transition's effects the way the shell will, and stores every
 value *through the wire codec* (encode, then decode), so the world holds exactly what Dex would hand back.
 ``load`` builds the ``SessionState`` one invocation sees from its Step options: singletons always,
-AttributeMaps only when the options load them, and only the loaded instances.
+AttributeMaps only when the options load them, and only the loaded instances. ``keep_events`` keeps
+the Stream writes of an attempt that failed (Dex commits nothing else of it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.effects import (
     AnswerRpc,
+    BuildTurnFailureNote,
     DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
@@ -82,6 +84,7 @@ class SessionWorld:
 
     agent_state: AgentState | None = None
     framework_run_state: str | None = None
+    turn_model_call_count: int | None = None
     pending_interrupts: PVector[AgentInterrupt] = field(default_factory=pvector)
     usage: AgentUsage | None = None
     messages: dict[str, AgentMessage] = field(default_factory=dict)
@@ -121,6 +124,7 @@ class SessionWorld:
             pending_interrupts=self.pending_interrupts,
             usage=AgentUsage() if self.usage is None else self.usage,
             queued_message_count=len(self.queued_user_messages) if queued_message_count is None else queued_message_count,
+            turn_model_call_count=self.turn_model_call_count or 0,
         )
 
     def full_state(self) -> SessionState:
@@ -135,6 +139,7 @@ class SessionWorld:
             pending_interrupts=base.pending_interrupts,
             usage=base.usage,
             queued_message_count=base.queued_message_count,
+            turn_model_call_count=base.turn_model_call_count,
         )
 
     def load(self, options: StepOptionsSpec, for_wait: bool = False) -> SessionState:
@@ -164,7 +169,15 @@ class SessionWorld:
             pending_interrupts=base.pending_interrupts,
             usage=base.usage,
             queued_message_count=base.queued_message_count,
+            turn_model_call_count=base.turn_model_call_count,
         )
+
+    def keep_events(self, effects: PVector[Effect]) -> None:
+        """A failed attempt's transition: only its events reach the Stream (nothing is committed)."""
+        assert isinstance(effects[-1], FailAttempt), "only a failed attempt keeps just its events"
+        for effect in effects[:-1]:
+            assert isinstance(effect, WriteEvent), f"a failed attempt staged {effect}"
+            self.events.append(through_wire(effect.event))
 
     def apply(self, effects: PVector[Effect]) -> list[StepMovement]:
         """Perform a committed transition's effects in order; returns the movements it decided."""
@@ -211,7 +224,7 @@ class SessionWorld:
                     self.events.append(through_wire(event))
                 case GoToSteps(movements=moved):
                     movements.extend(moved)
-                case Heartbeat() | ExecuteDeferredToolCall() | DeadEnd() | AnswerRpc():
+                case Heartbeat() | ExecuteDeferredToolCall() | BuildTurnFailureNote() | DeadEnd() | AnswerRpc():
                     pass
                 case FailAttempt():
                     raise AssertionError("a rejected transition is never applied")
@@ -233,8 +246,18 @@ class SessionWorld:
             case AttributeName.AGENT_USAGE:
                 assert isinstance(value, AgentUsage)
                 self.usage = through_wire(value)
+            case AttributeName.TURN_MODEL_CALL_COUNT:
+                assert isinstance(value, int) and not isinstance(value, bool) and value >= 1
+                assert value == (self.turn_model_call_count or 0) + 1, "the count moves by one per model call"
+                self.turn_model_call_count = value
 
     def _delete_attribute(self, name: AttributeName) -> None:
-        assert name is AttributeName.FRAMEWORK_RUN_STATE, f"only FrameworkRunState is ever deleted, not {name}"
-        assert self.framework_run_state is not None, "deleting an absent FrameworkRunState"
-        self.framework_run_state = None
+        match name:
+            case AttributeName.FRAMEWORK_RUN_STATE:
+                assert self.framework_run_state is not None, "deleting an absent FrameworkRunState"
+                self.framework_run_state = None
+            case AttributeName.TURN_MODEL_CALL_COUNT:
+                assert self.turn_model_call_count is not None, "deleting an absent TurnModelCallCount"
+                self.turn_model_call_count = None
+            case _:
+                raise AssertionError(f"only the turn's run state and model call count are ever deleted, not {name}")

@@ -16,6 +16,7 @@ from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
     Invocation,
+    ModelCallFailed,
     ModelCallFinished,
     ResolutionReceived,
     SendUserMessageCalled,
@@ -147,6 +148,7 @@ def session_states(draw: st.DrawFn) -> SessionState:
         pending_interrupts=pvector(interrupts),
         usage=draw(usages),
         queued_message_count=draw(st.integers(min_value=0, max_value=3)),
+        turn_model_call_count=draw(st.integers(min_value=0, max_value=3)),
     )
 
 
@@ -159,6 +161,7 @@ hostile_session_states: SearchStrategy[SessionState] = st.builds(
     pending_interrupts=vectors_of(agent_interrupts),
     usage=usages,
     queued_message_count=int64s,
+    turn_model_call_count=st.one_of(st.integers(min_value=0, max_value=60), int64s),
 )
 """Field-level arbitrary states: keys that disagree with records, gaps, negative and int64 counts."""
 
@@ -225,6 +228,8 @@ def reachable_sessions(draw: st.DrawFn) -> tuple[SessionConfig, SessionState]:
             text = "next question"
             state = reduce(state, config, SendUserMessageCalled(input=SendUserMessageInput(text=text))).state
             session_input = UserMessageArrived(invocation=invocation, message=AgentUserMessage(text=text), user_message=build_user_message(text))
+        elif agent_state.status is AgentStatus.RUNNING_MODEL and draw(st.integers(min_value=0, max_value=9)) == 0:
+            session_input = ModelCallFailed(invocation=invocation, error="invalid API key", retryable=False)
         elif agent_state.status is AgentStatus.RUNNING_MODEL and draw(st.integers(min_value=0, max_value=4)) == 0:
             note = turn_failure_note(state)
             session_input = TurnFailed(

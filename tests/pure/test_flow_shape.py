@@ -9,6 +9,7 @@ from dex_agents.pure.rpc_values import ListAgentMessagesInput, ResolveInterruptI
 from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
+    ModelCallFailed,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SingleAttemptToolFailed,
@@ -71,8 +72,10 @@ def test_each_input_names_the_step_that_produces_it() -> None:
     }
     assert steps_producing(ToolResultsArrived(invocation=inv, expected=1)) == {StepType.RESUME_TURN}
     assert steps_producing(TurnFailed(invocation=inv, recovery_error="e", failure_note_message=None)) == {
-        StepType.RECORD_TURN_FAILURE
+        StepType.RECORD_TURN_FAILURE,
+        StepType.RUN_MODEL,
     }
+    assert steps_producing(ModelCallFailed(invocation=inv, error="e", retryable=True)) == {StepType.RUN_MODEL}
 
 
 def test_each_rpc_call_names_its_rpc() -> None:

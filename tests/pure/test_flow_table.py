@@ -37,6 +37,7 @@ from dex_agents.pure.persistence import (
     PERSISTED_KEYS,
     QUEUED_USER_MESSAGES,
     TOOL_CALL_RESULTS,
+    TURN_MODEL_CALL_COUNT,
     AttributeKey,
     AttributeName,
     ChannelMapName,
@@ -73,6 +74,9 @@ SPEC_PERSISTED_NAMES = [
     "AgentEvents",
 ]
 """The spec's persistence table, "Persistence name" column, in its order."""
+
+ADDED_PERSISTED_NAMES = ["TurnModelCallCount"]
+"""Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
     StepType.START_AGENT_SESSION: StepInputKind.START_INPUT,
@@ -179,10 +183,11 @@ def test_an_rpc_that_does_not_write_only_answers() -> None:
 
 
 def test_there_is_one_typed_key_per_persisted_name_in_the_spec_order() -> None:
-    assert [key.name for key in PERSISTED_KEYS] == SPEC_PERSISTED_NAMES
+    assert [key.name for key in PERSISTED_KEYS] == SPEC_PERSISTED_NAMES + ADDED_PERSISTED_NAMES
     names = {*AttributeName, *MapName, *ChannelName, *ChannelMapName, *StreamName}
     assert {key.name for key in PERSISTED_KEYS} == names
     assert FRAMEWORK_RUN_STATE.value_type is str
+    assert TURN_MODEL_CALL_COUNT.value_type is int
 
 
 def test_keys_hold_their_own_type_only() -> None:
@@ -190,6 +195,8 @@ def test_keys_hold_their_own_type_only() -> None:
     assert not PENDING_INTERRUPTS.holds(pvector([AgentUsage()]))
     assert not PENDING_INTERRUPTS.holds([])
     assert AGENT_USAGE.holds(AgentUsage()) and not AGENT_USAGE.holds("x")
+    assert TURN_MODEL_CALL_COUNT.holds(3) and not TURN_MODEL_CALL_COUNT.holds(True)
+    assert not TURN_MODEL_CALL_COUNT.holds("3")
     assert QUEUED_USER_MESSAGES.holds(AgentUserMessage(text="x"))
     assert not TOOL_CALL_RESULTS.holds(AgentUserMessage(text="x"))
     with pytest.raises(TypeError, match="no persisted name holds"):

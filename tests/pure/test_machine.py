@@ -3,7 +3,9 @@
 Rules: the shell runs any Step whose wait is satisfied (``GoToSteps`` decide which exist), the runner
 answers ``RunModel`` with a final answer or parallel tool calls of every effect class (with or without
 approval), attempts crash (tools after running, model calls) and exhausted attempts take the failure
-routes; the model's runner defects are injected and must be rejected; users send messages (also during
+routes; a model call raises (its event stays, the attempt fails) or raises a non-retryable error (the
+turn fails in that attempt); a small per-turn cap on model calls fails turns; the model's runner
+defects are injected and must be rejected; users send messages (also during
 turns, also blank), answer approvals (approve, reject, unknown, late), read snapshots and pages; the clock
 moves and Timers fire, also early.
 
@@ -20,7 +22,7 @@ from hypothesis.stateful import initialize, precondition, rule
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.deadlines import is_late, parse_instant
-from dex_agents.pure.effects import AnswerRpc
+from dex_agents.pure.effects import AnswerRpc, WriteEvent
 from dex_agents.pure.paging import clamp_limit
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.reducers import snapshot_of
@@ -38,6 +40,7 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     Invocation,
+    ModelCallFailed,
     ModelCallFinished,
     ResolveInterruptCalled,
     SendUserMessageCalled,
@@ -67,10 +70,14 @@ class SessionMachine(SessionSteps):
         deadline=st.sampled_from([None, None, 0, 1_500, 60_000]),
         initial=st.sampled_from([None, "", " ", "Where is order 42?"]),
         default_effect=tool_effects,
+        cap=st.sampled_from([50, 50, 3, 2, 1]),
     )
-    def start_session(self, deadline: int | None, initial: str | None, default_effect: ToolEffect) -> None:
+    def start_session(self, deadline: int | None, initial: str | None, default_effect: ToolEffect, cap: int) -> None:
         self.config = SessionConfig(
-            tool_policies=pmap(MACHINE_TOOL_POLICIES), default_tool_effect=default_effect, interrupt_deadline_ms=deadline
+            tool_policies=pmap(MACHINE_TOOL_POLICIES),
+            default_tool_effect=default_effect,
+            interrupt_deadline_ms=deadline,
+            max_model_calls_per_turn=cap,
         )
         self.executions += 1
         invocation = Invocation(flow_id=FLOW_ID, step_execution_id=f"se-{self.executions}", attempt=1, now_ms=self.now_ms)
@@ -96,21 +103,34 @@ class SessionMachine(SessionSteps):
     # -- attempts that fail ---------------------------------------------------------------------
 
     @precondition(lambda self: bool(self.steps_of(StepType.RUN_MODEL)))
-    @rule(defect=st.sampled_from([None, *RUNNER_DEFECTS]), attempts=st.sampled_from([1, 3]))
+    @rule(defect=st.sampled_from([None, "crash", "non_retryable", *RUNNER_DEFECTS]), attempts=st.sampled_from([1, 3]))
     def model_attempts_fail(self, defect: str | None, attempts: int) -> None:
-        """The model call raised, or returned a runner defect (which must be rejected), ``attempts``
-        times; Dex retries, then routes to ``RecordTurnFailure``."""
+        """The model call raised (its ``dex_agents.model_call_failed`` stays in the Stream), the Worker
+        crashed, or the runner returned a defect (which must be rejected), ``attempts`` times; Dex
+        retries, then routes to ``RecordTurnFailure``. A non-retryable error fails the turn at once."""
         step = self.steps_of(StepType.RUN_MODEL)[0]
         for _ in range(attempts):
+            if step not in self.pending:
+                return
             loaded = self.world.load(step.movement.options)
-            if defect is not None and not (defect == "already_recorded" and not loaded.tool_calls):
-                outcome = _defective(defect, sorted(loaded.tool_calls))
+            if defect in (None, "non_retryable"):
+                raised = ModelCallFailed(invocation=self.invocation_for(step), error="503 Service Unavailable",
+                                         retryable=defect is None)
+                result = self.reduce_checked(loaded, raised)
+                written = result.effects[0]
+                assert isinstance(written, WriteEvent) and written.event.type == "dex_agents.model_call_failed"
+                assert written.event.payload["retrying"] is (defect is None and step.attempt < 3)
+                if defect == "non_retryable":
+                    self.run_model_fails_the_turn(step, raised, result, raised.error)
+                    return
+                self.keep_failed_attempt([raised], result)
+                event(f"model call raised (attempt {step.attempt})")
+            elif defect != "crash" and not (defect == "already_recorded" and not loaded.tool_calls):
+                outcome = _defective(str(defect), sorted(loaded.tool_calls))
                 finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
                 result = self.reduce_checked(loaded, finished)
                 assert result.is_rejection, f"runner defect {defect} was accepted"
                 event(f"runner defect rejected: {defect}")
-            if step not in self.pending:
-                return
             self.fail_attempt(step)
 
     @precondition(lambda self: bool(self.steps_of(StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL)))

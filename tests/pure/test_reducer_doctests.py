@@ -7,11 +7,11 @@ from types import ModuleType
 
 import pytest
 
-from dex_agents.pure import usage
+from dex_agents.pure import usage, validation
 from dex_agents.pure.reducers import dispatch
 
 
-@pytest.mark.parametrize("module", [dispatch, usage], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [dispatch, usage, validation], ids=lambda m: m.__name__)
 def test_docstring_examples_hold(module: ModuleType) -> None:
     result = doctest.testmod(module, raise_on_error=False, verbose=False)
     assert result.attempted > 0 and result.failed == 0

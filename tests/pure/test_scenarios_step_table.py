@@ -18,6 +18,7 @@ from dex_agents.pure.persistence import (
     AGENT_USAGE,
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
+    TURN_MODEL_CALL_COUNT,
     StepType,
 )
 from dex_agents.pure.state import SessionConfig
@@ -211,6 +212,7 @@ def test_record_turn_failure_appends_the_note_first_when_the_turn_has_final_reco
     session.model(requested(tool_call("c", ToolEffect.IDEMPOTENT_WRITE, tool_name="charge_card", arguments='{"amount":5}')))
     session.attempts_exhausted("c", "gateway timeout")
     session.results_arrive(1)
+    assert session.state.turn_model_call_count == 1
     t = session.turn_fails("model unavailable")
     note = t.state.messages[-1]
     assert note.turn_id == "turn-1" and note.sequence == 2
@@ -221,9 +223,10 @@ def test_record_turn_failure_appends_the_note_first_when_the_turn_has_final_reco
     )
     message_writes = [e for e in of_type(t.effects, SetMapInstance) if e.map == AGENT_MESSAGES]
     assert t.effects.index(message_writes[0]) == 0, "the note is written first"
-    assert of_type(t.effects, DeleteAttribute) == [DeleteAttribute(attribute=FRAMEWORK_RUN_STATE)]
+    assert of_type(t.effects, DeleteAttribute) == [
+        DeleteAttribute(attribute=FRAMEWORK_RUN_STATE), DeleteAttribute(attribute=TURN_MODEL_CALL_COUNT)]
     assert of_type(t.effects, DeleteMapInstance) == [DeleteMapInstance(map=AGENT_TOOL_CALLS, key="c")]
-    assert t.state.tool_calls == {} and t.state.framework_run_state is None
+    assert t.state.tool_calls == {} and t.state.framework_run_state is None and t.state.turn_model_call_count == 0
 
 
 def test_flow_shape_one_read_tool_and_a_final_answer_runs_run_model_call_tool_resume_turn_run_model() -> None:

@@ -124,8 +124,9 @@ def test_move_to_builds_complete_options() -> None:
     assert move_to(StepType.RESUME_TURN, 2).input == 2
 
 
-def test_persisted_names_are_the_specs() -> None:
-    assert [n.value for n in AttributeName] == ["AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage"]
+def test_persisted_names_are_the_specs_plus_our_turn_model_call_count() -> None:
+    assert [n.value for n in AttributeName] == [
+        "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount"]
     assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls"]
     assert [n.value for n in ChannelName] == ["QueuedUserMessages", "ToolCallResults"]
     assert [n.value for n in ChannelMapName] == ["InterruptResolutions"]

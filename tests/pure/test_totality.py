@@ -7,8 +7,10 @@ interrupts and deadlines, including unreadable ones) and field-level arbitrary o
 every Step fact and RPC call with valid, odd and invalid values. Whatever comes in:
 
 * ``reduce`` returns a ``Transition``; its inputs are unchanged;
-* a rejection is exactly one ``FailAttempt`` with a non-empty reason, and the state is unchanged;
-* otherwise a Step transition ends with its one decision (or runs the tool), an RPC with its one answer;
+* a rejection is exactly one ``FailAttempt`` with a non-empty reason, and the state is unchanged; only a
+  failed model call writes its event before ``FailAttempt``;
+* otherwise a Step transition ends with its one decision (or runs the tool, or asks for the turn
+  failure note), an RPC with its one answer;
 * the helpers the shell calls around ``reduce`` (``approval_wait``, ``turn_failure_note``,
   ``snapshot_of``) are total too.
 """
@@ -18,12 +20,22 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dex_agents.pure.effects import AnswerRpc, DeadEnd, ExecuteDeferredToolCall, FailAttempt, GoToSteps, WriteEvent
+from dex_agents.pure.effects import (
+    AnswerRpc,
+    BuildTurnFailureNote,
+    DeadEnd,
+    ExecuteDeferredToolCall,
+    FailAttempt,
+    GoToSteps,
+    WriteEvent,
+)
 from dex_agents.pure.reducers import approval_wait, reduce, snapshot_of, turn_failure_note
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
+    ModelCallFailed,
+    ModelCallFinished,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SessionInput,
@@ -45,19 +57,25 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     effects = list(result.effects)
     failures = [effect for effect in effects if isinstance(effect, FailAttempt)]
     if failures:
-        assert result.is_rejection, f"FailAttempt must stand alone: {effects}"
-        assert result.state == state, "a rejection changed the state"
-        assert failures[0].error.strip(), "a rejection says why"
+        assert failures == [effects[-1]], f"FailAttempt comes last, once: {effects}"
+        assert result.state == state, "a failed attempt changed the state"
+        if not result.is_rejection:
+            assert isinstance(session_input, ModelCallFailed), f"FailAttempt must stand alone: {effects}"
+            assert all(isinstance(e, WriteEvent) for e in effects[:-1])
+        assert failures[0].error.strip() or isinstance(session_input, ModelCallFailed), "a rejection says why"
         return result
     if isinstance(session_input, RPC_CALLS):
         assert isinstance(effects[-1], AnswerRpc) and sum(isinstance(e, AnswerRpc) for e in effects) == 1
         assert not any(isinstance(e, WriteEvent) for e in effects), "RPCs cannot write Streams"
         return result
-    decisions = [e for e in effects if isinstance(e, (GoToSteps, DeadEnd, ExecuteDeferredToolCall, AnswerRpc))]
+    ends = (GoToSteps, DeadEnd, ExecuteDeferredToolCall, BuildTurnFailureNote, AnswerRpc)
+    decisions = [e for e in effects if isinstance(e, ends)]
     assert len(decisions) == 1 and decisions[0] is effects[-1], f"one decision, last: {effects}"
     assert not isinstance(effects[-1], AnswerRpc)
     if isinstance(effects[-1], ExecuteDeferredToolCall):
         assert isinstance(session_input, ToolStepStarted)
+    if isinstance(effects[-1], BuildTurnFailureNote):
+        assert isinstance(session_input, (ModelCallFinished, ModelCallFailed))
     return result
 
 

@@ -11,8 +11,10 @@ from dex_agents.pure.validation import (
     RunnerDefect,
     RunnerDefectKind,
     describe_defects,
+    lone_surrogate_problem,
     validate_turn_outcome,
     validate_user_message,
+    without_lone_surrogates,
 )
 from dex_agents.pure.values import AgentUsage, AgentUserMessage, MessageRole
 
@@ -121,3 +123,26 @@ def test_a_non_user_message_from_build_user_message_fails_the_attempt() -> None:
     t = session.feed(UserMessageArrived(invocation=session.inv(), message=AgentUserMessage(text="hi"), user_message=bad))
     assert "not 'user'" in failure_of(t)
     assert t.state.queued_message_count == 1
+
+
+@pytest.mark.parametrize("text", ["", "plain", "Où est la commande 42 ? 📦", "\ufffd", "\ue000\U0010ffff"])
+def test_text_without_surrogates_has_no_encoding_problem(text: str) -> None:
+    assert lone_surrogate_problem(text, "text") is None
+    assert without_lone_surrogates(text) == text
+    text.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\ud800", "text contains a lone surrogate U+D800 at index 0; it cannot be encoded as UTF-8"),
+        ("ok \udfff", "text contains a lone surrogate U+DFFF at index 3; it cannot be encoded as UTF-8"),
+        ("📦\udc00\ud800", "text contains a lone surrogate U+DC00 at index 1; it cannot be encoded as UTF-8"),
+    ],
+)
+def test_a_lone_surrogate_is_named_with_its_code_point_and_index(text: str, expected: str) -> None:
+    assert lone_surrogate_problem(text, "text") == expected
+    with pytest.raises(UnicodeEncodeError):
+        text.encode("utf-8")
+    repaired = without_lone_surrogates(text)
+    assert repaired.encode("utf-8").decode("utf-8") == repaired and len(repaired) == len(text)

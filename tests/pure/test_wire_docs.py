@@ -12,7 +12,7 @@ import pytest
 
 from dex_agents.pure import persistence
 from dex_agents.pure.values import AgentStatus, MessageRole, ToolCallStatus, ToolEffect
-from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_fixtures import SESSION_EVENT_PAYLOAD_KEYS
 from tests.pure.golden_values import GOLDEN_CASES
 
 WIRE_DOC = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text(encoding="utf-8")
@@ -62,7 +62,7 @@ def test_every_persisted_name_step_type_and_rpc_is_documented(names: type[StrEnu
 
 
 def test_every_event_type_and_payload_field_is_documented() -> None:
-    for event_type, keys in SPEC_EVENT_PAYLOAD_KEYS.items():
+    for event_type, keys in SESSION_EVENT_PAYLOAD_KEYS.items():
         row = next((line for line in WIRE_DOC.splitlines() if line.startswith(f"| `{event_type}` |")), None)
         assert row is not None, f"event {event_type} is missing"
         for key in keys:

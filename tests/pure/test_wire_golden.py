@@ -20,11 +20,12 @@ from returns.result import Success
 
 from dex_agents.pure import rpc_values, runner_values, values
 from dex_agents.pure.json_value import JsonValue
+from dex_agents.pure.persistence import TURN_MODEL_CALL_COUNT
 from dex_agents.pure.values import AgentEvent
 from dex_agents.pure.rpc_values import AgentSnapshot
 from dex_agents.pure.wire import canonical_json, decode, record_type
-from dex_agents.shell.codecs import WireTextCodec
-from tests.pure.golden_fixtures import EVENTS, SPEC_EVENT_PAYLOAD_KEYS
+from dex_agents.shell.codecs import WireTextCodec, session_codec_registry
+from tests.pure.golden_fixtures import EVENTS, SESSION_EVENT_PAYLOAD_KEYS
 from tests.pure.golden_values import GOLDEN_CASES, GOLDEN_DIRECTORY, GoldenCase
 
 T = TypeVar("T")
@@ -75,8 +76,8 @@ def test_every_wire_record_has_a_golden_file() -> None:
     assert records - covered == set()
 
 
-def test_every_spec_event_type_has_a_golden_event_with_exactly_the_spec_payload_keys() -> None:
-    for event_type, keys in SPEC_EVENT_PAYLOAD_KEYS.items():
+def test_every_session_event_type_has_a_golden_event_with_exactly_its_payload_keys() -> None:
+    for event_type, keys in SESSION_EVENT_PAYLOAD_KEYS.items():
         event = EVENTS[event_type]
         assert event.type == event_type
         assert set(event.payload.keys()) == keys
@@ -113,3 +114,12 @@ def test_a_dex_codec_over_the_wire_text_stores_golden_bytes_and_keeps_every_deco
     assert codec.decode(Value(WireKind.JSON, text)) == snapshot
     with pytest.raises(ValueError, match='duplicate key "queued_message_count"'):
         codec.decode(Value(WireKind.JSON, text[:-1] + ',"queued_message_count":2}'))
+
+
+def test_the_turn_model_call_count_attribute_is_a_dex_int64_not_json() -> None:
+    """``TurnModelCallCount`` (our addition, docs/wire.md section 5) holds a plain int: Dex's built-in
+    INT64 codec stores it, so it has no JSON golden file; this pins its stored Value instead."""
+    assert TURN_MODEL_CALL_COUNT.value_type is int
+    codec = session_codec_registry().resolve(int)
+    assert codec.encode(3) == Value(WireKind.INT64, 3)
+    assert codec.decode(Value(WireKind.INT64, 3)) == 3

@@ -44,7 +44,7 @@ from dex_agents.testing import (
     read_step_history,
 )
 
-from tests.pure.golden_fixtures import SPEC_EVENT_PAYLOAD_KEYS
+from tests.pure.golden_fixtures import SESSION_EVENT_PAYLOAD_KEYS
 from tests.shell.agents import unique_flow_type
 
 TOOL_LOG: Final = "tool-runs"
@@ -54,8 +54,9 @@ READ_POLICY: Final = ToolPolicy(effect=ToolEffect.READ)
 IDEMPOTENT_WRITE_POLICY: Final = ToolPolicy(effect=ToolEffect.IDEMPOTENT_WRITE)
 WRITE_POLICY: Final = ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
 
-EVENT_PAYLOAD_KEYS: Final[Mapping[str, frozenset[str]]] = SPEC_EVENT_PAYLOAD_KEYS
-"""The spec's events table: payload keys by event type (one copy, in the golden fixtures)."""
+EVENT_PAYLOAD_KEYS: Final[Mapping[str, frozenset[str]]] = SESSION_EVENT_PAYLOAD_KEYS
+"""Payload keys by type of every event the session writes: the spec's events table and ours (one copy,
+in the golden fixtures)."""
 
 
 def new_session_id() -> str:

@@ -29,6 +29,11 @@ RUNNER = ScriptedAgentRunner()
         ({"tool_policies": {"search": "read"}}, TypeError, "must be a ToolPolicy"),
         ({"tool_policies": {"": ToolPolicy(effect=ToolEffect.READ)}}, ValueError, "non-empty tool names"),
         ({"default_tool_effect": "risky"}, ValueError, "default_tool_effect has unknown effect 'risky'"),
+        ({"max_model_calls_per_turn": 0}, ValueError, "max_model_calls_per_turn must be >= 1, got 0"),
+        ({"max_model_calls_per_turn": -3}, ValueError, "max_model_calls_per_turn must be >= 1, got -3"),
+        ({"max_model_calls_per_turn": True}, TypeError, "max_model_calls_per_turn must be an int, got bool"),
+        ({"max_model_calls_per_turn": 2.0}, TypeError, "max_model_calls_per_turn must be an int, got float"),
+        ({"max_model_calls_per_turn": "5"}, TypeError, "max_model_calls_per_turn must be an int, got str"),
     ],
 )
 def test_a_bad_option_fails_at_creation_with_a_clear_error(
@@ -47,6 +52,11 @@ def test_a_blank_or_slashed_flow_type_is_refused(flow_type: str) -> None:
 def test_a_runner_without_the_contract_is_refused() -> None:
     with pytest.raises(TypeError, match="lacks the runner contract's run_model_step, execute_deferred_tool_call"):
         create_agent_session_flow(object.__new__(type("Half", (), {"build_user_message": lambda self, t: t})), "A")
+
+
+def test_the_model_call_cap_is_50_by_default_and_reaches_the_core() -> None:
+    assert create_agent_session_flow(RUNNER, "Agent").runtime.config.max_model_calls_per_turn == 50
+    assert create_agent_session_flow(RUNNER, "Agent", max_model_calls_per_turn=1).runtime.config.max_model_calls_per_turn == 1
 
 
 def test_effects_may_be_given_as_their_wire_strings() -> None:

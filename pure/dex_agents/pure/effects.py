@@ -12,11 +12,15 @@ sits in the ``Effect`` union (``SetAttribute[object]``): a bare constructor call
 ``Effect`` would make mypy infer ``object`` and refuse the key, which is invariant in its type.
 
 Invariants:
-    * A Step transition ends with exactly one decision (``GoToSteps``, ``DeadEnd``) or with
-      ``FailAttempt`` (the shell raises so Dex retries the attempt; nothing else of that transition
-      is performed), except a tool Step's ``ToolStepStarted`` transition, which ends with
-      ``ExecuteDeferredToolCall`` (the shell runs the tool, then reports the outcome as a new input).
-    * An RPC transition ends with exactly one ``AnswerRpc`` and never writes the event Stream.
+    * A Step transition ends with exactly one decision (``GoToSteps``, ``DeadEnd``), except a
+      transition that asks the shell for work and a follow-up input: a tool Step's
+      ``ToolStepStarted`` ends with ``ExecuteDeferredToolCall`` (the shell runs the tool), and
+      ``RunModel`` failing its turn ends with ``BuildTurnFailureNote`` (the runner builds the note).
+    * ``FailAttempt`` is always last. A rejection is ``FailAttempt`` alone (state unchanged); only a
+      failed model call (``ModelCallFailed``) puts a ``WriteEvent`` before it: the shell raises at
+      ``FailAttempt``, Dex keeps the Stream writes of the failed attempt and commits nothing else.
+    * An RPC transition ends with exactly one ``AnswerRpc`` (or is a rejection: the caller gets an
+      error) and never writes the event Stream.
     * A persistence effect's value has its key's type (checked by mypy, and again on construction).
 """
 
@@ -163,12 +167,24 @@ class Heartbeat:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecuteDeferredToolCall:
-    """Call ``runner.execute_deferred_tool_call`` with this record and idempotency key, then feed the
+    """Call ``runner.execute_deferred_tool_call`` with this record, idempotency key and the turn's
+    ``framework_run_state`` (that of the ``ToolCallsRequested`` that deferred the call), then feed the
     outcome back as ``ToolCallSucceeded`` or ``ToolExecutionFailed`` (anything else the runner raises
     is raised to Dex, which retries or takes the failure route)."""
 
     tool_call: AgentToolCall
     idempotency_key: str
+    framework_run_state: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildTurnFailureNote:
+    """``RunModel`` fails its turn after tool calls finished: call ``runner.build_user_message(note)``,
+    then feed back ``TurnFailed(recovery_error, that message)`` (``note`` is ``turn_failure_note``)."""
+
+    note: str
+    recovery_error: str
 
 
 @final
@@ -192,9 +208,10 @@ class DeadEnd:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailAttempt:
-    """Raise so that Dex fails this attempt (retry, then the failure route). Nothing else of the
-    transition is performed. ``error`` says what was wrong (a runner defect or an input that does not
-    fit the state)."""
+    """Raise so that Dex fails this attempt (retry, then the failure route); in an RPC, the call fails
+    and its caller gets an error with this text. Nothing staged is committed (events written before it
+    stay in the Stream). ``error`` says what was wrong (a runner defect, a failed model call, an input
+    that does not fit the state or cannot be encoded)."""
 
     error: str
 
@@ -221,6 +238,7 @@ Effect: TypeAlias = (
     | WriteEvent
     | Heartbeat
     | ExecuteDeferredToolCall
+    | BuildTurnFailureNote
     | GoToSteps
     | DeadEnd
     | FailAttempt
@@ -230,6 +248,7 @@ Effect: TypeAlias = (
 
 __all__ = [
     "AnswerRpc",
+    "BuildTurnFailureNote",
     "DeadEnd",
     "DeleteAttribute",
     "DeleteMapInstance",

@@ -12,6 +12,11 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 | ``interrupt_raised`` | ``{"interrupt_id","tool_call_id","tool_name","deadline"}`` |
 | ``interrupt_resolved`` | ``{"interrupt_id","approved","rejection_message"}`` |
 | ``usage_recorded`` | ``{"recorded","session"}``, each an ``AgentUsage`` object |
+| ``dex_agents.model_call_failed`` | ``{"error","retrying"}`` |
+
+``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
+``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
+failure before the next attempt starts; ``retrying`` says whether another attempt follows.
 
 ``text_delta`` and ``reasoning_delta`` come from the runner's event writer (see ``coalescing``).
 """
@@ -37,6 +42,7 @@ TOOL_CALL_FINISHED = "tool_call_finished"
 INTERRUPT_RAISED = "interrupt_raised"
 INTERRUPT_RESOLVED = "interrupt_resolved"
 USAGE_RECORDED = "usage_recorded"
+MODEL_CALL_FAILED = "dex_agents.model_call_failed"
 
 
 def _event(event_type: str, turn_id: str, invocation: Invocation, payload: Mapping[str, JsonValue]) -> AgentEvent:
@@ -133,9 +139,15 @@ def usage_recorded(turn_id: str, invocation: Invocation, recorded: AgentUsage, s
     return _event(USAGE_RECORDED, turn_id, invocation, payload)
 
 
+def model_call_failed(turn_id: str, invocation: Invocation, error: str, retrying: bool) -> AgentEvent:
+    """``dex_agents.model_call_failed``: the model call raised ``error``; ``retrying``: another attempt follows."""
+    return _event(MODEL_CALL_FAILED, turn_id, invocation, {"error": error, "retrying": retrying})
+
+
 __all__ = [
     "INTERRUPT_RAISED",
     "INTERRUPT_RESOLVED",
+    "MODEL_CALL_FAILED",
     "REASONING_DELTA",
     "TEXT_DELTA",
     "TOOL_CALL_DEFERRED",
@@ -147,6 +159,7 @@ __all__ = [
     "USAGE_RECORDED",
     "interrupt_raised",
     "interrupt_resolved",
+    "model_call_failed",
     "tool_call_deferred",
     "tool_call_finished",
     "tool_call_started",

@@ -13,6 +13,7 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
+    ModelCallFailed,
     ModelCallFinished,
     ResolveInterruptCalled,
     RpcCall,
@@ -35,13 +36,14 @@ _TOOL_STEPS: Final = frozenset(tool_step_type(effect) for effect in ToolEffect)
 
 
 def steps_producing(step_input: StepInput) -> frozenset[StepType]:
-    """The Step (or, for a tool outcome, the two tool Steps) whose invocation produces ``step_input``."""
+    """The Step (or, for a tool outcome, the two tool Steps) whose invocation produces ``step_input``
+    (``TurnFailed``: ``RecordTurnFailure``, or ``RunModel`` failing its turn itself)."""
     match step_input:
         case SessionStarted():
             return frozenset({StepType.START_AGENT_SESSION})
         case UserMessageArrived():
             return frozenset({StepType.AWAIT_USER_MESSAGE})
-        case ModelCallFinished():
+        case ModelCallFinished() | ModelCallFailed():
             return frozenset({StepType.RUN_MODEL})
         case ApprovalWaitEnded():
             return frozenset({StepType.AWAIT_TOOL_APPROVAL})
@@ -56,7 +58,7 @@ def steps_producing(step_input: StepInput) -> frozenset[StepType]:
         case ToolResultsArrived():
             return frozenset({StepType.RESUME_TURN})
         case TurnFailed():
-            return frozenset({StepType.RECORD_TURN_FAILURE})
+            return frozenset({StepType.RECORD_TURN_FAILURE, StepType.RUN_MODEL})
         case _:
             assert_never(step_input)
 

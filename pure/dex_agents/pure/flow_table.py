@@ -6,7 +6,8 @@ options, RPC decorators, gathering and codecs, and the tests). What a row says i
 ```text
 StartAgentSession -> RunModel (initial message) | AwaitUserMessage
 AwaitUserMessage -> RunModel
-RunModel -> AwaitUserMessage (final answer)
+RunModel -> AwaitUserMessage (final answer; or the turn failed in RunModel itself: a non-retryable
+                              model error, or the model call cap reached)
          | one Step per tool call + ResumeTurn(n) (tool calls, all at once)
          | RecordTurnFailure -> AwaitUserMessage (retries exhausted)
 AwaitToolApproval(id) -> CallTool(id) | CallSingleAttemptTool(id) (approved)
@@ -174,4 +175,10 @@ def steps_with_input(kind: StepInputKind) -> frozenset[StepType]:
     return frozenset(step_type for step_type, row in STEP_TABLE.items() if row.input is kind)
 
 
-__all__ = ["RPC_TABLE", "START_INPUT_TYPE", "STEP_TABLE", "steps_with_input"]
+def execute_attempts(step_type: StepType) -> int | None:
+    """How many ``execute`` attempts the Step's row allows (``None``: Dex's default, no count)."""
+    retry = STEP_TABLE[step_type].execute_retry
+    return None if retry is None else retry.maximum_attempts
+
+
+__all__ = ["RPC_TABLE", "START_INPUT_TYPE", "STEP_TABLE", "execute_attempts", "steps_with_input"]

@@ -6,10 +6,15 @@ lists of names; the typed keys (``AGENT_STATE: AttributeKey[AgentState]``, ...) 
 wire type, and are what effects take, so a value of the wrong type for a name is a mypy error and a
 misspelled name cannot reach the shell. The shell builds its Dex definitions and codecs from the keys.
 
+One name is ours, not the spec's: ``TurnModelCallCount`` (an int), the model calls of the running turn
+that deferred tool calls, which enforces ``max_model_calls_per_turn``. It is an addition: a reader
+that does not know it (the TypeScript package, a UI) never needs it, and no spec value changed.
+
 Invariants:
-    * Exactly one key per persisted name (``PERSISTED_KEYS``, in the spec's table order).
-    * Every key's value type is a record, a vector of records (``WireType``), or, for
-      ``FrameworkRunState`` only, the plain Python ``str`` Dex stores as a string.
+    * Exactly one key per persisted name (``PERSISTED_KEYS``: the spec's table order, then ours).
+    * Every key's value type is a record, a vector of records (``WireType``), or a plain Python type
+      Dex stores with its built-in codec: ``str`` for ``FrameworkRunState``, ``int`` for
+      ``TurnModelCallCount``.
     * Keys are invariant in their value type: ``AttributeKey[AgentState]`` is not an
       ``AttributeKey[object]``, so a generic effect pins its value type to its key's.
 """
@@ -46,6 +51,7 @@ class AttributeName(StrEnum):
     FRAMEWORK_RUN_STATE = "FrameworkRunState"
     PENDING_INTERRUPTS = "PendingInterrupts"
     AGENT_USAGE = "AgentUsage"
+    TURN_MODEL_CALL_COUNT = "TurnModelCallCount"
 
 
 @final
@@ -115,10 +121,11 @@ def _node_holds(value: object, node: WireNode) -> bool:
 
 
 def holds(value_type: WireType[T] | type[T], value: object) -> bool:
-    """Whether ``value`` is of ``value_type`` (records by class, vectors item by item; shallow)."""
+    """Whether ``value`` is of ``value_type`` (records by class, vectors item by item; shallow; a
+    ``bool`` is not an ``int``)."""
     if isinstance(value_type, WireType):
         return _node_holds(value, value_type.node)
-    return isinstance(value, value_type)
+    return isinstance(value, value_type) and not (value_type is int and isinstance(value, bool))
 
 
 @final
@@ -202,6 +209,9 @@ AGENT_TOOL_CALLS: Final = MapKey(name=MapName.AGENT_TOOL_CALLS, value_type=recor
 PENDING_INTERRUPTS: Final = AttributeKey(name=AttributeName.PENDING_INTERRUPTS, value_type=vector_type(AgentInterrupt))
 AGENT_USAGE: Final = AttributeKey(name=AttributeName.AGENT_USAGE, value_type=record_type(AgentUsage))
 """Cumulative over the session."""
+TURN_MODEL_CALL_COUNT: Final = AttributeKey(name=AttributeName.TURN_MODEL_CALL_COUNT, value_type=int)
+"""Model calls of the running turn that deferred tool calls (Dex INT64); absent outside a turn and
+before its first deferral. Not in the spec: an addition old readers never need."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -221,8 +231,9 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     INTERRUPT_RESOLUTIONS,
     TOOL_CALL_RESULTS,
     AGENT_EVENTS,
+    TURN_MODEL_CALL_COUNT,
 )
-"""Every persisted name's key, in the spec's table order."""
+"""Every persisted name's key: the spec's, in its table order, then ``TurnModelCallCount``."""
 
 
 __all__ = [
@@ -237,6 +248,7 @@ __all__ = [
     "PERSISTED_KEYS",
     "QUEUED_USER_MESSAGES",
     "TOOL_CALL_RESULTS",
+    "TURN_MODEL_CALL_COUNT",
     "AttributeKey",
     "AttributeName",
     "ChannelKey",

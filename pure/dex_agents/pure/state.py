@@ -2,7 +2,7 @@
 
 ``SessionState`` mirrors the Flow's persisted state. The shell builds it from what one invocation
 loaded: singleton Attributes (``AgentState``, ``FrameworkRunState``, ``PendingInterrupts``,
-``AgentUsage``) and Channel sizes reach every invocation, while AttributeMaps reach only the Steps
+``AgentUsage``, ``TurnModelCallCount``) and Channel sizes reach every invocation, while AttributeMaps reach only the Steps
 that load them (a tool Step loads only its own ``AgentToolCalls`` instance). Each reducer documents
 which parts it reads; the parts a Step did not load are empty and never read.
 
@@ -11,14 +11,15 @@ Invariants (of a state reached by the reducers from ``SessionState.initial()``):
     * ``tool_calls`` holds only the running turn's records (empty while waiting for a user message).
     * ``pending_interrupts`` holds one interrupt per ``awaiting_approval`` record not yet resolved by
       ``resolve_interrupt``, in deferral order.
-    * ``framework_run_state`` is set only between a turn's model calls.
+    * ``framework_run_state`` is set only between a turn's model calls; ``turn_model_call_count`` counts
+      the running turn's model calls that deferred tool calls (0 outside a turn).
     * ``usage`` is the sum of every recorded model call's usage.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import final
+from typing import Final, final
 
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
@@ -35,6 +36,10 @@ from dex_agents.pure.values import (
 )
 
 
+DEFAULT_MAX_MODEL_CALLS_PER_TURN: Final = 50
+"""The per-turn cap on model calls of ``create_agent_session_flow`` by default."""
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionConfig:
@@ -45,15 +50,20 @@ class SessionConfig:
         default_tool_effect: Effect of a tool without a policy or framework metadata.
         interrupt_deadline_ms: Milliseconds after which a pending approval is rejected with
             ``"approval deadline passed"``; ``None`` means approvals never expire.
+        max_model_calls_per_turn: The most model calls one turn makes (>= 1): the call that reaches
+            it and still asks for tools fails the turn instead of deferring them.
     """
 
     tool_policies: PMap[str, ToolPolicy] = pmap()
     default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
     interrupt_deadline_ms: int | None = None
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
 
     def __post_init__(self) -> None:
         if self.interrupt_deadline_ms is not None and self.interrupt_deadline_ms < 0:
             raise ValueError(f"interrupt_deadline_ms must be >= 0, got {self.interrupt_deadline_ms}")
+        if self.max_model_calls_per_turn < 1:
+            raise ValueError(f"max_model_calls_per_turn must be >= 1, got {self.max_model_calls_per_turn}")
 
     def resolve_tool_policy(self, tool_name: str, framework_effect: ToolEffect | None = None) -> ResolvedToolPolicy:
         """The effective policy of a call of ``tool_name`` under this configuration: what the runner's
@@ -78,6 +88,7 @@ class SessionState:
             reducers keep it for replay and the snapshot (``send_user_message`` adds one,
             ``AwaitUserMessage`` takes one, never below 0); no effect ever writes it, because Dex
             keeps the real count.
+        turn_model_call_count: The ``TurnModelCallCount`` Attribute (0 when absent).
     """
 
     agent_state: AgentState | None
@@ -87,6 +98,7 @@ class SessionState:
     pending_interrupts: PVector[AgentInterrupt]
     usage: AgentUsage
     queued_message_count: int
+    turn_model_call_count: int = 0
 
     @staticmethod
     def initial() -> SessionState:
@@ -126,4 +138,4 @@ class SessionState:
         return pvector(i for i in self.pending_interrupts if i.interrupt_id != interrupt_id)
 
 
-__all__ = ["SessionConfig", "SessionState"]
+__all__ = ["DEFAULT_MAX_MODEL_CALLS_PER_TURN", "SessionConfig", "SessionState"]

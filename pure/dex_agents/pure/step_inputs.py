@@ -8,7 +8,9 @@ arrives here, so folding recorded inputs (``replay``) reproduces a session exact
 Which Step produces which input:
     * ``StartAgentSession``: ``SessionStarted``.
     * ``AwaitUserMessage``: ``UserMessageArrived``.
-    * ``RunModel``: ``ModelCallFinished`` (``TurnCompleted`` or ``ToolCallsRequested``).
+    * ``RunModel``: ``ModelCallFinished`` (``TurnCompleted`` or ``ToolCallsRequested``), or
+      ``ModelCallFailed`` (``run_model_step`` raised); ``TurnFailed`` when it fails the turn itself
+      after asking for the turn failure note (``BuildTurnFailureNote``).
     * ``AwaitToolApproval``: ``ApprovalWaitEnded`` (a resolution, the deadline Timer, or a skipped wait).
     * ``CallTool`` / ``CallSingleAttemptTool``: ``ToolStepStarted`` before the tool runs, then
       ``ToolCallSucceeded`` or ``ToolExecutionFailed`` (a ``ToolExecutionError``).
@@ -73,10 +75,26 @@ class UserMessageArrived:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallFinished:
-    """``runner.run_model_step`` returned (a thrown error reaches ``RecordTurnFailure`` instead)."""
+    """``runner.run_model_step`` returned (``ModelCallFailed`` when it raised)."""
 
     invocation: Invocation
     outcome: AgentTurnOutcome
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallFailed:
+    """``runner.run_model_step`` raised.
+
+    Attributes:
+        error: The error's text (``str(error)``, or its type's name when that is empty).
+        retryable: False for ``NonRetryableModelError`` (no attempt can succeed: the turn fails at
+            once); True for any other exception (the attempt fails and Dex retries it).
+    """
+
+    invocation: Invocation
+    error: str
+    retryable: bool
 
 
 @final
@@ -174,7 +192,9 @@ class ToolResultsArrived:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnFailed:
-    """``RecordTurnFailure`` runs: ``RunModel`` ran out of attempts with ``recovery_error``.
+    """``RecordTurnFailure`` runs: ``RunModel`` ran out of attempts with ``recovery_error``. Or
+    ``RunModel`` fails the turn itself (a ``NonRetryableModelError``, the model call cap) and this is
+    the follow-up of its ``BuildTurnFailureNote``.
 
     ``failure_note_message`` is ``runner.build_user_message(note)`` where ``note`` is
     ``turn_failure_note(state)``; it is ``None`` exactly when that note is ``None``.
@@ -189,6 +209,7 @@ StepInput: TypeAlias = (
     SessionStarted
     | UserMessageArrived
     | ModelCallFinished
+    | ModelCallFailed
     | ApprovalWaitEnded
     | ToolStepStarted
     | ToolCallSucceeded
@@ -245,6 +266,7 @@ __all__ = [
     "ApprovalWaitOutcome",
     "DeadlineTimerFired",
     "Invocation",
+    "ModelCallFailed",
     "ModelCallFinished",
     "ResolutionReceived",
     "ResolveInterruptCalled",

@@ -1,7 +1,8 @@
 """``Transition``: what every reducer returns, a new state plus the effects that realise it.
 
-Invariant: a rejected input (``FailAttempt``) leaves the state unchanged and carries no other effect,
-so a rejection loses nothing and the retried attempt starts from the same committed state.
+Invariant: a transition that fails the attempt (``FailAttempt``, always last) leaves the state
+unchanged, so it loses nothing and the retried attempt starts from the same committed state. A
+rejected input is ``FailAttempt`` alone; a failed model call writes its event first.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ class Transition:
     def is_rejection(self) -> bool:
         """True when the input was rejected (the transition is one ``FailAttempt``)."""
         return len(self.effects) == 1 and isinstance(self.effects[0], FailAttempt)
+
+    @property
+    def fails_attempt(self) -> bool:
+        """True when the attempt fails (the last effect is ``FailAttempt``): a rejection, or a failed
+        model call's event then ``FailAttempt``. Only the events are kept; nothing is committed."""
+        return len(self.effects) > 0 and isinstance(self.effects[-1], FailAttempt)
 
 
 def transition(state: SessionState, effects: Iterable[Effect]) -> Transition:

@@ -8,6 +8,11 @@ Defects of ``ToolCallsRequested``: an empty ``framework_run_state``, no tool cal
 call ID, an ID containing ``/``, an ID repeated within the response, an ID that already has a record
 in this turn, and (for any outcome) a usage count that is negative or not an int. Defects of
 ``build_user_message``: a message whose role is not ``user``.
+
+Text from outside (RPC inputs, the start input) must be encodable as UTF-8: a Python ``str`` may hold
+a surrogate code point (U+D800..U+DFFF; JSON's ``"\\ud800"`` decodes to one), which no UTF-8 encoder,
+model API or framework accepts. ``lone_surrogate_problem`` names the first one; the RPCs refuse such
+text, and ``without_lone_surrogates`` repairs the start input, which cannot be refused.
 """
 
 from __future__ import annotations
@@ -128,6 +133,34 @@ def validate_user_message(message: FrameworkMessage) -> tuple[RunnerDefect, ...]
     )
 
 
+def _first_surrogate(text: str) -> int | None:
+    """The index of the first surrogate code point in ``text`` (the only thing UTF-8 cannot encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
+def lone_surrogate_problem(text: str, field_name: str) -> str | None:
+    """``None`` when ``text`` can be encoded as UTF-8, else what is wrong, naming ``field_name``.
+
+    >>> lone_surrogate_problem("ok \\ud800", "text")
+    'text contains a lone surrogate U+D800 at index 3; it cannot be encoded as UTF-8'
+    """
+    index = _first_surrogate(text)
+    if index is None:
+        return None
+    return f"{field_name} contains a lone surrogate U+{ord(text[index]):04X} at index {index}; it cannot be encoded as UTF-8"
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with every surrogate code point replaced by U+FFFD (same length, encodable as UTF-8)."""
+    if _first_surrogate(text) is None:
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(character) <= 0xDFFF else character for character in text)
+
+
 def describe_defects(defects: Iterable[RunnerDefect]) -> str:
     """One error text for ``FailAttempt``: ``runner defect: <message>; <message>``."""
     return "runner defect: " + "; ".join(defect.message for defect in defects)
@@ -137,6 +170,8 @@ __all__ = [
     "RunnerDefect",
     "RunnerDefectKind",
     "describe_defects",
+    "lone_surrogate_problem",
     "validate_turn_outcome",
     "validate_user_message",
+    "without_lone_surrogates",
 ]

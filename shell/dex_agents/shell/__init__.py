@@ -15,6 +15,7 @@ from dex_agents.shell.runner import AgentEventWriter as AgentEventWriter
 from dex_agents.shell.runner import AgentFrameworkRunner as AgentFrameworkRunner
 from dex_agents.shell.runner import AgentTurnContext as AgentTurnContext
 from dex_agents.shell.runner import DeferredToolExecution as DeferredToolExecution
+from dex_agents.shell.runner import NonRetryableModelError as NonRetryableModelError
 from dex_agents.shell.runner import ToolExecutionError as ToolExecutionError
 from dex_agents.shell.runner import ToolExecutionResult as ToolExecutionResult
 from dex_agents.shell.timing import SessionTiming as SessionTiming
@@ -30,6 +31,7 @@ __all__ = [
     "AgentSessionFlow",
     "AgentTurnContext",
     "DeferredToolExecution",
+    "NonRetryableModelError",
     "SessionTiming",
     "StoredValueError",
     "ToolExecutionError",

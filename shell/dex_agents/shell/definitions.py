@@ -106,6 +106,7 @@ AGENT_STATE: Final = attribute_of(persistence.AGENT_STATE)
 FRAMEWORK_RUN_STATE: Final = attribute_of(persistence.FRAMEWORK_RUN_STATE)
 PENDING_INTERRUPTS: Final = attribute_of(persistence.PENDING_INTERRUPTS)
 AGENT_USAGE: Final = attribute_of(persistence.AGENT_USAGE)
+TURN_MODEL_CALL_COUNT: Final = attribute_of(persistence.TURN_MODEL_CALL_COUNT)
 AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
 AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
 QUEUED_USER_MESSAGES: Final = channel_of(persistence.QUEUED_USER_MESSAGES)
@@ -145,6 +146,7 @@ __all__ = [
     "QUEUED_USER_MESSAGES",
     "SCHEMA_DEFINITIONS",
     "TOOL_CALL_RESULTS",
+    "TURN_MODEL_CALL_COUNT",
     "AnyDefinition",
     "attribute_lock",
     "attribute_of",

@@ -3,8 +3,9 @@ perform the effects (calling the runner only where an effect or the fact needs i
 
 Invariants:
     * The core decides; the shell gathers, observes and performs. ``reduce`` sees each fact once.
-    * A tool Step's ``ExecuteDeferredToolCall`` yields a follow-up fact, reduced from the state the
-      first transition left; every Step transition ends in a decision or raises.
+    * A tool Step's ``ExecuteDeferredToolCall`` (and ``RunModel``'s ``BuildTurnFailureNote``) yields a
+      follow-up fact, reduced from the state the first transition left; every Step transition ends in
+      a decision or raises.
     * A stored value that cannot be decoded fails the session with ``force_fail`` and a message naming
       the value: decoding is deterministic, so retrying could never succeed.
     * The attempt's event writer is closed when the handler returns (later writes are dropped).

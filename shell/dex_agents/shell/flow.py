@@ -27,7 +27,7 @@ from dex_agents.pure.rpc_values import (
     SendUserMessageInput,
 )
 from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.state import SessionConfig
+from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.step_inputs import (
     SessionInput,
     AgentMessagesListed,
@@ -47,6 +47,7 @@ from dex_agents.shell.definitions import (
     QUEUED_USER_MESSAGES,
     SCHEMA_DEFINITIONS,
     TOOL_CALL_RESULTS,
+    TURN_MODEL_CALL_COUNT,
     event_stream,
 )
 from dex_agents.shell.driver import drive_rpc
@@ -122,6 +123,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     queued_user_messages: Final = QUEUED_USER_MESSAGES
     interrupt_resolutions: Final = INTERRUPT_RESOLUTIONS
     tool_call_results: Final = TOOL_CALL_RESULTS
+    turn_model_call_count: Final = TURN_MODEL_CALL_COUNT
 
     def get_flow_type(self) -> str:
         return self._flow_type
@@ -177,6 +179,7 @@ def create_agent_session_flow(
     default_tool_effect: ToolEffect | str = ToolEffect.UNCLASSIFIED,
     event_stream_capacity_bytes: int = DEFAULT_EVENT_STREAM_CAPACITY_BYTES,
     interrupt_deadline_ms: int | None = None,
+    max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     timing: SessionTiming | None = None,
     fact_observer: Callable[[SessionInput], None] | None = None,
 ) -> AgentSessionFlow:
@@ -191,6 +194,9 @@ def create_agent_session_flow(
             session of the Flow type.
         interrupt_deadline_ms: Milliseconds after which a pending approval is rejected with
             ``"approval deadline passed"``; ``None``: approvals never expire. Must fit a Dex Timer.
+        max_model_calls_per_turn: The most model calls one turn makes (an int >= 1): the call that
+            reaches it and still asks for tools fails the turn (``last_turn_error`` says so) instead
+            of deferring them.
         timing: The clock and heartbeat period (tests inject a clock; default the Worker's wall clock).
         fact_observer: Called in the Worker with every fact (Step input or RPC call) the session reduces,
             before its effects are performed, including facts of attempts that later fail. For
@@ -198,13 +204,13 @@ def create_agent_session_flow(
 
     Raises:
         ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
-            not fit a Timer, a policy with an unknown effect).
+            not fit a Timer, a model call cap < 1, a policy with an unknown effect).
         TypeError: an option has the wrong type (a runner without the contract's methods).
     """
     validate_runner(runner)
     validate_flow_type(flow_type)
     validate_stream_capacity(event_stream_capacity_bytes)
-    config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms)
+    config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms, max_model_calls_per_turn)
     return AgentSessionFlow(
         runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes, fact_observer
     )

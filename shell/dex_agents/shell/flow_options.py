@@ -9,7 +9,7 @@ from typing import Final
 from pyrsistent import pmap
 
 from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.state import SessionConfig
+from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.values import ToolEffect
 
 MAX_TIMER_SECONDS: Final = 2**31 - 1
@@ -78,8 +78,19 @@ def _interrupt_deadline(deadline_ms: object) -> int | None:
     return deadline_ms
 
 
+def _max_model_calls_per_turn(cap: object) -> int:
+    if isinstance(cap, bool) or not isinstance(cap, int):
+        raise TypeError(f"max_model_calls_per_turn must be an int, got {type(cap).__name__}")
+    if cap < 1:
+        raise ValueError(f"max_model_calls_per_turn must be >= 1, got {cap}")
+    return cap
+
+
 def session_config(
-    tool_policies: Mapping[str, ToolPolicy], default_tool_effect: object, interrupt_deadline_ms: object
+    tool_policies: Mapping[str, ToolPolicy],
+    default_tool_effect: object,
+    interrupt_deadline_ms: object,
+    max_model_calls_per_turn: object = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
 ) -> SessionConfig:
     """The validated ``SessionConfig`` of a Flow's options."""
     if not isinstance(tool_policies, Mapping):
@@ -89,6 +100,7 @@ def session_config(
         tool_policies=pmap(policies),
         default_tool_effect=tool_effect(default_tool_effect, "default_tool_effect"),
         interrupt_deadline_ms=_interrupt_deadline(interrupt_deadline_ms),
+        max_model_calls_per_turn=_max_model_calls_per_turn(max_model_calls_per_turn),
     )
 
 

@@ -32,6 +32,7 @@ from dex_agents.shell.definitions import (
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
+    TURN_MODEL_CALL_COUNT,
 )
 
 T = TypeVar("T")
@@ -85,6 +86,7 @@ def gather_state(
         pending_interrupts=pvector() if pending is None else pending,
         usage=AgentUsage() if usage is None else usage,
         queued_message_count=QUEUED_USER_MESSAGES.size(context),
+        turn_model_call_count=read_stored(TURN_MODEL_CALL_COUNT.name, lambda: TURN_MODEL_CALL_COUNT.get(context)) or 0,
     )
 
 

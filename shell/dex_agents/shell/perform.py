@@ -6,7 +6,9 @@ Invariants:
     * Writes are staged on the Context; Dex commits them atomically with the handler's result.
     * A Step-only effect (events, heartbeats, tool runs, decisions) inside an RPC is a programming
       error of the core and raises.
-    * ``FailAttempt`` raises ``AttemptRejectedError``: Dex fails the attempt and nothing staged is kept.
+    * ``FailAttempt`` raises ``AttemptRejectedError`` in a Step (Dex fails the attempt; Stream writes
+      performed before it stay) and ``RpcRefusedError`` in an RPC (the caller gets the error); nothing
+      staged is kept.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dex import Context, StepDecision, dead_end, go_to_many
 
 from dex_agents.pure.effects import (
     AnswerRpc,
+    BuildTurnFailureNote,
     DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
@@ -33,17 +36,25 @@ from dex_agents.pure.effects import (
     SetMapInstance,
     WriteEvent,
 )
-from dex_agents.pure.step_inputs import StepInput
+from dex_agents.pure.step_inputs import StepInput, TurnFailed
 from dex_agents.shell.definitions import attribute_of, channel_map_of, channel_of, map_of
 from dex_agents.shell.heartbeats import heartbeat_sent
 from dex_agents.shell.options import dex_movement
+from dex_agents.shell.runner_calls import build_user_message
 from dex_agents.shell.step_run import StepRun
 from dex_agents.shell.tool_call import execute_tool_call
 
 
 class AttemptRejectedError(RuntimeError):
     """The core rejected the invocation's input (a runner defect or an input that does not fit the
-    state); the message says why. Dex fails the attempt; nothing of it is committed."""
+    state) or failed the attempt (a model call that raised); the message says why. Dex fails the
+    attempt; nothing of it is committed."""
+
+
+class RpcRefusedError(RuntimeError):
+    """The core refused an RPC's input (text that cannot be encoded); the message says why. The caller's
+    Client raises ``dex.WorkerInvocationError`` with this message as ``worker_error_detail`` (and this
+    class as ``worker_error_type``); nothing is written. Not a ``ValueError``: the SDK would rewrap it."""
 
 
 @final
@@ -62,6 +73,11 @@ Performed: TypeAlias = StepDecision | Await | AnswerRpc | None
 
 async def _heartbeat_sent(run: StepRun) -> None:
     await heartbeat_sent(run.context)
+
+
+async def _turn_failure_note_built(run: StepRun, asked: BuildTurnFailureNote) -> TurnFailed:
+    message = build_user_message(run.runtime.runner, asked.note)
+    return TurnFailed(invocation=run.now(), recovery_error=asked.recovery_error, failure_note_message=message)
 
 
 def _step_only(effect: Effect, run: StepRun | None) -> StepRun:
@@ -89,8 +105,10 @@ def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
             _step_only(effect, run).writer.write_session_event(event)
         case Heartbeat():
             return Await(_heartbeat_sent(_step_only(effect, run)))
-        case ExecuteDeferredToolCall(tool_call=tool_call, idempotency_key=key):
-            return Await(execute_tool_call(_step_only(effect, run), tool_call, key))
+        case ExecuteDeferredToolCall(tool_call=tool_call, idempotency_key=key, framework_run_state=run_state):
+            return Await(execute_tool_call(_step_only(effect, run), tool_call, key, run_state))
+        case BuildTurnFailureNote():
+            return Await(_turn_failure_note_built(_step_only(effect, run), effect))
         case GoToSteps(movements=movements):
             step = _step_only(effect, run)
             return go_to_many(*(dex_movement(m, step.runtime.step_class_of) for m in movements))
@@ -98,6 +116,8 @@ def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
             _step_only(effect, run)
             return dead_end()
         case FailAttempt(error=error):
+            if run is None:
+                raise RpcRefusedError(error)
             raise AttemptRejectedError(error)
         case AnswerRpc():
             if run is not None:
@@ -108,4 +128,4 @@ def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
     return None
 
 
-__all__ = ["Await", "AttemptRejectedError", "Performed", "perform"]
+__all__ = ["Await", "AttemptRejectedError", "Performed", "RpcRefusedError", "perform"]

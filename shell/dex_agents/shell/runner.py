@@ -10,9 +10,18 @@ Rules the session enforces (a violation fails the attempt with a clear error, no
     * ``run_model_step`` makes at most one model call and runs no tool. ``ToolCallsRequested`` holds a
       non-empty ``framework_run_state`` and at least one call; tool call IDs are non-empty, contain no
       ``/``, are unique within the turn and have no record yet. Usage is this model call's only.
+    * ``run_model_step`` raises for a failed model call. The session writes
+      ``dex_agents.model_call_failed`` before the attempt fails; ``RunModel`` reruns up to 3 attempts,
+      then the turn fails. Raise ``NonRetryableModelError`` for a failure no retry can fix (a refused
+      request, an invalid key, a context that is too long): the turn fails at once, in that attempt,
+      with its message as the turn's error.
+    * A turn makes at most ``max_model_calls_per_turn`` model calls (default 50): the call that reaches
+      the cap and still asks for tools fails the turn instead of deferring them.
     * ``execute_deferred_tool_call`` runs the real tool. ``ToolExecutionError`` is a failure the model
       should see (recorded ``failed``, not retried); any other exception is unexpected (retried by the
-      tool Step's policy, then recorded ``failed`` or ``outcome_unknown``).
+      tool Step's policy, then recorded ``failed`` or ``outcome_unknown``). It receives the turn's
+      ``framework_run_state`` (that of the response that deferred the call), to carry per-call
+      framework context (a serialized run context) to the tool Step.
     * A runner keeps no state between calls: a later call may run in another Worker process.
 """
 
@@ -108,6 +117,8 @@ class DeferredToolExecution:
         flow_id: The session ID.
         tool_call: The call's record (``status`` is ``pending``).
         idempotency_key: ``<flow_id>/<turn_id>/<tool_call_id>``, the same on every attempt.
+        framework_run_state: The turn's run state: that of the ``ToolCallsRequested`` that deferred
+            this call (every call of one response gets the same); read-only context for the tool.
         attempt: One-based attempt of the tool Step.
         events: The event writer of this attempt.
         deadline: When this attempt's method timeout ends (Worker clock, UTC).
@@ -118,6 +129,7 @@ class DeferredToolExecution:
     flow_id: str
     tool_call: AgentToolCall
     idempotency_key: str
+    framework_run_state: str | None = None
     attempt: int
     events: AgentEventWriter
     deadline: datetime
@@ -141,6 +153,17 @@ class ToolExecutionError(Exception):
         self.message = message
 
 
+class NonRetryableModelError(Exception):
+    """A model call failure no retry can fix: ``RunModel`` writes ``dex_agents.model_call_failed``
+    (``retrying`` false) and fails the turn at once with ``message`` as the turn's error (the turn
+    failure note included when tool calls of the turn finished); the session then waits for the next
+    user message. Any other exception from ``run_model_step`` fails the attempt and is retried."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class AgentFrameworkRunner(Protocol):
     """The contract between the session and an agent framework (see the module docstring)."""
 
@@ -149,7 +172,8 @@ class AgentFrameworkRunner(Protocol):
         ...
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        """Make at most one model call and return ``TurnCompleted`` or ``ToolCallsRequested``."""
+        """Make at most one model call and return ``TurnCompleted`` or ``ToolCallsRequested``; raise
+        ``NonRetryableModelError`` for a failure no retry can fix."""
         ...
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
@@ -162,6 +186,7 @@ __all__ = [
     "AgentFrameworkRunner",
     "AgentTurnContext",
     "DeferredToolExecution",
+    "NonRetryableModelError",
     "ToolExecutionError",
     "ToolExecutionResult",
 ]

@@ -2,20 +2,25 @@
 
 Invariants: nothing a runner returns reaches a reducer unchecked in type; a wrong type or an
 exception from ``build_user_message`` is a ``RunnerDefectError`` naming the call, and fails the
-attempt (the reducers then check the values themselves).
+attempt (the reducers then check the values themselves). An exception from ``run_model_step`` is
+observed as ``ModelCallFailed`` (the core decides what it does), never raised past ``RunModel``'s
+observation.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import final
 
 from dex import AsyncContext
 from pyrsistent import pvector
 
 from dex_agents.pure.runner_values import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.step_inputs import Invocation, ModelCallFailed, ModelCallFinished
 from dex_agents.pure.values import AgentUsage, FrameworkMessage
 from dex_agents.shell.heartbeats import background_heartbeats
-from dex_agents.shell.runner import AgentFrameworkRunner, AgentTurnContext
+from dex_agents.shell.runner import AgentFrameworkRunner, AgentTurnContext, NonRetryableModelError
 
 
 class RunnerDefectError(RuntimeError):
@@ -59,14 +64,43 @@ def _check_usage(usage: object) -> None:
         raise RunnerDefectError(f"runner defect: usage must be an AgentUsage, got {type(usage).__name__}")
 
 
+def error_text(error: BaseException) -> str:
+    """The text Dex records for a failed attempt that raised ``error``: ``str(error)``, or its type's
+    name when that is empty."""
+    return str(error) or type(error).__name__
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallObserved:
+    """What ``run_model_step`` did, as the core's fact; ``raised`` is the exception behind a
+    ``ModelCallFailed`` (the shell chains it to the failed attempt's error for its traceback)."""
+
+    fact: ModelCallFinished | ModelCallFailed
+    raised: Exception | None
+
+
 async def run_model_step(
-    runner: AgentFrameworkRunner, turn: AgentTurnContext, context: AsyncContext, heartbeat_interval_seconds: float
-) -> AgentTurnOutcome:
-    """``runner.run_model_step(turn)`` under background heartbeats, its outcome checked; its exceptions
-    propagate (Dex retries the model call, then takes ``RecordTurnFailure``)."""
-    async with background_heartbeats(context, heartbeat_interval_seconds):
-        outcome: object = await runner.run_model_step(turn)
-    return _checked_outcome(outcome)
+    runner: AgentFrameworkRunner,
+    turn: AgentTurnContext,
+    context: AsyncContext,
+    heartbeat_interval_seconds: float,
+    invocation: Callable[[], Invocation],
+) -> ModelCallObserved:
+    """``runner.run_model_step(turn)`` under background heartbeats: its checked outcome, or the error it
+    raised (``NonRetryableModelError``: not retryable) as ``ModelCallFailed``. ``invocation`` reads the
+    invocation facts once the call ended. A wrong outcome type raises ``RunnerDefectError``."""
+    try:
+        async with background_heartbeats(context, heartbeat_interval_seconds):
+            outcome: object = await runner.run_model_step(turn)
+    except NonRetryableModelError as error:
+        failed = ModelCallFailed(invocation=invocation(), error=error.message or error_text(error), retryable=False)
+        return ModelCallObserved(fact=failed, raised=error)
+    except Exception as error:
+        failed = ModelCallFailed(invocation=invocation(), error=error_text(error), retryable=True)
+        return ModelCallObserved(fact=failed, raised=error)
+    finished = ModelCallFinished(invocation=invocation(), outcome=_checked_outcome(outcome))
+    return ModelCallObserved(fact=finished, raised=None)
 
 
-__all__ = ["RunnerDefectError", "build_user_message", "run_model_step"]
+__all__ = ["ModelCallObserved", "RunnerDefectError", "build_user_message", "error_text", "run_model_step"]

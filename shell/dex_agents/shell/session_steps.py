@@ -1,5 +1,8 @@
 """The Steps of a turn: ``StartAgentSession``, ``AwaitUserMessage``, ``RunModel``, ``ResumeTurn`` and
-``RecordTurnFailure``. Each builds its fact and hands it to ``drive_step``."""
+``RecordTurnFailure``. Each builds its fact and hands it to ``drive_step``.
+
+``RunModel`` observes a model call that raised as ``ModelCallFailed``; when the core then fails the
+attempt, the runner's exception is chained as the cause, so Dex records the runner's traceback."""
 
 from __future__ import annotations
 
@@ -7,10 +10,9 @@ from dex import AsyncContext, StepDecision, Wait
 
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.reducers import turn_failure_note
-from dex_agents.pure.reducers.session import is_blank
+from dex_agents.pure.reducers.session import initial_message_text
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
-    ModelCallFinished,
     SessionStarted,
     StepInput,
     ToolResultsArrived,
@@ -21,7 +23,8 @@ from dex_agents.pure.values import AgentSessionStartInput
 from dex_agents.shell.definitions import QUEUED_USER_MESSAGES, TOOL_CALL_RESULTS
 from dex_agents.shell.driver import drive_step
 from dex_agents.shell.runner import AgentTurnContext
-from dex_agents.shell.runner_calls import RunnerDefectError, build_user_message, run_model_step
+from dex_agents.shell.perform import AttemptRejectedError
+from dex_agents.shell.runner_calls import ModelCallObserved, RunnerDefectError, build_user_message, run_model_step
 from dex_agents.shell.session_step import SessionStep, recovery_error_text
 from dex_agents.shell.step_run import StepRun
 
@@ -33,8 +36,8 @@ class StartAgentSession(SessionStep[AgentSessionStartInput]):
 
     async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # type: ignore[override]
         async def observe(run: StepRun, _state: SessionState) -> StepInput:
-            text = input.initial_message
-            message = None if text is None or is_blank(text) else build_user_message(self.runtime.runner, text)
+            text = initial_message_text(input)
+            message = None if text is None else build_user_message(self.runtime.runner, text)
             return SessionStarted(invocation=run.invocation, start_input=input, initial_user_message=message)
 
         return await drive_step(self.runtime, context, self.step_type, None, observe)
@@ -67,6 +70,8 @@ class RunModel(SessionStep[None]):
     step_type = StepType.RUN_MODEL
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # type: ignore[override]
+        observed: list[ModelCallObserved] = []
+
         async def observe(run: StepRun, state: SessionState) -> StepInput:
             turn_id = state.current_turn_id
             if turn_id is None:
@@ -84,12 +89,19 @@ class RunModel(SessionStep[None]):
                 is_cancellation_requested=context.is_cancellation_requested,
                 heartbeat=context.heartbeat,
             )
-            outcome = await run_model_step(
-                self.runtime.runner, turn, context, self.runtime.timing.heartbeat_interval_seconds
+            seen = await run_model_step(
+                self.runtime.runner, turn, context, self.runtime.timing.heartbeat_interval_seconds, run.now
             )
-            return ModelCallFinished(invocation=run.now(), outcome=outcome)
+            observed.append(seen)
+            return seen.fact
 
-        return await drive_step(self.runtime, context, self.step_type, None, observe)
+        try:
+            return await drive_step(self.runtime, context, self.step_type, None, observe)
+        except AttemptRejectedError as rejected:
+            cause = observed[0].raised if observed else None
+            if cause is None:
+                raise
+            raise rejected from cause
 
 
 class ResumeTurn(SessionStep[int]):

@@ -17,14 +17,16 @@ from dex_agents.shell.step_run import StepRun
 
 
 async def execute_tool_call(
-    run: StepRun, tool_call: AgentToolCall, idempotency_key: str
+    run: StepRun, tool_call: AgentToolCall, idempotency_key: str, framework_run_state: str | None
 ) -> ToolCallSucceeded | ToolExecutionFailed:
-    """Call ``runner.execute_deferred_tool_call`` for ``tool_call`` and return the observed fact."""
+    """Call ``runner.execute_deferred_tool_call`` for ``tool_call`` (with the turn's
+    ``framework_run_state``) and return the observed fact."""
     context = run.context
     execution = DeferredToolExecution(
         flow_id=run.invocation.flow_id,
         tool_call=tool_call,
         idempotency_key=idempotency_key,
+        framework_run_state=framework_run_state,
         attempt=run.invocation.attempt,
         events=run.writer,
         deadline=run.deadline,

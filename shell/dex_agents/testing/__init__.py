@@ -11,6 +11,10 @@ The Python counterpart of the TypeScript package's testing export:
 * ``KillableWorkerProcess``: a Worker child in its own process group; ``kill`` SIGKILLs the group,
   ``stop`` drains. Its entry module calls ``run_agent_worker_process(flows)``, which prints
   ``WORKER_READY_LINE`` once registered.
+* ``OpenAICompatibleServer`` (with ``ChatReply``, ``ChatToolCall``, ``ChatErrorReply``, ``replies_in_order``):
+  OpenAI Chat Completions on loopback for a framework's real client; enforces the tool-message rules
+  and records every request.
+* ``dex_agents.testing.conformance``: the adapter conformance suite (``AdapterConformanceSuite``).
 * ``ScriptedAgentRunner`` (with ``ScriptedModelCall``, ``ScriptedToolCall``): a deterministic runner.
 * ``read_step_history``: a Flow's history as ``StepHistoryEntry`` values, to assert a turn's Steps.
 * ``FileGate``, ``InvocationLog``: pause Worker code at an exact point; count real tool runs
@@ -36,6 +40,13 @@ _EXPORTS: dict[str, str] = {
     "FileGate": "dex_agents.testing.coordination",
     "InvocationLog": "dex_agents.testing.coordination",
     "AgentTestEnvironment": "dex_agents.testing.environment",
+    "ChatErrorReply": "dex_agents.testing.openai_compatible",
+    "ChatReply": "dex_agents.testing.openai_compatible",
+    "ChatRequest": "dex_agents.testing.openai_compatible",
+    "ChatToolCall": "dex_agents.testing.openai_compatible",
+    "ChatUsage": "dex_agents.testing.openai_compatible",
+    "OpenAICompatibleServer": "dex_agents.testing.openai_compatible",
+    "replies_in_order": "dex_agents.testing.openai_compatible",
     "poll_until": "dex_agents.testing.polling",
     "find_free_loopback_ports": "dex_agents.testing.ports",
     "DEX_SERVER_ADDRESS_ENV": "dex_agents.testing.private_engine",
@@ -65,6 +76,13 @@ if TYPE_CHECKING:
     from dex_agents.testing.coordination import GATE_TIMEOUT_SECONDS as GATE_TIMEOUT_SECONDS
     from dex_agents.testing.coordination import InvocationLog as InvocationLog
     from dex_agents.testing.environment import AgentTestEnvironment as AgentTestEnvironment
+    from dex_agents.testing.openai_compatible import ChatErrorReply as ChatErrorReply
+    from dex_agents.testing.openai_compatible import ChatReply as ChatReply
+    from dex_agents.testing.openai_compatible import ChatRequest as ChatRequest
+    from dex_agents.testing.openai_compatible import ChatToolCall as ChatToolCall
+    from dex_agents.testing.openai_compatible import ChatUsage as ChatUsage
+    from dex_agents.testing.openai_compatible import OpenAICompatibleServer as OpenAICompatibleServer
+    from dex_agents.testing.openai_compatible import replies_in_order as replies_in_order
     from dex_agents.testing.polling import poll_until as poll_until
     from dex_agents.testing.ports import find_free_loopback_ports as find_free_loopback_ports
     from dex_agents.testing.private_engine import DEX_SERVER_ADDRESS_ENV as DEX_SERVER_ADDRESS_ENV
@@ -108,9 +126,15 @@ __all__ = [
     "WORKER_READY_LINE",
     "AgentSessionTestClient",
     "AgentTestEnvironment",
+    "ChatErrorReply",
+    "ChatReply",
+    "ChatRequest",
+    "ChatToolCall",
+    "ChatUsage",
     "FileGate",
     "InvocationLog",
     "KillableWorkerProcess",
+    "OpenAICompatibleServer",
     "PrivateDexEngine",
     "ScriptedAgentRunner",
     "ScriptedModelCall",
@@ -122,5 +146,6 @@ __all__ = [
     "find_free_loopback_ports",
     "poll_until",
     "read_step_history",
+    "replies_in_order",
     "run_agent_worker_process",
 ]

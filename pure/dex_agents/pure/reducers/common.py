@@ -38,6 +38,7 @@ from dex_agents.pure.persistence import (
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
     TOOL_CALL_RESULTS,
+    TURN_MODEL_CALL_COUNT,
     StepType,
 )
 from dex_agents.pure.state import SessionState
@@ -170,7 +171,8 @@ def turn_ended(agent_state: AgentState, failure: str | None) -> AgentState:
 
 
 def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Effect]]:
-    """Drop the turn's run state, its tool call records and any interrupt of the turn left pending.
+    """Drop the turn's run state, model call count, tool call records and any interrupt of the turn
+    left pending.
 
     Returns the state without them and the ``DeleteAttribute`` / ``DeleteMapInstance`` /
     ``SetAttribute`` effects (only for what was there). ``AgentState`` is the caller's to write.
@@ -178,12 +180,16 @@ def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Ef
     effects: list[Effect] = []
     if state.framework_run_state is not None:
         effects.append(DeleteAttribute.of(FRAMEWORK_RUN_STATE))
+    if state.turn_model_call_count != 0:
+        effects.append(DeleteAttribute.of(TURN_MODEL_CALL_COUNT))
     effects.extend(
         DeleteMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id)
         for record in state.records_in_deferral_order()
     )
     remaining = pvector(i for i in state.pending_interrupts if i.turn_id != turn_id)
-    cleared = replace(state, framework_run_state=None, tool_calls=pmap(), pending_interrupts=remaining)
+    cleared = replace(
+        state, framework_run_state=None, turn_model_call_count=0, tool_calls=pmap(), pending_interrupts=remaining
+    )
     if len(remaining) != len(state.pending_interrupts):
         effects.append(set_pending_interrupts(cleared))
     return cleared, effects

@@ -12,6 +12,7 @@ immutable).
 | ``SessionStarted`` | ``StartAgentSession`` | ``session.reduce_session_started`` |
 | ``UserMessageArrived`` | ``AwaitUserMessage`` | ``session.reduce_user_message_arrived`` |
 | ``ModelCallFinished`` | ``RunModel`` | ``model.reduce_model_call_finished`` |
+| ``ModelCallFailed`` | ``RunModel`` | ``model.reduce_model_call_failed`` |
 | ``ApprovalWaitEnded`` | ``AwaitToolApproval`` | ``approval.reduce_approval_wait_ended`` |
 | ``ToolStepStarted`` | ``CallTool`` / ``CallSingleAttemptTool`` | ``tools.reduce_tool_step_started`` |
 | ``ToolCallSucceeded`` | ``CallTool`` / ``CallSingleAttemptTool`` | ``tools.reduce_tool_call_succeeded`` |
@@ -19,7 +20,7 @@ immutable).
 | ``ToolAttemptsExhausted`` | ``RecordToolFailure`` | ``tools.reduce_tool_attempts_exhausted`` |
 | ``SingleAttemptToolFailed`` | ``RecordToolOutcomeUnknown`` | ``tools.reduce_single_attempt_tool_failed`` |
 | ``ToolResultsArrived`` | ``ResumeTurn`` | ``turn.reduce_tool_results_arrived`` |
-| ``TurnFailed`` | ``RecordTurnFailure`` | ``turn.reduce_turn_failed`` |
+| ``TurnFailed`` | ``RecordTurnFailure`` (``RunModel``) | ``turn.reduce_turn_failed`` |
 | ``SendUserMessageCalled`` | ``send_user_message`` | ``rpcs.reduce_send_user_message`` |
 | ``ResolveInterruptCalled`` | ``resolve_interrupt`` | ``rpcs.reduce_resolve_interrupt`` |
 | ``AgentSnapshotRequested`` | ``get_agent_snapshot`` | ``rpcs.reduce_agent_snapshot_requested`` |
@@ -31,7 +32,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from dex_agents.pure.reducers.approval import reduce_approval_wait_ended
-from dex_agents.pure.reducers.model import reduce_model_call_finished
+from dex_agents.pure.reducers.model import reduce_model_call_failed, reduce_model_call_finished
 from dex_agents.pure.reducers.preconditions import state_problem, step_input_problem
 from dex_agents.pure.reducers.rpcs import (
     reduce_agent_messages_listed,
@@ -53,6 +54,7 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
+    ModelCallFailed,
     ModelCallFinished,
     ResolveInterruptCalled,
     SendUserMessageCalled,
@@ -83,6 +85,8 @@ def reduce_step(state: SessionState, config: SessionConfig, step_input: StepInpu
             return reduce_user_message_arrived(state, step_input)
         case ModelCallFinished():
             return reduce_model_call_finished(state, config, step_input)
+        case ModelCallFailed():
+            return reduce_model_call_failed(state, step_input)
         case ApprovalWaitEnded():
             return reduce_approval_wait_ended(state, step_input)
         case ToolStepStarted():

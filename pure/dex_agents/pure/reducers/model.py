@@ -1,14 +1,22 @@
-"""Reducer of ``RunModel``: the model call's outcome ends the turn or defers its tool calls.
+"""Reducers of ``RunModel``: the model call's outcome ends the turn or defers its tool calls; a model
+call that raised fails the attempt or, when no retry can help, the turn.
 
-Reads: ``agent_state``, ``usage``, ``framework_run_state``, every ``tool_calls`` record of the turn
-and ``pending_interrupts`` (``RunModel`` loads the whole ``AgentMessages`` and ``AgentToolCalls`` maps).
+Reads: ``agent_state``, ``usage``, ``framework_run_state``, ``turn_model_call_count``, every
+``tool_calls`` record of the turn and ``pending_interrupts`` (``RunModel`` loads the whole
+``AgentMessages`` and ``AgentToolCalls`` maps).
 
-* ``TurnCompleted``: append the messages, add the usage, clear the turn (run state, records),
-  ``usage_recorded`` then ``turn_completed`` -> ``AwaitUserMessage``.
-* ``ToolCallsRequested``: store the run state, one record per call (``awaiting_approval`` when the
-  call requires approval, else ``pending``), one interrupt per approval, add the usage; status
-  ``running_tools``; ``usage_recorded``, then per call ``tool_call_deferred`` (and
-  ``interrupt_raised``) -> one Step per call plus ``ResumeTurn(len(calls))``, all at once.
+* ``TurnCompleted``: append the messages, add the usage, clear the turn (run state, model call count,
+  records), ``usage_recorded`` then ``turn_completed`` -> ``AwaitUserMessage``.
+* ``ToolCallsRequested``: store the run state, the turn's model call count (``TurnModelCallCount``),
+  one record per call (``awaiting_approval`` when the call requires approval, else ``pending``), one
+  interrupt per approval, add the usage; status ``running_tools``; ``usage_recorded``, then per call
+  ``tool_call_deferred`` (and ``interrupt_raised``) -> one Step per call plus
+  ``ResumeTurn(len(calls))``, all at once.
+* ``ToolCallsRequested`` by the call that reaches ``max_model_calls_per_turn``: add the usage,
+  ``usage_recorded``, defer nothing and fail the turn (``fail_turn_in_run_model``).
+* ``ModelCallFailed``: ``dex_agents.model_call_failed``, then ``FailAttempt`` with the error (Dex
+  retries, then ``RecordTurnFailure``); ``retrying`` is true below ``RunModel``'s attempt count. A
+  non-retryable error writes the event with ``retrying`` false and fails the turn at once.
 * A runner defect (see ``validation``) rejects the attempt and stores nothing.
 """
 
@@ -21,9 +29,16 @@ from pyrsistent import pvector
 
 from dex_agents.pure import events
 from dex_agents.pure.deadlines import deadline_ms, format_instant
-from dex_agents.pure.effects import Effect, GoToSteps, SetAttribute, SetMapInstance, WriteEvent
+from dex_agents.pure.effects import Effect, FailAttempt, GoToSteps, SetAttribute, SetMapInstance, WriteEvent
+from dex_agents.pure.flow_table import execute_attempts
 from dex_agents.pure.keys import idempotency_key, interrupt_id_for
-from dex_agents.pure.persistence import AGENT_TOOL_CALLS, AGENT_USAGE, FRAMEWORK_RUN_STATE, StepType
+from dex_agents.pure.persistence import (
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    TURN_MODEL_CALL_COUNT,
+    StepType,
+)
 from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.reducers.common import (
     NO_RUNNING_TURN,
@@ -36,9 +51,10 @@ from dex_agents.pure.reducers.common import (
     set_pending_interrupts,
     turn_ended,
 )
+from dex_agents.pure.reducers.turn import fail_turn_in_run_model
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import Invocation, ModelCallFinished
+from dex_agents.pure.step_inputs import Invocation, ModelCallFailed, ModelCallFinished
 from dex_agents.pure.step_options import StepMovement, move_to
 from dex_agents.pure.transition import Transition, reject, transition
 from dex_agents.pure.usage import add_agent_usage
@@ -46,11 +62,13 @@ from dex_agents.pure.validation import describe_defects, validate_turn_outcome
 from dex_agents.pure.values import AgentInterrupt, AgentState, AgentStatus, AgentToolCall, ToolCallStatus
 
 
-def reduce_model_call_finished(state: SessionState, config: SessionConfig, finished: ModelCallFinished) -> Transition:
-    """``RunModel`` returned an outcome (see the module docstring).
+def model_call_cap_error(cap: int) -> str:
+    """The error of a turn whose model call ``cap`` was reached while the model still asked for tools."""
+    return f"the turn reached its cap of {cap} model calls (max_model_calls_per_turn) without a final answer"
 
-    Rejects when no turn runs, the status is not ``running_model``, or the outcome has runner defects.
-    """
+
+def _running_model(state: SessionState) -> tuple[AgentState, str] | Transition:
+    """The ``AgentState`` and turn ID of a running model call, or the rejection when none runs."""
     agent_state = state.agent_state
     if agent_state is None:
         return reject(state, NOT_STARTED)
@@ -59,6 +77,18 @@ def reduce_model_call_finished(state: SessionState, config: SessionConfig, finis
         return reject(state, NO_RUNNING_TURN)
     if agent_state.status is not AgentStatus.RUNNING_MODEL:
         return reject(state, f"the model does not run now (status {agent_state.status.value})")
+    return agent_state, turn_id
+
+
+def reduce_model_call_finished(state: SessionState, config: SessionConfig, finished: ModelCallFinished) -> Transition:
+    """``RunModel`` returned an outcome (see the module docstring).
+
+    Rejects when no turn runs, the status is not ``running_model``, or the outcome has runner defects.
+    """
+    running = _running_model(state)
+    if isinstance(running, Transition):
+        return running
+    agent_state, turn_id = running
     defects = validate_turn_outcome(finished.outcome, state.tool_calls.keys())
     if defects:
         return reject(state, describe_defects(defects))
@@ -67,9 +97,42 @@ def reduce_model_call_finished(state: SessionState, config: SessionConfig, finis
         case TurnCompleted():
             return _turn_completed(state, agent_state, turn_id, finished.invocation, outcome)
         case ToolCallsRequested():
+            if state.turn_model_call_count + 1 >= config.max_model_calls_per_turn:
+                return _cap_reached(state, config, turn_id, finished.invocation, outcome)
             return _tool_calls_requested(state, config, agent_state, turn_id, finished.invocation, outcome)
         case _:
             assert_never(outcome)
+
+
+def reduce_model_call_failed(state: SessionState, failed: ModelCallFailed) -> Transition:
+    """``run_model_step`` raised: write ``dex_agents.model_call_failed``, then fail the attempt (a
+    retryable error) or the turn (a ``NonRetryableModelError``).
+
+    Rejects when no turn runs or the status is not ``running_model``.
+    """
+    running = _running_model(state)
+    if isinstance(running, Transition):
+        return running
+    _agent_state, turn_id = running
+    invocation = failed.invocation
+    attempts = execute_attempts(StepType.RUN_MODEL)
+    retrying = failed.retryable and (attempts is None or invocation.attempt < attempts)
+    written = WriteEvent(event=events.model_call_failed(turn_id, invocation, failed.error, retrying))
+    if failed.retryable:
+        return transition(state, [written, FailAttempt(error=failed.error)])
+    return fail_turn_in_run_model(state, invocation, failed.error, [written])
+
+
+def _cap_reached(
+    state: SessionState, config: SessionConfig, turn_id: str, invocation: Invocation, outcome: ToolCallsRequested
+) -> Transition:
+    usage = add_agent_usage(state.usage, outcome.usage)
+    recorded: list[Effect] = [
+        SetAttribute.of(AGENT_USAGE, usage),
+        WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
+    ]
+    error = model_call_cap_error(config.max_model_calls_per_turn)
+    return fail_turn_in_run_model(replace(state, usage=usage), invocation, error, recorded)
 
 
 def _turn_completed(
@@ -168,12 +231,14 @@ def _tool_calls_requested(
         state,
         agent_state=agent_state,
         framework_run_state=outcome.framework_run_state,
+        turn_model_call_count=state.turn_model_call_count + 1,
         tool_calls=tool_calls,
         pending_interrupts=state.pending_interrupts.extend(interrupts),
         usage=usage,
     )
     effects: list[Effect] = [
         SetAttribute.of(FRAMEWORK_RUN_STATE, outcome.framework_run_state),
+        SetAttribute.of(TURN_MODEL_CALL_COUNT, new_state.turn_model_call_count),
         *(SetMapInstance.of(AGENT_TOOL_CALLS, r.tool_call_id, r) for r in records),
     ]
     if interrupts:
@@ -197,4 +262,4 @@ def _tool_calls_requested(
     return transition(new_state, effects)
 
 
-__all__ = ["interrupt_raised_by", "reduce_model_call_finished"]
+__all__ = ["interrupt_raised_by", "model_call_cap_error", "reduce_model_call_failed", "reduce_model_call_finished"]

@@ -5,7 +5,7 @@ helpers they call) only ever see usable values: a rejected input is a clear erro
 * The tool call ID of a tool input: non-empty, without ``/`` (a Step input and a map key).
 * ``ResumeTurn``'s expected result count: at least 1.
 * ``AgentState``: non-negative counts, ``message_count`` within 12-digit sequence keys, and a running
-  turn's ID equal to ``turn-<turn_count>``.
+  turn's ID equal to ``turn-<turn_count>``; ``TurnModelCallCount`` non-negative.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
     Invocation,
+    ModelCallFailed,
     ModelCallFinished,
     SessionStarted,
     SingleAttemptToolFailed,
@@ -64,14 +65,16 @@ def step_input_problem(step_input: StepInput) -> str | None:
             return tool_call_id_problem(step_input.tool_call_id)
         case ToolResultsArrived():
             return None if step_input.expected >= 1 else f"ResumeTurn expects at least 1 result, got {step_input.expected}"
-        case SessionStarted() | UserMessageArrived() | ModelCallFinished() | TurnFailed():
+        case SessionStarted() | UserMessageArrived() | ModelCallFinished() | ModelCallFailed() | TurnFailed():
             return None
         case _:
             assert_never(step_input)
 
 
 def state_problem(state: SessionState) -> str | None:
-    """``None`` when the loaded ``AgentState`` is consistent, else what is wrong with it."""
+    """``None`` when the loaded ``AgentState`` (and model call count) is consistent, else what is wrong."""
+    if state.turn_model_call_count < 0:
+        return f"TurnModelCallCount is negative: {state.turn_model_call_count}"
     agent_state = state.agent_state
     if agent_state is None:
         return None

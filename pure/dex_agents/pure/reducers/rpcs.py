@@ -3,6 +3,9 @@ never writes the event Stream (Dex RPCs cannot write Streams).
 
 * ``send_user_message``: ``false`` for blank text; otherwise queue the message (``true``). A message
   sent during a turn waits in ``QueuedUserMessages`` and starts the next turn.
+* Text that cannot be encoded (a lone surrogate, see ``validation``) in ``send_user_message``'s text
+  or ``resolve_interrupt``'s ``rejection_message`` is refused (a rejection: the caller gets an RPC
+  error naming it); nothing is queued or resolved. Stored, it would fail every later model call.
 * ``resolve_interrupt``: ``false`` when the interrupt is not pending (unknown, already resolved) or
   its deadline has come (``now_ms >= deadline``); otherwise remove it from ``PendingInterrupts``,
   publish the resolution to its ``InterruptResolutions`` instance and answer ``true``. The RPC locks
@@ -32,13 +35,17 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     SendUserMessageCalled,
 )
-from dex_agents.pure.transition import Transition, answer
+from dex_agents.pure.transition import Transition, answer, reject
+from dex_agents.pure.validation import lone_surrogate_problem
 from dex_agents.pure.values import AgentInterruptResolution, AgentUserMessage
 
 
 def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> Transition:
-    """``send_user_message``: ``false`` for blank text, else queue it and answer ``true``."""
+    """``send_user_message``: refuse un-encodable text, ``false`` for blank text, else queue it (``true``)."""
     text = called.input.text
+    problem = lone_surrogate_problem(text, "text")
+    if problem is not None:
+        return reject(state, problem)
     if is_blank(text):
         return answer(state, False)
     queued = replace(state, queued_message_count=state.queued_message_count + 1)
@@ -47,8 +54,13 @@ def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled)
 
 
 def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> Transition:
-    """``resolve_interrupt``: ``false`` unless pending and before a readable deadline; else resolve (``true``)."""
+    """``resolve_interrupt``: refuse an un-encodable ``rejection_message``; ``false`` unless pending and
+    before a readable deadline; else resolve (``true``)."""
     request = called.input
+    message = request.rejection_message
+    problem = None if message is None else lone_surrogate_problem(message, "rejection_message")
+    if problem is not None:
+        return reject(state, problem)
     interrupt = state.pending_interrupt(request.interrupt_id)
     if interrupt is None:
         return answer(state, False)

@@ -1,6 +1,10 @@
 """Reducers of ``StartAgentSession`` and ``AwaitUserMessage``: initialize the session, start turns.
 
 Reads: ``agent_state`` only (``AgentMessages`` is not loaded; sequences come from ``message_count``).
+
+The start input cannot be refused (``start_flow`` returned before ``StartAgentSession`` runs), so a
+lone surrogate in ``initial_message``, which no UTF-8 encoder accepts, becomes U+FFFD
+(``initial_message_text``) rather than poison every later model call.
 """
 
 from __future__ import annotations
@@ -16,12 +20,21 @@ from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import SessionStarted, UserMessageArrived
 from dex_agents.pure.transition import Transition, reject, transition
 from dex_agents.pure.usage import empty_agent_usage
-from dex_agents.pure.values import AgentState, AgentStatus
+from dex_agents.pure.validation import without_lone_surrogates
+from dex_agents.pure.values import AgentSessionStartInput, AgentState, AgentStatus
 
 
 def is_blank(text: str | None) -> bool:
     """True for ``None``, the empty string and whitespace only."""
     return text is None or text.strip() == ""
+
+
+def initial_message_text(start_input: AgentSessionStartInput) -> str | None:
+    """The text ``StartAgentSession`` starts ``turn-1`` with: ``None`` for a blank ``initial_message``,
+    else the message with each lone surrogate replaced by U+FFFD (the shell builds the user message
+    from it)."""
+    text = start_input.initial_message
+    return None if text is None or is_blank(text) else without_lone_surrogates(text)
 
 
 def reduce_session_started(state: SessionState, started: SessionStarted) -> Transition:
@@ -33,7 +46,7 @@ def reduce_session_started(state: SessionState, started: SessionStarted) -> Tran
     """
     if state.agent_state is not None:
         return reject(state, "the session has already started")
-    has_initial_message = not is_blank(started.start_input.initial_message)
+    has_initial_message = initial_message_text(started.start_input) is not None
     if has_initial_message and started.initial_user_message is None:
         return reject(state, "runner defect: no user message was built for the initial message")
     if not has_initial_message and started.initial_user_message is not None:
@@ -78,4 +91,4 @@ def reduce_user_message_arrived(state: SessionState, arrived: UserMessageArrived
     return replace(turn, state=state) if turn.is_rejection else turn
 
 
-__all__ = ["is_blank", "reduce_session_started", "reduce_user_message_arrived"]
+__all__ = ["initial_message_text", "is_blank", "reduce_session_started", "reduce_user_message_arrived"]

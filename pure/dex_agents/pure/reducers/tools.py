@@ -1,7 +1,9 @@
 """Reducers of the tool Steps (``CallTool``, ``CallSingleAttemptTool``) and their failure routes
 (``RecordToolFailure``, ``RecordToolOutcomeUnknown``).
 
-Reads: the call's own ``tool_calls`` instance only (each of these Steps loads just that instance).
+Reads: the call's own ``tool_calls`` instance only (each of these Steps loads just that instance), and
+``framework_run_state`` (a singleton Attribute every invocation receives), which ``ToolStepStarted``
+hands the runner with the call.
 
 * ``ToolStepStarted``: a record that is missing or already final ends without running (dead end,
   nothing published: its one ``ToolCallCompleted`` already went out). Otherwise write
@@ -68,7 +70,9 @@ def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> T
             f"tool call {found.tool_call_id!r} ({found.effect.value}) runs in {expected.value}, not {started.step_type}",
         )
     announce = WriteEvent(event=events.tool_call_started(started.invocation, found))
-    run = ExecuteDeferredToolCall(tool_call=found, idempotency_key=found.idempotency_key)
+    run = ExecuteDeferredToolCall(
+        tool_call=found, idempotency_key=found.idempotency_key, framework_run_state=state.framework_run_state
+    )
     if expected is StepType.CALL_SINGLE_ATTEMPT_TOOL:
         return transition(state, [announce, Heartbeat(), run])
     return transition(state, [announce, run])

@@ -3,10 +3,7 @@
 Needs the ``pydantic-ai`` extra (``pip install "dex-agents[pydantic-ai]"``).
 """
 
-from dex_agents.adapters.pydantic_ai.runner import (
-    DEX_EFFECT_METADATA_KEY,
-    PydanticAIRunner,
-    create_pydantic_ai_session_flow,
-)
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY
+from dex_agents.adapters.pydantic_ai.runner import PydanticAIRunner, create_pydantic_ai_session_flow
 
 __all__ = ["DEX_EFFECT_METADATA_KEY", "PydanticAIRunner", "create_pydantic_ai_session_flow"]
