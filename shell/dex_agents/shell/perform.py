@@ -72,7 +72,7 @@ Performed: TypeAlias = StepDecision | Await | AnswerRpc | None
 
 
 async def _heartbeat_sent(run: StepRun) -> None:
-    await heartbeat_sent(run.context)
+    await heartbeat_sent(run.context, deadline_seconds=run.runtime.timing.heartbeat_proof_seconds)
 
 
 async def _turn_failure_note_built(run: StepRun, asked: BuildTurnFailureNote) -> TurnFailed:

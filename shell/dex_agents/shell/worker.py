@@ -13,7 +13,7 @@ from typing import Any, Final
 from dex import AsyncWorker, BlobCache, Codec, Credential, Flow, PullWorkerOptions, Registry, WorkerOptions
 
 from dex_agents.shell.codecs import session_codec_registry
-from dex_agents.shell.sdk_version_cache import memoize_sdk_version
+from dex_agents.shell.sdk_private import memoize_sdk_version
 
 DEFAULT_MAX_CONCURRENT_TASKS: Final = 8
 """Task slots of a session Worker (RPCs and Steps share them; one is reserved for RPCs)."""
@@ -35,7 +35,7 @@ def session_worker(
     """A pull ``AsyncWorker`` serving ``registry``'s Flows from the Dex server at ``server_address``.
 
     Building one memoizes the SDK's version lookup for its stream registrations (see
-    ``sdk_version_cache``).
+    ``sdk_private``).
     """
     memoize_sdk_version()
     options = WorkerOptions(

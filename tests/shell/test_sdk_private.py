@@ -1,9 +1,11 @@
-"""The pull Worker's stream registrations reuse one version lookup, with the SDK's own answer."""
+"""The SDK internals in ``sdk_private``: pinned to the installed version, and the pull Worker's stream
+registrations reuse one version lookup with the SDK's own answer."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,15 @@ import dex._pull_worker as pull_worker
 import dex._server_protocol as server_protocol
 from dex import BlobCacheConfig, open_blob_cache
 
-from dex_agents.shell.sdk_version_cache import memoize_sdk_version
+from dex_agents.shell.sdk_private import (
+    PINNED_SDK_VERSION,
+    ValueHydrator,
+    ValueMapper,
+    check_pinned_sdk,
+    installed_sdk_version,
+    memoize_sdk_version,
+    sync_channel,
+)
 from dex_agents.shell.worker import session_registry, session_worker
 
 
@@ -61,3 +71,19 @@ def test_building_a_session_worker_memoizes(monkeypatch: MonkeyPatch, tmp_path: 
     finally:
         cache.close()
     assert isinstance(_registered_lookup(), functools._lru_cache_wrapper)
+
+
+def test_the_installed_sdk_is_the_version_whose_internals_are_read() -> None:
+    assert check_pinned_sdk(), f"dex-python-sdk {installed_sdk_version()} is installed; sdk_private reads " \
+        f"{PINNED_SDK_VERSION}'s internals: check each accessor against the new version, then move the pin"
+
+
+def test_every_internal_the_session_reads_is_where_sdk_private_looks() -> None:
+    from dex._async_worker_dispatcher import _AsyncStepOutputEmitter
+    from dex._invocation_context import InvocationContext
+
+    assert isinstance(_AsyncStepOutputEmitter().queue, asyncio.Queue)
+    assert "self._output_emitter = output_emitter" in inspect.getsource(InvocationContext.__init__)
+    assert callable(vars(pull_worker)["sdk_version"])
+    assert [thing.__module__ for thing in (sync_channel, ValueHydrator, ValueMapper)] == [
+        "dex._credential_transport", "dex._value_hydrator", "dex._value_mapper"]
