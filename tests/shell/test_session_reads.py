@@ -14,7 +14,7 @@ from pyrsistent import pvector
 from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot, ListAgentMessagesInput
 from dex_agents.pure.runner_values import AgentTurnOutcome, TurnCompleted
 from dex_agents.pure.values import AgentStatus, AgentUsage, FrameworkMessage, MessageRole
-from dex_agents.shell import AgentTurnContext
+from dex_agents.shell import AgentTurnContext, create_agent_session_flow
 from dex_agents.testing import MODEL_CALL_USAGE, FileGate, poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.shell.scenario_flows import (
@@ -25,6 +25,7 @@ from tests.shell.scenario_flows import (
     session_flow,
     user_text_of,
 )
+from tests.shell.agents import unique_flow_type
 
 LONG_MESSAGE = "Tell me everything"
 LONG_ANSWER_LINES = 250
@@ -186,3 +187,27 @@ def test_a_blank_initial_message_starts_no_turn(agent_environment: AgentEnvironm
         ("turn-1", "Hi"), ("turn-1", "echo: Hi (1 messages)")]
     assert completed_steps(environment.server_address, session_id) == [
         "StartAgentSession", "AwaitUserMessage", "RunModel"]
+
+
+def test_rpcs_run_off_the_workers_event_loop(agent_environment: AgentEnvironmentFactory,
+                                             agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """A snapshot of a long session decodes every message: it must not hold the event loop that runs the
+    heartbeats and event flushes of the Steps beside it (each fact is seen on the thread that reduces it)."""
+    threads: dict[str, set[int]] = {}
+
+    def observe(fact: object) -> None:
+        threads.setdefault(type(fact).__name__, set()).add(threading.get_ident())
+
+    flow = create_agent_session_flow(scripted_runner(tmp_path, {}), unique_flow_type("OffLoop"),
+                                     fact_observer=observe)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    session_id = new_session_id()
+    sessions.start_session(session_id, "hello")
+    sessions.wait_for_completed_turns(session_id, 1)
+    assert sessions.send_user_message(session_id, "again")
+    sessions.wait_for_completed_turns(session_id, 2)
+    sessions.snapshot(session_id)
+    loop_threads = threads["ModelCallFinished"] | threads["SessionStarted"]
+    assert len(loop_threads) == 1, threads  # the Steps run on the Worker's event loop
+    for rpc_fact in ("SendUserMessageCalled", "AgentSnapshotRequested"):
+        assert threads[rpc_fact].isdisjoint(loop_threads), threads

@@ -13,8 +13,9 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, force_fail
 
@@ -87,6 +88,20 @@ async def _reduce_and_perform(run: StepRun, state: SessionState, fact: StepInput
         state, fact = transition.state, follow_up
 
 
+def off_the_loop(body: Callable[[], RPCResult[OutputT]]) -> RPCResult[OutputT]:
+    """Run an RPC body on a worker thread when an event loop serves the RPC, inline otherwise.
+
+    The handler stays a plain ``def`` typed ``RPCResult`` (so ``client.invoke_rpc(flow.get_agent_snapshot,
+    ...)`` type-checks): under ``AsyncWorker`` it returns the future of ``body`` on the loop's default
+    executor, which the Worker awaits (it awaits any awaitable an RPC method returns).
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return body()
+    return cast("RPCResult[OutputT]", loop.run_in_executor(None, body))
+
+
 def drive_rpc(
     runtime: SessionRuntime,
     context: Context,
@@ -109,4 +124,4 @@ def drive_rpc(
     raise RuntimeError("the core's RPC transition ended without an answer")
 
 
-__all__ = ["DEX_DEFAULT_METHOD_TIMEOUT_SECONDS", "Observe", "cannot_continue", "drive_rpc", "drive_step"]
+__all__ = ["DEX_DEFAULT_METHOD_TIMEOUT_SECONDS", "Observe", "cannot_continue", "drive_rpc", "drive_step", "off_the_loop"]

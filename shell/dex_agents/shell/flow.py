@@ -8,6 +8,9 @@ Invariants:
       Stream; the other persistence definitions are shared module-level objects.
     * The options are validated when the Flow is created; a bad option raises ``ValueError`` or
       ``TypeError`` with what was wrong.
+    * RPC bodies (gather, reduce, perform) run on a worker thread (``off_the_loop``): a snapshot of a
+      long session decodes every message, and the Worker's event loop must keep serving the
+      heartbeats and event flushes of the Steps running beside it. Each RPC owns its Context.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from dex_agents.shell.definitions import (
     TURN_MODEL_CALL_COUNT,
     event_stream,
 )
-from dex_agents.shell.driver import drive_rpc
+from dex_agents.shell.driver import drive_rpc, off_the_loop
 from dex_agents.shell.flow_options import session_config, validate_flow_type, validate_runner, validate_stream_capacity
 from dex_agents.shell.options import session_rpc
 from dex_agents.shell.runner import AgentFrameworkRunner
@@ -138,24 +141,24 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     @session_rpc(RpcName.SEND_USER_MESSAGE)
     def send_user_message(self, context: Context, input: SendUserMessageInput) -> RPCResult[bool]:
         """Queue a user message: ``False`` for blank text; sent during a turn, it starts the next turn."""
-        return drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool)
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool))
 
     @session_rpc(RpcName.RESOLVE_INTERRUPT)
     def resolve_interrupt(self, context: Context, input: ResolveInterruptInput) -> RPCResult[bool]:
         """Approve or reject a pending interrupt: ``False`` when not pending or past its deadline.
         May raise ``RpcLockConflictError``, which is safe to retry."""
         called = ResolveInterruptCalled(input=input, now_ms=self.runtime.timing.now_ms())
-        return drive_rpc(self.runtime, context, called, bool)
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
         """The session's state, messages, pending interrupts, tool calls, usage and queued message count."""
-        return drive_rpc(self.runtime, context, AgentSnapshotRequested(), AgentSnapshot)
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, AgentSnapshotRequested(), AgentSnapshot))
 
     @session_rpc(RpcName.LIST_AGENT_MESSAGES)
     def list_agent_messages(self, context: Context, input: ListAgentMessagesInput) -> RPCResult[AgentMessagePage]:
         """One page of stored messages, oldest first (``limit`` clamped to 1..200, default 50)."""
-        return drive_rpc(self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage)
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage))
 
 
 def _check_rpc_handlers() -> None:
@@ -198,7 +201,8 @@ def create_agent_session_flow(
             reaches it and still asks for tools fails the turn (``last_turn_error`` says so) instead
             of deferring them.
         timing: The clock and heartbeat period (tests inject a clock; default the Worker's wall clock).
-        fact_observer: Called in the Worker with every fact (Step input or RPC call) the session reduces,
+        fact_observer: Called in the Worker with every fact (Step input or RPC call) the session reduces
+            (RPC facts on a worker thread, Step facts on the event loop),
             before its effects are performed, including facts of attempts that later fail. For
             recording a session to ``dex_agents.pure.replay`` it offline, and for tests.
 
