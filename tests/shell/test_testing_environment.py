@@ -192,3 +192,26 @@ def test_run_agent_worker_process_needs_the_server_address(monkeypatch: pytest.M
     monkeypatch.delenv("DEX_SERVER_ADDRESS", raising=False)
     with pytest.raises(RuntimeError, match="DEX_SERVER_ADDRESS is not set"):
         run_agent_worker_process([build_support_flow(tmp_path)])
+
+
+def test_a_worker_that_stopped_with_an_error_fails_the_environments_stop() -> None:
+    """The in-process Worker's serving error used to be swallowed (``except BaseException: pass``)."""
+    from concurrent.futures import Future
+
+    from dex_agents.testing.environment import WorkerServingError, _InProcessWorker, _LoopThread
+
+    class ClosedWorker:
+        async def close(self) -> None:
+            return None
+
+    serving: Future[None] = Future()
+    serving.set_exception(ConnectionError("the Dex server went away"))
+    loop = _LoopThread()
+    try:
+        with pytest.raises(WorkerServingError, match="the Dex server went away"):
+            _InProcessWorker(ClosedWorker(), serving).stop(loop)  # type: ignore[arg-type]
+        cancelled: Future[None] = Future()
+        cancelled.cancel()
+        _InProcessWorker(ClosedWorker(), cancelled).stop(loop)  # type: ignore[arg-type]  # a cancelled one is no error
+    finally:
+        loop.close()

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar, final
@@ -66,6 +66,10 @@ class _LoopThread:
             self.loop.close()
 
 
+class WorkerServingError(RuntimeError):
+    """The in-process Worker's serving task ended with an error (raised when the Worker stops)."""
+
+
 @final
 class _InProcessWorker:
     """One registered ``AsyncWorker`` on the loop thread, with its serving task."""
@@ -90,15 +94,17 @@ class _InProcessWorker:
         return running
 
     def stop(self, loop: _LoopThread) -> None:
-        """Drain and close the Worker, then collect its serving task (its error, if any, is dropped:
-        a Worker that failed has nothing left to drain)."""
+        """Drain and close the Worker, then collect its serving task: an error it stopped with is
+        raised (as ``WorkerServingError``), so a test whose Worker failed underneath it fails."""
         try:
             loop.call(self.worker.close(), WORKER_STOP_SECONDS)
         finally:
             try:
                 self.serving.result(WORKER_STOP_SECONDS)
-            except BaseException:  # noqa: BLE001 - the Worker is stopped either way
+            except CancelledError:
                 pass
+            except Exception as error:
+                raise WorkerServingError(f"the in-process Worker stopped with an error: {error!r}") from error
 
 
 @final
