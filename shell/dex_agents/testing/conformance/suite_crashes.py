@@ -16,6 +16,7 @@ from dex_agents.testing.conformance.fixtures import Conformance, assert_tool_res
 from dex_agents.testing.conformance.harness import ConformanceSession
 from dex_agents.testing.conformance.model import arm_gate
 from dex_agents.testing.conformance.tools import LOOKUP_ORDER, NOTIFY_CUSTOMER, REFUND_ORDER, UPDATE_ADDRESS
+from dex_agents.testing.polling import poll_until
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,21 @@ CRASH_POINTS = {
 }
 
 
+def wait_until_dex_has_the_tool_start(session: ConformanceSession, tool_name: str) -> None:
+    """Wait until the engine committed the tool Step's ``tool_call_started`` event.
+
+    The spec's single-attempt promise holds once the tool Step's first output reached Dex (README,
+    "The heartbeat window"): frames still in the killed Worker's socket can be lost with it, and Dex
+    then re-delivers the attempt. The crash matrix tests the adapter under that precondition.
+    """
+    def started() -> bool | None:
+        events = session.events()
+        return True if any(event.type == "tool_call_started" and event.payload.get("tool_name") == tool_name
+                           for event in events) else None
+
+    poll_until(started, timeout=30.0, description=f"tool_call_started of {tool_name} committed")
+
+
 def assert_session_consistent(session: ConformanceSession, turns: int) -> None:
     """Every turn ended, no record is left open, and every model input kept the tool-result rule."""
     state = session.state()
@@ -75,6 +91,8 @@ class CrashConformance:
         if crash.approve:
             assert session.resolve(session.wait_for_interrupt(crash.tool), approved=True)
         gate.wait_until_reached()
+        if not crash.gate.startswith("model-"):
+            wait_until_dex_has_the_tool_start(session, crash.tool)
         session.kill_worker()
         gate.release()
         session.start_worker()

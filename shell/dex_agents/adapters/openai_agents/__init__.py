@@ -1,0 +1,23 @@
+"""The OpenAI Agents SDK adapter: ``create_openai_agents_session_flow(agent, flow_type, **options)``.
+
+Needs the ``openai-agents`` extra (``pip install "dex-agents[openai-agents]"``). A function tool's
+effect: ``with_tool_effect(function_tool(f), "read")`` (the ``dex_effect`` attribute), else its MCP
+annotations, else the Flow's policies and default.
+"""
+
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY
+from dex_agents.adapters.openai_agents.effects import tool_effect, with_tool_effect
+from dex_agents.adapters.openai_agents.runner import (
+    OpenAIAgentsRunner,
+    create_openai_agents_session_flow,
+    is_non_retryable,
+)
+
+__all__ = [
+    "DEX_EFFECT_METADATA_KEY",
+    "OpenAIAgentsRunner",
+    "create_openai_agents_session_flow",
+    "is_non_retryable",
+    "tool_effect",
+    "with_tool_effect",
+]

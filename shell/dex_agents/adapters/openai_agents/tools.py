@@ -1,0 +1,179 @@
+"""``execute_deferred_tool_call`` for an ``agents.Agent``: one function tool, run alone.
+
+The tool (a ``FunctionTool`` of ``agent.get_all_tools``: the agent's own, an agent-as-tool, an MCP
+server's) runs with the model's JSON arguments and a ``ToolContext`` like the one the ``Runner``
+gives it: the Worker's context object, the call's name, ID, arguments and raw ``function_call``
+item (from the run state of the round that deferred it), the agent, the turn's usage so far, and
+a ``RunConfig``. ``turn_input`` is empty (the history is not carried to tool Steps).
+
+Around the call, as the ``Runner`` does: the tool's input guardrails, ``AgentHooks.on_tool_start``,
+its timeout, ``on_tool_end``, its output guardrails. Failures the model should read become
+``ToolExecutionError`` (recorded ``failed``, not retried):
+    * a tool the agent does not have, arguments that are not JSON or do not validate;
+    * an exception the tool's ``failure_error_function`` turns into a message for the model (the
+      default one does: "An error occurred while running the tool. Please try again."), with that
+      message;
+    * a timeout with ``timeout_behavior="error_as_result"`` (its message);
+    * an input guardrail that rejects the call or trips (the tool does not run), an output
+      guardrail that trips (the tool ran; its output is withheld).
+A tool made with ``failure_error_function=None`` (or ``timeout_behavior="raise_exception"``) lets
+the exception through: unexpected, retried by the tool Step's policy, then recorded ``failed`` or
+``outcome_unknown``. An output guardrail that rejects the content replaces the output, as in the SDK.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from agents import Agent, RunConfig, RunContextWrapper, ToolGuardrailFunctionOutput
+from agents.exceptions import ModelBehaviorError, ToolTimeoutError, UserError
+from agents.items import ItemHelpers
+from agents.tool import (
+    FunctionTool,
+    default_tool_timeout_error_message,
+    invoke_function_tool,
+    maybe_invoke_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
+from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailData
+from openai.types.responses import ResponseFunctionToolCall
+from pydantic import ValidationError
+
+from dex_agents.adapters.kit import RunStateError, invalid_arguments_error, unknown_tool_error
+from dex_agents.adapters.openai_agents.turn_state import TurnSoFar, decode_turn
+from dex_agents.shell.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult
+
+logger = logging.getLogger(__name__)
+
+INVALID_ARGUMENTS_PREFIX = "Invalid JSON input for tool"
+"""How the SDK's function tools begin the ``ModelBehaviorError`` of arguments they cannot use."""
+
+
+def _turn(call: DeferredToolExecution) -> TurnSoFar:
+    record = call.tool_call
+    if call.framework_run_state is None:
+        raise ToolExecutionError(f"tool call {record.tool_call_id!r} has no run state to build its ToolContext from")
+    try:
+        return decode_turn(call.framework_run_state)[1]
+    except RunStateError as error:
+        raise ToolExecutionError(str(error)) from error
+
+
+def _raw_call(turn: TurnSoFar, call: DeferredToolExecution) -> ResponseFunctionToolCall:
+    record = call.tool_call
+    item = turn.function_call(record.tool_call_id)
+    if item is None:
+        raise ToolExecutionError(f"the run state holds no function call {record.tool_call_id!r}")
+    try:
+        return ResponseFunctionToolCall.model_validate(dict(item))
+    except ValidationError as error:
+        raise ToolExecutionError(f"the run state's function call {record.tool_call_id!r} is unreadable: {error}") from error
+
+
+async def _failure_message(tool: FunctionTool, context: ToolContext[Any], error: Exception) -> str | None:
+    """The message the tool's failure policy gives the model for ``error`` (``None``: let it through)."""
+    if isinstance(error, ToolTimeoutError):
+        if tool.timeout_behavior == "raise_exception":
+            return None
+        if tool.timeout_error_function is None:
+            return default_tool_timeout_error_message(tool_name=tool.name, timeout_seconds=error.timeout_seconds)
+        message = tool.timeout_error_function(context, error)
+        return str(await message if inspect.isawaitable(message) else message)
+    return await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=context, error=error)
+
+
+async def _invoke(tool: FunctionTool, context: ToolContext[Any], arguments: str) -> object:
+    """Run the tool through the SDK's invocation (context injection, validation, timeout), with its
+    failure policy applied here so that a failure is a ``ToolExecutionError``, not a success."""
+    unhandled = copy.copy(tool)
+    set_function_tool_failure_error_function(unhandled, None)
+    unhandled.timeout_behavior = "raise_exception"
+    try:
+        return await invoke_function_tool(function_tool=unhandled, context=context, arguments=arguments)
+    except ToolExecutionError:
+        raise
+    except ModelBehaviorError as error:
+        if not str(error).startswith(INVALID_ARGUMENTS_PREFIX):
+            raise
+        schema = json.dumps(tool.params_json_schema, sort_keys=True)
+        raise invalid_arguments_error(tool.name, f"{error} (the parameters' JSON schema: {schema})") from error
+    except Exception as error:
+        message = await _failure_message(tool, context, error)
+        if message is None:
+            raise
+        logger.warning("tool %s failed; the model reads %r", tool.name, message, exc_info=error)
+        raise ToolExecutionError(message) from error
+
+
+def _rejection(output: ToolGuardrailFunctionOutput, kind: str, name: str) -> str | None:
+    behavior = output.behavior
+    if behavior["type"] == "reject_content":
+        return behavior["message"]
+    if behavior["type"] == "raise_exception":
+        return f"the tool {kind} guardrail {name!r} tripped"
+    return None
+
+
+async def _run_checked(agent: Agent[Any], tool: FunctionTool, context: ToolContext[Any], arguments: str) -> object:
+    for guardrail in tool.tool_input_guardrails or []:
+        rejection = _rejection(await guardrail.run(ToolInputGuardrailData(context=context, agent=agent)),
+                               "input", guardrail.get_name())
+        if rejection is not None:
+            raise ToolExecutionError(rejection)
+    if agent.hooks is not None:
+        await agent.hooks.on_tool_start(context, agent, tool)
+    output = await _invoke(tool, context, arguments)
+    if agent.hooks is not None:
+        await agent.hooks.on_tool_end(context, agent, tool, output)
+    for output_guardrail in tool.tool_output_guardrails or []:
+        checked = await output_guardrail.run(ToolOutputGuardrailData(context=context, agent=agent, output=output))
+        if checked.behavior["type"] == "reject_content":
+            return checked.behavior["message"]
+        if checked.behavior["type"] == "raise_exception":
+            raise ToolExecutionError(f"the tool output guardrail {output_guardrail.get_name()!r} tripped")
+    return output
+
+
+def output_text(tool: FunctionTool, raw_call: ResponseFunctionToolCall, output: object) -> str:
+    """The tool's output as the model reads it: the SDK's conversion, text content blocks joined by
+    newlines, other structured content (images, files) as its JSON."""
+    try:
+        item: Mapping[str, Any] = ItemHelpers.tool_call_output_item(raw_call, output,
+                                                                     output_json_schema=tool.output_json_schema)
+    except UserError as error:
+        raise ToolExecutionError(f"the tool ran, but its output cannot be given to the model: {error}") from error
+    converted = item["output"]
+    if isinstance(converted, str):
+        return converted
+    parts = list(converted)
+    if parts and all(isinstance(part, Mapping) and part.get("type") == "input_text" for part in parts):
+        return "\n".join(str(part.get("text") or "") for part in parts)  # text content (an MCP tool's blocks)
+    return json.dumps(parts, default=str)  # images and files: their JSON, since a record holds text
+
+
+async def execute_tool_call(agent: Agent[Any], user_context: object, config: RunConfig,
+                            call: DeferredToolExecution) -> ToolExecutionResult:
+    """Run the function tool ``call`` names (see the module docstring)."""
+    record = call.tool_call
+    turn = _turn(call)
+    raw_call = _raw_call(turn, call)
+    tools = await agent.get_all_tools(RunContextWrapper(context=user_context, usage=turn.usage))
+    function_tools = {tool.name: tool for tool in tools if isinstance(tool, FunctionTool)}
+    tool = function_tools.get(record.tool_name)
+    if tool is None:
+        raise unknown_tool_error(record.tool_name, function_tools)
+    arguments = record.arguments
+    context: ToolContext[Any] = ToolContext(
+        context=user_context, usage=turn.usage, tool_name=record.tool_name, tool_call_id=record.tool_call_id,
+        tool_arguments=arguments, tool_call=raw_call, agent=agent, run_config=config)
+    output = await _run_checked(agent, tool, context, arguments)
+    return ToolExecutionResult(output=output_text(tool, raw_call, output))
+
+
+__all__ = ["INVALID_ARGUMENTS_PREFIX", "execute_tool_call", "output_text"]
