@@ -1,7 +1,8 @@
 """dex-agents: durable AI-agent sessions on Dex.
 
-The package's top re-exports what an application or adapter imports: the session Flow factory, the
-runner contract, the values a runner builds and returns, and the Registry/Worker helpers. Names are
+The package's top re-exports what an application or adapter imports: the session Flow factory and
+its runner-less definition for clients, the session clients, the runner contract, the values a
+runner builds and returns, and the Registry/Worker helpers. Names are
 loaded on first use, so ``import dex_agents.pure`` stays free of Dex and gRPC.
 
 ``dex_agents`` spans three source roots (``pure``, ``shell``, ``engine``) during development;
@@ -10,9 +11,10 @@ loaded on first use, so ``import dex_agents.pure`` stays free of Dex and gRPC.
 
 from __future__ import annotations
 
-import importlib
 from pkgutil import extend_path
 from typing import TYPE_CHECKING
+
+from dex_agents._lazy_exports import lazy_exports
 
 __path__ = extend_path(__path__, __name__)
 
@@ -28,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "ToolExecutionError": "dex_agents.shell.runner",
     "ToolExecutionResult": "dex_agents.shell.runner",
     "create_agent_session_flow": "dex_agents.shell.flow",
+    "session_flow_definition": "dex_agents.shell.flow",
+    "AsyncSessionClient": "dex_agents.client.async_session_client",
+    "SessionClient": "dex_agents.client.session_client",
     "session_registry": "dex_agents.shell.worker",
     "session_worker": "dex_agents.shell.worker",
     "AgentUsage": "dex_agents.pure.values",
@@ -77,7 +82,10 @@ if TYPE_CHECKING:
     from dex_agents.pure.values import ToolEffect as ToolEffect
     from dex_agents.shell.codecs import StoredValueError as StoredValueError
     from dex_agents.shell.flow import AgentSessionFlow as AgentSessionFlow
+    from dex_agents.client.async_session_client import AsyncSessionClient as AsyncSessionClient
+    from dex_agents.client.session_client import SessionClient as SessionClient
     from dex_agents.shell.flow import create_agent_session_flow as create_agent_session_flow
+    from dex_agents.shell.flow import session_flow_definition as session_flow_definition
     from dex_agents.shell.runner import AgentEventWriter as AgentEventWriter
     from dex_agents.shell.runner import AgentFrameworkRunner as AgentFrameworkRunner
     from dex_agents.shell.runner import AgentTurnContext as AgentTurnContext
@@ -90,11 +98,7 @@ if TYPE_CHECKING:
     from dex_agents.shell.worker import session_worker as session_worker
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dex_agents' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = sorted(_EXPORTS)

@@ -1,5 +1,6 @@
 """A scripted stand-in for the demo's support agent (same Flow type, tools, refunds log and crash gate),
-so the demo command's loop is tested without a model: ``DEMO_TURNS`` and ``build_support_flow``.
+so the demo command's loop is tested without a model: ``DEMO_TURNS``, ``build_support_flow`` and
+``support_flow`` (for ``dex-agents worker --agent tests.cli.stand_in_demo:support_flow``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def build_support_flow(*, state_directory: Path, flow_type: str = "SupportAgent"
     policies = {"lookup_order": ToolPolicy(effect=ToolEffect.READ),
                 "refund_order": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE)}
     return create_agent_session_flow(runner, flow_type, tool_policies=policies)
+
+
+def support_flow() -> AgentSessionFlow:
+    """The stand-in as the demo's Worker children serve it (state in ``DEX_AGENTS_DEMO_STATE_DIR``)."""
+    return build_support_flow(state_directory=Path(os.environ["DEX_AGENTS_DEMO_STATE_DIR"]))
 
 
 def chat_flow() -> AgentSessionFlow:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from dex_agents.testing.private_engine import PrivateDexEngine
 from tests.cli import stand_in_demo
-from tests.cli.support import cli_environment, run_cli
+from tests.cli.support import background_cli, cli_environment, run_cli
 
 AGENT = "tests.cli.stand_in_demo:chat_flow"
 
@@ -36,12 +37,42 @@ def test_chat_runs_turns_with_its_own_engine_and_cleans_up(tmp_path: Path) -> No
     assert (tmp_path / "state" / "refunds.log").read_text().count("\n") == 1
 
 
-def test_chat_against_a_server(dex_engine: PrivateDexEngine, tmp_path: Path) -> None:
+def test_chat_against_a_server_uses_its_workers_and_leaves_the_session_open(
+        dex_engine: PrivateDexEngine, tmp_path: Path) -> None:
     environment = _environment(tmp_path)
-    result = run_cli("chat", "--agent", AGENT, "--server", dex_engine.server_address, environment=environment,
-                     stdin_text=f"{stand_in_demo.LOOKUP_TURN}\n")
+    server = ("--server", dex_engine.server_address)
+    refused = run_cli("chat", "--agent", AGENT, *server, environment=environment,
+                      stdin_text=f"{stand_in_demo.LOOKUP_TURN}\n")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"dex-agents: error: no Worker serving StandInChat answered on {dex_engine.server_address} within 1 s "
+        f"(hint: start a Worker serving StandInChat: dex-agents worker --agent MODULE:ATTRIBUTE "
+        f"--server {dex_engine.server_address})"]
+
+    with background_cli("worker", "--agent", AGENT, *server, environment=environment) as worker:
+        worker.wait_for_line("dex-agents worker ready: serving StandInChat")
+        first = run_cli("chat", "--agent", AGENT, *server, environment=environment,
+                        stdin_text=f"{stand_in_demo.LOOKUP_TURN}\n")
+        assert first.returncode == 0, first.stderr
+        assert stand_in_demo.LOOKUP_ANSWER in first.stdout and "engine:" not in first.stdout
+        found = re.search(r"session (chat-[0-9a-f]+) stays open", first.stdout)
+        assert found is not None, first.stdout
+        again = run_cli("chat", "--session", found.group(1), *server, "--auto-approve", environment=environment,
+                        stdin_text=f"{stand_in_demo.REFUND_TURN}\n")
+        assert again.returncode == 0, again.stderr
+        assert f"session {found.group(1)} (StandInChat)" in again.stdout
+        assert stand_in_demo.LOOKUP_ANSWER not in again.stdout  # the earlier turn is not shown again
+        assert stand_in_demo.REFUND_ANSWER in again.stdout and "turn 1 completed" in again.stdout
+    assert run_cli("chat", "--session", "x", environment=environment).returncode == 2
+
+
+def test_piped_input_is_echoed_after_the_prompt(tmp_path: Path) -> None:
+    result = run_cli("chat", "--agent", AGENT, environment=_environment(tmp_path),
+                     stdin_text=f"{stand_in_demo.LOOKUP_TURN}\n/quit\n")
     assert result.returncode == 0, result.stderr
-    assert stand_in_demo.LOOKUP_ANSWER in result.stdout and "engine:" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert f"you: {stand_in_demo.LOOKUP_TURN}" in lines and "you: /quit" in lines
+    assert lines.index(f"you: {stand_in_demo.LOOKUP_TURN}") < lines.index("you: /quit")
 
 
 def test_chat_without_a_terminal_cannot_ask_for_approval(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from dex_agents.cli.demo import DemoOptions, run_demo
 from tests.cli import stand_in_demo
 from tests.cli.support import run_cli
 
-STAND_IN = {"agent_module": "tests.cli.stand_in_demo", "worker_module": "tests.cli.stand_in_demo_worker"}
+STAND_IN = {"agent": "tests.cli.stand_in_demo:support_flow"}
 HAS_DEMO = importlib.util.find_spec("dex_agents.demo") is not None
 
 

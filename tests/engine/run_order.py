@@ -27,6 +27,7 @@ LONG_RUNNING_MODULES: Final = frozenset({
     # waits on real time: heartbeats, retry back-offs, Timers, request and Flow timeouts
     "test_core_faults", "test_core_flow_timeout", "test_core_recovery", "test_dex_messages", "test_flow_completion",
     "test_retries", "test_rpcs", "test_stop_describe_wait", "test_streams", "test_timeouts", "test_timers",
+    "test_dex_alignment", "test_subflows",
 })
 """Modules of this directory whose tests mostly wait rather than compute."""
 

@@ -98,14 +98,18 @@ def test_releasing_a_holders_locks_does_not_walk_every_held_lock(tmp_path: Path)
     store = Store(tmp_path / "engine.db")
     try:
         engine = Engine(store)
-        engine.locks = _NoWalk()
+        locks = engine.attribute_locks
+        locks.owners = _NoWalk()
         with engine.lock:
             for uid in range(1, BACKLOG):
-                engine.acquire(uid, ["K"], "step:S-1")
-            engine.acquire(BACKLOG, ["K", "L"], "step:S-1")
-            engine.release(BACKLOG, "step:S-1")
-            assert engine.held(BACKLOG, ["K", "L"], "rpc:x") == []
-            assert engine.held(1, ["K"], "rpc:x") == ["K"], "another run's lock was freed"
+                locks.acquire(uid, ["K"], "step:S-1")
+                locks.wait(uid, "S-2")
+            locks.acquire(BACKLOG, ["K", "L"], "step:S-1")
+            assert locks.release(BACKLOG, "step:S-1") == []
+            assert locks.held(BACKLOG, ["K", "L"], "rpc:x") == []
+            assert locks.held(1, ["K"], "rpc:x") == ["K"], "another run's lock was freed"
+            assert locks.release(1, "step:S-1") == ["S-2"], "the run's waiting Step is handed back"
+            assert locks.waiting(2) == ["S-2"], "another run's waiting Step stays"
     finally:
         store.close()
 

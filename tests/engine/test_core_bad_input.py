@@ -84,8 +84,8 @@ def test_inconsistent_requests_fail_their_precondition(stub: dex_pb2_grpc.FlowSe
 
 
 def test_unserved_methods_name_themselves(stub: dex_pb2_grpc.FlowServiceStub) -> None:
-    code, detail = code_of(lambda: stub.ResetFlow(pb.ResetFlowRequest(flow_id="f")))
-    assert code == grpc.StatusCode.UNIMPLEMENTED and "ResetFlow" in detail
+    code, detail = code_of(lambda: stub.UpdateFlowConfig(pb.UpdateFlowConfigRequest(flow_id="f")))
+    assert code == grpc.StatusCode.UNIMPLEMENTED and "UpdateFlowConfig" in detail
     code, detail = code_of(lambda: stub.TriggerContinueAsNew(pb.TriggerContinueAsNewRequest(flow_id="f")))
     assert code == grpc.StatusCode.UNIMPLEMENTED and "TriggerContinueAsNew" in detail
 

@@ -112,7 +112,8 @@ def test_an_unknown_step_refusal_frees_the_stream_and_skips_that_worker() -> Non
     d.submit(unknown)
     d.submit(known)
     assert sent(old) == ["registered", "task:unknown"]
-    assert d.refuse(old, "unknown") is unknown, "the first refusal is reported (the dispatch wait starts)"
+    started = d.refuse(old, "unknown")
+    assert started is not None and started[0] is unknown, "the first refusal is reported (the dispatch wait starts)"
     assert sent(old) == ["task:known"], "the refusing stream serves the next task at once"
     d.finish(known)
     assert sent(old) == [], "never offered again to the Worker that refused it"
@@ -152,7 +153,8 @@ class _RecordingService(WorkerTaskService):
     """Records how each stream ended instead of acting on it."""
 
     def __init__(self) -> None:
-        self.engine = SimpleNamespace(lock=threading.RLock(), stopped=False)  # type: ignore[assignment]
+        lock = threading.RLock()
+        self.engine = SimpleNamespace(locked=lambda: lock, stopped=False)  # type: ignore[assignment]
         self.closed: list[bool] = []
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:

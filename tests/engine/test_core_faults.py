@@ -175,6 +175,21 @@ def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(own_engin
     assert cast(grpc.Call, refused.value).code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_a_search_runs_without_the_engine_lock(own_engine: EngineServer, own_channel: grpc.Channel) -> None:
+    """However many runs it scans, a search never makes other calls wait (and waits for none)."""
+    stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    for index in range(3):
+        stub.StartFlow(pb.StartFlowRequest(flow_id=f"s{index}", flow_type="Searched", request_id=f"r{index}"))
+    with own_engine.engine.lock:  # a busy engine still answers searches
+        found = cast(pb.SearchFlowsResponse, stub.SearchFlows(pb.SearchFlowsRequest(
+            query="FlowType = 'Searched' AND FlowId != 's1'", page_size=1), timeout=WAIT))
+        assert [entry.flow_id for entry in found.flow_runs] == ["s2"] and found.next_page_token
+        rest = cast(pb.SearchFlowsResponse, stub.SearchFlows(pb.SearchFlowsRequest(
+            query="FlowType = 'Searched' AND FlowId != 's1'", page_size=1, next_page_token=found.next_page_token),
+            timeout=WAIT))
+    assert [entry.flow_id for entry in rest.flow_runs] == ["s0"] and not rest.next_page_token
+
+
 def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(own_engine: EngineServer,
                                                                     own_channel: grpc.Channel) -> None:
     stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]

@@ -4,6 +4,7 @@ that forgot the lock fails at once instead of racing. Runs an ``Engine`` over a 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +13,9 @@ import pytest
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.engine import recovery
+from dex_agents.engine.core import EngineCore
 from dex_agents.engine.engine import Engine
+from dex_agents.engine.flow_state import FlowStateQuery
 from dex_agents.engine.lock_discipline import EngineLockNotHeld, assert_engine_lock_held
 from dex_agents.engine.queries import Queries
 from dex_agents.engine.rows import Effects
@@ -24,6 +27,7 @@ Call = Callable[[Engine], object]
 UNDER_THE_LOCK: dict[str, Call] = {
     "Engine.apply": lambda e: e.apply(Effects()),
     "Engine.release": lambda e: e.release(1, "step:S-1"),
+    "AttributeLocks.acquire": lambda e: e.attribute_locks.acquire(1, ["K"], "step:S-1"),
     "Engine.wait_change": lambda e: e.wait_change(("state", 1), 0.0),
     "Dispatcher.submit": lambda e: e.dispatcher.submit(task("a")),
     "StepOps.launch": lambda e: e.steps.launch(1, "S-1"),
@@ -34,6 +38,9 @@ UNDER_THE_LOCK: dict[str, Call] = {
     "StreamOps.list": lambda e: e.streams.list(pb.ListStreamMessagesRequest()),
     "Queries.summary": lambda e: Queries(e).summary(pb.GetFlowSummaryRequest(flow_id="missing")),
     "recovery.recover": recovery.recover,
+    "FlowOps.set_attributes": lambda e: e.flows.set_attributes(pb.SetAttributesRequest(flow_id="missing")),
+    "ResetOps.reset": lambda e: e.resets.reset(pb.ResetFlowRequest(flow_id="missing")),
+    "FlowStateQuery.get": lambda e: FlowStateQuery(e).get(pb.GetFlowStateRequest(flow_id="missing")),
 }
 
 
@@ -81,3 +88,33 @@ def test_the_assertion_tells_owned_from_held_by_another_thread() -> None:
         holder.join()
     with lock, lock:
         assert_engine_lock_held(lock)
+
+
+ADAPTERS = ("service", "worker_service", "server", "rpcs", "recovery", "launch", "cli")
+ENGINE_SOURCES = Path(__file__).resolve().parents[2] / "engine" / "dex_agents" / "engine"
+
+
+def test_the_adapters_enter_the_engine_only_through_its_one_entry_point() -> None:
+    """``EngineCore.locked()`` is the only way a gRPC handler, a stream reader or the server takes the
+    engine lock (no module outside the core reaches for ``.lock`` itself)."""
+    for name in ADAPTERS:
+        text = (ENGINE_SOURCES / f"{name}.py").read_text(encoding="utf-8")
+        assert not re.search(r"\.lock\b(?!ed\(\))", text), f"{name}.py takes the engine lock around locked()"
+
+
+def test_the_core_is_wired_once_and_has_no_hooks_to_fill_in(tmp_path: Path) -> None:
+    """The core's after-commit effects are performed by the operations given to ``EngineCore.wire``
+    (once, in the top module), not by methods a subclass overrides."""
+    core_source = (ENGINE_SOURCES / "core.py").read_text(encoding="utf-8")
+    assert "NotImplementedError" not in core_source
+    store = Store(tmp_path / "engine.sqlite3")
+    try:
+        engine = Engine(store)
+        with pytest.raises(RuntimeError, match="wired already"):
+            engine.wire(engine.steps, engine.flows)
+        unwired = EngineCore(store)
+        with unwired.lock, pytest.raises(RuntimeError, match="not wired"):
+            unwired.apply(Effects(launches=[(1, "S-1")]))
+    finally:
+        store.close()
+

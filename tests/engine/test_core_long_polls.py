@@ -19,6 +19,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.engine import service, worker_service
+from dex_agents.engine.admission import LongPollAdmission
 from dex_agents.engine.engine import Engine
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.timing import EngineTiming
@@ -197,6 +198,54 @@ def test_long_polls_beyond_their_bound_are_refused_while_short_calls_answer(
     finally:
         opened.close()
         engine.stop(grace=0)
+
+
+def test_a_flood_of_long_polls_from_one_client_does_not_refuse_another_clients_wait(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: WaitProbe) -> None:
+    """At the bound, a client with fewer polls takes the oldest place of the client holding the most
+    (that poll ends with LONG_POLL_TIME_OUT); the flooder's next poll is refused."""
+    monkeypatch.setattr(service, "MAX_LONG_POLLS", 4, raising=False)
+    engine = EngineServer(tmp_path / "fair.db")
+    engine.start()
+    own_connection = [("grpc.use_local_subchannel_pool", 1)]  # a client of its own (another peer)
+    flooder, application = (grpc.insecure_channel(engine.address, options=own_connection) for _ in range(2))
+    try:
+        flood, app = flows(flooder), flows(application)
+        start(app, "f")
+        waits = [flood.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=60)) for _ in range(4)]
+        assert probe.until(entered=4)
+        own = app.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=60), timeout=EVENT_SECONDS)
+        assert probe.until(entered=5), "the application's wait was admitted"
+        code, detail = code_and_detail(waits[0])
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED and "gave its place" in detail, (code, detail)
+        refused = flood.WaitForFlow.future(pb.WaitForFlowRequest(flow_id="f", wait_time_seconds=60),
+                                           timeout=EVENT_SECONDS)
+        code, detail = code_and_detail(refused)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "long polls" in detail, (code, detail)
+        app.StopFlow(pb.StopFlowRequest(flow_id="f"), timeout=EVENT_SECONDS)
+        assert own.result(timeout=EVENT_SECONDS).flow_status == pb.FLOW_STATUS_CANCELED
+        for call in waits[1:]:
+            call.cancel()
+    finally:
+        flooder.close()
+        application.close()
+        engine.stop(grace=0)
+
+
+def test_fair_admission_takes_places_only_from_a_heavier_client() -> None:
+    preempted: list[str] = []
+    admission = LongPollAdmission(3)
+    first = [admission.admit("a", lambda: preempted.append("a")) for _ in range(2)]
+    assert admission.admit("b", lambda: preempted.append("b")) is not None
+    assert admission.admit("a", lambda: None) is None, "a holds the most: no one lighter to take from"
+    assert admission.admit("b", lambda: None) is None, "b (1) may not take from a (2): they would be even"
+    assert admission.admit("c", lambda: preempted.append("c")) is not None
+    assert preempted == ["a"] and first[0] is not None and first[0].preempted, "a's oldest poll gave its place"
+    assert (admission.held("a"), admission.held("b"), admission.held("c")) == (1, 1, 1)
+    for ticket in first:
+        assert ticket is not None
+        admission.release(ticket)
+    assert admission.held("a") == 0
 
 
 def silent(release: threading.Event) -> Iterator[pb.PollWorkerTaskRequest]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator
-from typing import cast
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex_agents.engine.row_cache import RowCache, StepValue
 from dex_agents.engine.rows import FLOW_COLUMNS, STEP_COLUMNS, FlowRow, StepRow, flow_from_row, step_from_row
 from dex_agents.engine.store import Store
+from tests.engine.faults import FailingCommit
 
 ENGINE_SOURCES = Path(__file__).resolve().parents[2] / "engine" / "dex_agents" / "engine"
 
@@ -26,7 +26,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     opened.close()
 
 
-def _insert_run(store: Store, flow_id: str) -> int:
+def _insert_run(store: Store, flow_id: str, phase: str = "execute") -> int:
     with store.transaction() as db:
         cursor = db.execute(
             "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, start_request) "
@@ -34,7 +34,7 @@ def _insert_run(store: Store, flow_id: str) -> int:
         uid = int(cursor.lastrowid or 0)
         db.execute(
             "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, phase, attempt, "
-            "first_attempt_ms) VALUES (?, 'S-1', 'S', 1, 1, x'', x'', '', 'execute', 1, 0)", (uid,))
+            "first_attempt_ms) VALUES (?, 'S-1', 'S', 1, 1, x'', x'', '', ?, 1, 0)", (uid, phase))
         db.execute(
             "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, phase, attempt, "
             "first_attempt_ms) VALUES (?, 'S-2', 'S', 2, 2, x'', x'', '', 'done', 1, 0)", (uid,))
@@ -85,7 +85,7 @@ STEP_CHANGES: list[dict[str, StepValue]] = [
 
 @pytest.mark.parametrize("changes", STEP_CHANGES)
 def test_a_changed_step_row_in_the_cache_equals_the_stored_row(store: Store, changes: dict[str, StepValue]) -> None:
-    uid = _insert_run(store, "a")
+    uid = _insert_run(store, "a", "wait_for" if changes.get("phase") in ("waiting", "execute") else "execute")
     cache = _cache(store)
     assert cache.step(uid, "S-1") is not None
     with store.transaction() as db:
@@ -162,35 +162,17 @@ def test_differences_names_a_row_changed_behind_the_caches_back(store: Store) ->
     assert sorted(cache.differences()) == sorted([f"flow {uid}", f"step {uid}/S-1", "latest run of a"])
 
 
-class _FailingCommit:
-    """The store's connection, except that the next ``COMMIT`` fails as a full disk would."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.fail_next_commit = True
-
-    def execute(self, sql: str, parameters: tuple[object, ...] = ()) -> sqlite3.Cursor:
-        if sql == "COMMIT" and self.fail_next_commit:
-            self.fail_next_commit = False
-            raise sqlite3.OperationalError("database or disk is full")
-        return self.db.execute(sql, parameters)
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.db.in_transaction
-
-
 def test_a_failed_commit_rolls_back_and_the_cache_forgets_what_it_wrote(store: Store) -> None:
     uid = _insert_run(store, "a")
     cache = _cache(store)
     before = cache.step(uid, "S-1")
-    real = store.db
-    store.db = cast(sqlite3.Connection, _FailingCommit(real))
+    failing = FailingCommit.install(store)
+    real = failing.db
     try:
         with pytest.raises(sqlite3.OperationalError), store.transaction() as db:
             cache.update_step(db, uid, "S-1", phase="done")
     finally:
-        store.db = real
+        failing.remove(store)
     assert not real.in_transaction, "the failed transaction was rolled back"
     assert _stored_step(store, uid, "S-1") == before
     assert cache.step(uid, "S-1") == before

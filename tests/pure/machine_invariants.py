@@ -17,7 +17,8 @@ from hypothesis.stateful import invariant
 
 from dex_agents.pure.keys import message_sequence_key
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import WaitForResolution, snapshot_of
+from dex_agents.pure.effects import WaitForResolution
+from dex_agents.pure.reducers import snapshot_of
 from dex_agents.pure.replay import replay, replay_snapshot
 from dex_agents.pure.values import AgentStatus, AgentUsage, ToolCallStatus
 from tests.pure.session_machine import MAIN_LINE, SessionMachineBase

@@ -8,35 +8,41 @@ from hypothesis import strategies as st
 from pyrsistent import pvector
 
 from dex_agents.pure.deadlines import format_instant, is_late, parse_instant
-from dex_agents.pure.effects import BuildTurnFailureNote, ExecuteDeferredToolCall
+from dex_agents.pure.effects import (
+    BuildUserMessage,
+    CallModel,
+    ExecuteDeferredToolCall,
+    Request,
+    SendHeartbeat,
+    SkipWait,
+    WaitForResolution,
+)
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import SkipWait, WaitForResolution, turn_failure_note
 from dex_agents.pure.reducers.model import model_call_cap_error
+from dex_agents.pure.reducers.turn import turn_failure_note
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
-    ApprovalWaitOutcome,
-    DeadlineTimerFired,
     Invocation,
-    ModelCallFailed,
+    ModelAttemptsExhausted,
     ModelCallFinished,
-    ResolutionReceived,
-    SessionInput,
+    ModelStepStarted,
+    RecoveryError,
     SingleAttemptToolFailed,
+    StepInput,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
+    TurnFailureNote,
     UserMessageArrived,
-    WaitSkipped,
 )
-from dex_agents.pure.transition import Transition
-from dex_agents.pure.values import MessageRole, ToolCallStatus
+from dex_agents.pure.values import AgentInterruptResolution, MessageRole, ToolCallStatus
 from tests.pure.machine_invariants import SessionInvariants
-from tests.pure.session_machine import FLOW_ID, SINGLE_ATTEMPT_EFFECTS, PendingStep
-from tests.pure.session_strategies import build_user_message, model_messages, runner_tool_requests, small_usages
+from tests.pure.session_machine import FLOW_ID, SINGLE_ATTEMPT_EFFECTS, Attempt, PendingStep
+from tests.pure.session_strategies import model_messages, runner_tool_requests, small_usages
 from tests.pure.spec_tables import EXHAUSTED_STATUS_BY_EFFECT, TOOL_STEP_BY_EFFECT, expected_policy
 
 
@@ -65,10 +71,11 @@ class SessionSteps(SessionInvariants):
     def _await_user_message(self, step: PendingStep) -> None:
         loaded = self.world.load(step.movement.options)
         message = self.world.queued_user_messages.pop(0)
-        arrived = UserMessageArrived(invocation=self.invocation_for(step), message=message, user_message=build_user_message(message.text))
-        result = self.reduce_checked(loaded, arrived)
+        arrived = UserMessageArrived(invocation=self.invocation_for(step), consumed=pvector([message]))
+        attempt = self.run_attempt(loaded, arrived)
+        assert [type(r) for r in attempt.requests] == [BuildUserMessage], "the runner builds the user message"
         self.finish(step)
-        moved = self.commit([arrived], result, step.movement.options, arrived.invocation)
+        moved = self.commit(attempt, step.movement.options, arrived.invocation)
         assert [m.step_type for m in moved] == [StepType.RUN_MODEL]
 
     def _run_model(self, step: PendingStep, data: st.DataObject) -> None:
@@ -98,18 +105,23 @@ class SessionSteps(SessionInvariants):
                 )
             outcome = ToolCallsRequested(framework_run_state=f"run-state-{first}", tool_calls=pvector(calls), usage=usage)
             self.last_run_state = outcome.framework_run_state
-        finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
-        result = self.reduce_checked(loaded, finished)
+        invocation = self.invocation_for(step)
+
+        def model_answers(request: Request, now: Invocation) -> StepInput | None:
+            return ModelCallFinished(invocation=now, outcome=outcome) if isinstance(request, CallModel) else None
+
+        attempt = self.run_attempt(loaded, ModelStepStarted(invocation=invocation), model_answers)
+        self.check_model_call_view(loaded, attempt)
         capped = isinstance(outcome, ToolCallsRequested) and (
             loaded.turn_model_call_count + 1 >= self.config.max_model_calls_per_turn)
         if capped:
             event(f"model: cap of {self.config.max_model_calls_per_turn} reached")
-            self.run_model_fails_the_turn(step, finished, result, model_call_cap_error(self.config.max_model_calls_per_turn))
+            self.run_model_fails_the_turn(step, loaded, attempt, model_call_cap_error(self.config.max_model_calls_per_turn))
             self.record_usage(usage)
             assert self.world.tool_calls == {}, "the capped call deferred nothing"
             return
         self.finish(step)
-        moved = self.commit([finished], result, step.movement.options, finished.invocation)
+        moved = self.commit(attempt, step.movement.options, invocation)
         self.record_usage(usage)
         event(f"model: {type(outcome).__name__}{' (resumed turn)' if loaded.framework_run_state else ''}")
         if isinstance(outcome, TurnCompleted):
@@ -123,7 +135,7 @@ class SessionSteps(SessionInvariants):
         turn_id = self.world.agent_state.current_turn_id if self.world.agent_state else None
         assert self.world.turn_model_call_count == loaded.turn_model_call_count + 1, "one more model call counted"
         raised_at = self.config.interrupt_deadline_ms
-        deadline = None if raised_at is None else format_instant(finished.invocation.now_ms + raised_at)
+        deadline = None if raised_at is None else format_instant(invocation.now_ms + raised_at)
         for call in outcome.tool_calls:
             record = self.record_of(call.tool_call_id)
             assert record.interrupt_id == (f"{turn_id}:{call.tool_call_id}" if call.policy.requires_approval else None)
@@ -131,26 +143,32 @@ class SessionSteps(SessionInvariants):
                 interrupt = next(i for i in self.world.pending_interrupts if i.interrupt_id == record.interrupt_id)
                 assert interrupt.deadline == deadline, "deadline = raise time + interrupt_deadline_ms, ISO-8601 ms Z"
 
-    def run_model_fails_the_turn(self, step: PendingStep, fact: ModelCallFinished | ModelCallFailed,
-                                 first: Transition, error: str) -> None:
+    def check_model_call_view(self, loaded: SessionState, attempt: Attempt) -> None:
+        """``RunModel`` asks for the model call with what it loaded: every message, the run state and the
+        turn's records in deferral order."""
+        asked = attempt.requests[0]
+        assert isinstance(asked, CallModel), f"RunModel asked {asked} first"
+        assert loaded.agent_state is not None and asked.turn_id == loaded.agent_state.current_turn_id
+        assert list(asked.messages) == sorted(self.world.messages.values(), key=lambda m: m.sequence)
+        assert asked.framework_run_state == loaded.framework_run_state
+        assert list(asked.tool_calls) == sorted(self.world.tool_calls.values(), key=lambda r: r.deferral_order)
+
+    def run_model_fails_the_turn(self, step: PendingStep, loaded: SessionState, attempt: Attempt, error: str) -> None:
         """``RunModel`` failed its own turn with ``error``: at once, or after the runner built the note
-        (``BuildTurnFailureNote``, whose follow-up ``TurnFailed`` the shell reduces in the same attempt)."""
-        invocation: Invocation = fact.invocation
+        (``BuildUserMessage(TurnFailureNote)``, whose follow-up the shell reduces in the same attempt)."""
+        invocation: Invocation = attempt.inputs[0].invocation
         loaded_turn = None if self.world.agent_state is None else self.world.agent_state.current_turn_id
-        inputs: list[SessionInput] = [fact]
-        result, prefix = first, first.effects[:0]
-        asked = first.effects[-1]
-        if isinstance(asked, BuildTurnFailureNote):
-            assert (asked.note, asked.recovery_error) == (turn_failure_note(first.state), error)
-            followed = TurnFailed(invocation=invocation, recovery_error=error,
-                                  failure_note_message=build_user_message(asked.note))
-            result, prefix = self.reduce_checked(first.state, followed), first.effects[:-1]
-            inputs.append(followed)
+        notes = [r for r in attempt.requests if isinstance(r, BuildUserMessage)]
+        note = turn_failure_note(loaded)
+        if note is None:
+            assert notes == [], "no note is asked for when no record is final"
         else:
-            assert turn_failure_note(first.state) is None, "a due note is always built by the runner"
+            [asked] = notes
+            assert asked.text == note, "the note of the turn's final records"
+            assert isinstance(asked.purpose, TurnFailureNote) and asked.purpose.error == error
         self.finish(step)
-        moved = self.commit(inputs, result, step.movement.options, invocation, prefix=prefix)
-        event(f"RunModel failed its turn {'with' if len(inputs) == 2 else 'without'} a failure note")
+        moved = self.commit(attempt, step.movement.options, invocation)
+        event(f"RunModel failed its turn {'with' if notes else 'without'} a failure note")
         assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
         state = self.world.agent_state
         assert state is not None and state.last_turn_error == error and state.current_turn_id is None
@@ -158,76 +176,86 @@ class SessionSteps(SessionInvariants):
         assert [e.payload["error"] for e in failed] == [error]
         assert self.world.turn_model_call_count is None and self.world.framework_run_state is None
 
-    def _await_tool_approval(self, step: PendingStep, early_timer: bool) -> None:
+    def _await_tool_approval(self, step: PendingStep, early_timer: bool, with_resolution: bool = False) -> None:
+        """Run the approval Step: what ended its wait is the Timer (due, or ``early_timer``), a resolution,
+        or both (``with_resolution``: Dex consumed the resolution in the same wait as the Timer)."""
         wait = step.wait
-        outcome: ApprovalWaitOutcome
-        if isinstance(wait, SkipWait):
-            outcome = WaitSkipped()
-        else:
+        timer_fired = False
+        resolutions: list[AgentInterruptResolution] = []
+        if not isinstance(wait, SkipWait):
             assert isinstance(wait, WaitForResolution)
             timer_due = step.timer_due_ms is not None and step.timer_due_ms <= self.now_ms
-            if timer_due or early_timer:
-                outcome = DeadlineTimerFired()
-            else:
-                outcome = ResolutionReceived(resolution=self.world.interrupt_resolutions[wait.interrupt_id].pop(0))
+            timer_fired = timer_due or early_timer
+            if not timer_fired or with_resolution:
+                resolutions.append(self.world.interrupt_resolutions[wait.interrupt_id].pop(0))
         loaded = self.world.load(step.movement.options)
         record = loaded.tool_calls[step.tool_call_id]
-        ended = ApprovalWaitEnded(invocation=self.invocation_for(step), tool_call_id=step.tool_call_id, outcome=outcome)
-        result = self.reduce_checked(loaded, ended)
+        ended = ApprovalWaitEnded(invocation=self.invocation_for(step), tool_call_id=step.tool_call_id,
+                                  timer_fired=timer_fired, resolutions=pvector(resolutions))
+        attempt = self.run_attempt(loaded, ended)
         self.finish(step)
-        moved = self.commit([ended], result, step.movement.options, ended.invocation)
+        moved = self.commit(attempt, step.movement.options, ended.invocation)
         after = self.record_of(step.tool_call_id)
-        event(f"approval: {type(outcome).__name__}{' early' if early_timer else ''} -> {after.status.value}")
+        ended_by = " and ".join(([("early " if early_timer else "") + "timer"] if timer_fired else [])
+                                + (["resolution"] if resolutions else [])) or "skipped wait"
+        event(f"approval: {ended_by} -> {after.status.value}")
         if after.status is ToolCallStatus.PENDING:
+            assert resolutions and resolutions[0].approved, "approved without a resolution"
             assert [(m.step_type, m.input) for m in moved] == [(TOOL_STEP_BY_EFFECT[record.effect], record.tool_call_id)]
         elif after.status is ToolCallStatus.REJECTED:
             assert moved == []
-            if isinstance(outcome, ResolutionReceived):
-                assert after.rejection_message == outcome.resolution.rejection_message
+            if resolutions:
+                assert after.rejection_message == resolutions[0].rejection_message, "the consumed resolution decides"
             else:
                 assert after.rejection_message == "approval deadline passed"
                 deadline = None if record.interrupt_id is None else loaded.pending_interrupt(record.interrupt_id)
                 assert deadline is not None and deadline.deadline is not None
                 assert is_late(self.now_ms, parse_instant(deadline.deadline)), "rejected before the deadline"
         else:
-            assert after.status is ToolCallStatus.AWAITING_APPROVAL
+            assert after.status is ToolCallStatus.AWAITING_APPROVAL and not resolutions, "a consumed resolution was dropped"
             assert [(m.step_type, m.input) for m in moved] == [(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)]
 
     def _call_tool(self, step: PendingStep, outcome: str) -> None:
         loaded = self.world.load(step.movement.options)
         invocation = self.invocation_for(step)
-        started = ToolStepStarted(invocation=invocation, tool_call_id=step.tool_call_id, step_type=step.step_type)
-        first = self.reduce_checked(loaded, started)
-        assert not first.is_rejection, f"tool Step start rejected: {first.effects[0]}"
-        if not isinstance(first.effects[-1], ExecuteDeferredToolCall):
+        tool_call_id = step.tool_call_id
+
+        def tool_answers(request: Request, now: Invocation) -> StepInput | None:
+            if not isinstance(request, ExecuteDeferredToolCall) or outcome == "crashes":
+                return None
+            if outcome == "succeeds":
+                return ToolCallSucceeded(invocation=now, tool_call_id=tool_call_id, output=f"output of {tool_call_id}")
+            return ToolExecutionFailed(invocation=now, tool_call_id=tool_call_id, error="order not found")
+
+        started = ToolStepStarted(invocation=invocation, tool_call_id=tool_call_id, step_type=step.step_type)
+        attempt = self.run_attempt(loaded, started, tool_answers)
+        assert not attempt.last.is_rejection, f"tool Step start rejected: {attempt.last.ending}"
+        executed = [r for r in attempt.requests if isinstance(r, ExecuteDeferredToolCall)]
+        if not executed:
             event("tool: final record, ends without running")
             self.finish(step)
-            self.commit([started], first, step.movement.options, invocation)
+            self.commit(attempt, step.movement.options, invocation)
             return
-        record = self.record_of(step.tool_call_id)
+        record = self.record_of(tool_call_id)
         assert record.status is ToolCallStatus.PENDING, f"ran a {record.status} call"
-        execute = first.effects[-1]
-        assert isinstance(execute, ExecuteDeferredToolCall)
+        [execute] = executed
         assert execute.tool_call == record
         assert execute.idempotency_key == f"{FLOW_ID}/{record.turn_id}/{record.tool_call_id}", "same key on every attempt"
         key = (record.turn_id, record.tool_call_id)
         self.performed[key] += 1
+        heartbeats = [r for r in attempt.requests if isinstance(r, SendHeartbeat)]
         if record.effect in SINGLE_ATTEMPT_EFFECTS:
             self.single_attempt_calls.add(key)
             assert self.performed[key] == 1, f"single-attempt call {key} ran twice"
+            assert attempt.requests.index(heartbeats[0]) < attempt.requests.index(execute), "heartbeat proven first"
+        else:
+            assert heartbeats == [], "a retried call runs at once"
         event(f"tool: {record.effect.value} {outcome} (attempt {step.attempt})")
         if outcome == "crashes":
             self.fail_attempt(step)
             return
-        tool_call_id = step.tool_call_id
-        final = (
-            ToolCallSucceeded(invocation=invocation, tool_call_id=tool_call_id, output=f"output of {tool_call_id}")
-            if outcome == "succeeds"
-            else ToolExecutionFailed(invocation=invocation, tool_call_id=tool_call_id, error="order not found")
-        )
-        result = self.reduce_checked(first.state, final)
         self.finish(step)
-        self.commit([started, final], result, step.movement.options, invocation, prefix=first.effects[:-1])
+        self.commit(attempt, step.movement.options, invocation)
         expected = ToolCallStatus.SUCCEEDED if outcome == "succeeds" else ToolCallStatus.FAILED
         assert self.record_of(tool_call_id).status is expected
 
@@ -236,14 +264,15 @@ class SessionSteps(SessionInvariants):
         loaded = self.world.load(step.movement.options)
         invocation = self.invocation_for(step)
         error = f"{step.step_type} after attempts ran out: worker lost"
+        recovery = RecoveryError(detail=error, error_type="WorkerLost")
         recorded = (
-            ToolAttemptsExhausted(invocation=invocation, tool_call_id=step.tool_call_id, recovery_error=error)
+            ToolAttemptsExhausted(invocation=invocation, tool_call_id=step.tool_call_id, recovery_error=recovery)
             if step.step_type is StepType.RECORD_TOOL_FAILURE
-            else SingleAttemptToolFailed(invocation=invocation, tool_call_id=step.tool_call_id, recovery_error=error)
+            else SingleAttemptToolFailed(invocation=invocation, tool_call_id=step.tool_call_id, recovery_error=recovery)
         )
-        result = self.reduce_checked(loaded, recorded)
+        attempt = self.run_attempt(loaded, recorded)
         self.finish(step)
-        self.commit([recorded], result, step.movement.options, invocation)
+        self.commit(attempt, step.movement.options, invocation)
         record = self.record_of(step.tool_call_id)
         if step.step_type is StepType.RECORD_TOOL_FAILURE:
             assert record.status is EXHAUSTED_STATUS_BY_EFFECT[record.effect]
@@ -257,9 +286,9 @@ class SessionSteps(SessionInvariants):
         loaded = self.world.load(step.movement.options)
         del self.world.tool_call_results[:expected]
         arrived = ToolResultsArrived(invocation=self.invocation_for(step), expected=expected)
-        result = self.reduce_checked(loaded, arrived)
+        attempt = self.run_attempt(loaded, arrived)
         self.finish(step)
-        moved = self.commit([arrived], result, step.movement.options, arrived.invocation)
+        moved = self.commit(attempt, step.movement.options, arrived.invocation)
         open_records = [r for r in self.world.tool_calls.values() if not r.status.is_final]
         event(f"resume: {'waits again' if open_records else 'runs the model'}")
         if open_records:
@@ -270,18 +299,19 @@ class SessionSteps(SessionInvariants):
     def _record_turn_failure(self, step: PendingStep) -> None:
         loaded = self.world.load(step.movement.options)
         note = turn_failure_note(loaded)
-        failed = TurnFailed(
-            invocation=self.invocation_for(step),
-            recovery_error="RunModel failed after 3 attempts: 503 Service Unavailable",
-            failure_note_message=None if note is None else build_user_message(note),
+        error = "RunModel failed after 3 attempts: 503 Service Unavailable"
+        failed = ModelAttemptsExhausted(
+            invocation=self.invocation_for(step), recovery_error=RecoveryError(detail=error, error_type="RuntimeError")
         )
         count_before = len(self.world.messages)
         failed_turn = loaded.current_turn_id
-        result = self.reduce_checked(loaded, failed)
+        attempt = self.run_attempt(loaded, failed)
+        assert len(attempt.requests) == (0 if note is None else 1), "the note is asked for exactly when it is due"
         self.finish(step)
-        moved = self.commit([failed], result, step.movement.options, failed.invocation)
+        moved = self.commit(attempt, step.movement.options, failed.invocation)
         event(f"turn failed {'with' if note else 'without'} a failure note")
         assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE]
+        assert self.world.agent_state is not None and self.world.agent_state.last_turn_error == error
         assert len(self.world.messages) == count_before + (0 if note is None else 1)
         if note is not None:
             last = max(self.world.messages.values(), key=lambda message: message.sequence)

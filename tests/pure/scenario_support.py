@@ -1,9 +1,10 @@
-"""Builders for the pure core's scenario tests: a scripted session that feeds facts through ``reduce``,
-keeps every input (for replay) and the last transition, and small effect filters."""
+"""Builders for the pure core's scenario tests: a scripted session that acts as the shell (it reduces
+each Step's started input and answers the requests it ends in), keeps every input (for replay), the
+last attempt's transitions and the last transition, and small effect filters."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -11,20 +12,24 @@ from pyrsistent import pvector
 
 from dex_agents.pure.effects import (
     AnswerRpc,
-    BuildTurnFailureNote,
+    ApprovalWait,
+    BuildUserMessage,
+    CallModel,
     DeadEnd,
-    Effect,
     ExecuteDeferredToolCall,
     FailAttempt,
     GoToSteps,
     PublishToChannel,
+    RefuseRpc,
+    Request,
     RpcOutput,
+    SendHeartbeat,
     WriteEvent,
 )
 from dex_agents.pure.flow_shape import allowed_next_steps
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.policies import resolve_tool_policy
-from dex_agents.pure.reducers import reduce
+from dex_agents.pure.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
 from dex_agents.pure.rpc_values import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
@@ -36,28 +41,31 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
-    ApprovalWaitOutcome,
-    DeadlineTimerFired,
+    ApprovalWaitStarted,
+    HeartbeatSent,
     Invocation,
+    ModelAttemptsExhausted,
     ModelCallFailed,
     ModelCallFinished,
-    ResolutionReceived,
+    ModelStepStarted,
+    RecoveryError,
     ResolveInterruptCalled,
+    RpcCall,
     SendUserMessageCalled,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,
+    StepInput,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
     UserMessageArrived,
+    UserMessageBuilt,
 )
 from dex_agents.pure.step_options import StepMovement
-from dex_agents.pure.texts import build_turn_failure_note
-from dex_agents.pure.transition import Transition
+from dex_agents.pure.transition import RpcTransition, StepTransition, Transition, WaitTransition
 from dex_agents.pure.values import (
     AgentEvent,
     AgentInterruptResolution,
@@ -132,34 +140,32 @@ def completed(*texts: str, usage: AgentUsage | None = None) -> TurnCompleted:
     )
 
 
-def of_type(effects: Sequence[Effect], kind: type[E]) -> list[E]:
+def of_type(effects: Sequence[object], kind: type[E]) -> list[E]:
     return [effect for effect in effects if isinstance(effect, kind)]
 
 
-def events_of(t: Transition) -> list[AgentEvent]:
+def events_of(t: StepTransition) -> list[AgentEvent]:
     return [effect.event for effect in of_type(t.effects, WriteEvent)]
 
 
-def event_types(t: Transition) -> list[str]:
+def event_types(t: StepTransition) -> list[str]:
     return [event.type for event in events_of(t)]
 
 
-def movements_of(t: Transition) -> list[StepMovement]:
-    decisions = of_type(t.effects, GoToSteps)
-    assert len(decisions) == 1, f"expected one GoToSteps in {t.effects}"
-    assert isinstance(t.effects[-1], GoToSteps), "the decision comes last"
-    return list(decisions[0].movements)
+def movements_of(t: StepTransition) -> list[StepMovement]:
+    assert isinstance(t.ending, GoToSteps), f"expected GoToSteps, got {t.ending}"
+    return list(t.ending.movements)
 
 
-def moves(t: Transition) -> list[tuple[StepType, object]]:
+def moves(t: StepTransition) -> list[tuple[StepType, object]]:
     return [(movement.step_type, movement.input) for movement in movements_of(t)]
 
 
-def is_dead_end(t: Transition) -> bool:
-    return len(t.effects) > 0 and isinstance(t.effects[-1], DeadEnd)
+def is_dead_end(t: StepTransition) -> bool:
+    return isinstance(t.ending, DeadEnd)
 
 
-def completions_of(t: Transition) -> list[str]:
+def completions_of(t: StepTransition) -> list[str]:
     return [
         effect.value.tool_call_id
         for effect in of_type(t.effects, PublishToChannel)
@@ -168,158 +174,235 @@ def completions_of(t: Transition) -> list[str]:
 
 
 def failure_of(t: Transition) -> str:
-    assert t.is_rejection, f"expected a rejection, got {t.effects}"
-    effect = t.effects[0]
-    assert isinstance(effect, FailAttempt)
-    return effect.error
+    assert t.is_rejection, f"expected a rejection, got {t}"
+    assert isinstance(t.ending, FailAttempt | RefuseRpc)
+    return t.ending.error
 
 
-def answer_of(t: Transition) -> RpcOutput:
-    assert isinstance(t.effects[-1], AnswerRpc), f"expected an RPC answer, got {t.effects}"
-    return t.effects[-1].output
+def answer_of(t: RpcTransition) -> RpcOutput:
+    assert isinstance(t.ending, AnswerRpc), f"expected an RPC answer, got {t.ending}"
+    return t.ending.output
 
 
-RPC_CALLS = (SendUserMessageCalled, ResolveInterruptCalled, AgentSnapshotRequested, AgentMessagesListed)
+REQUESTED_BY: dict[type[Request], tuple[type[StepInput], ...]] = {
+    BuildUserMessage: (SessionStarted, UserMessageArrived, ModelCallFinished, ModelCallFailed, ModelAttemptsExhausted),
+    CallModel: (ModelStepStarted,),
+    SendHeartbeat: (ToolStepStarted,),
+    ExecuteDeferredToolCall: (ToolStepStarted, HeartbeatSent),
+}
+"""Which Step inputs may end in each request (the protocol's table, written out for the tests)."""
+
+REQUESTS = tuple(REQUESTED_BY)
 
 
-DECISIONS = (GoToSteps, DeadEnd, ExecuteDeferredToolCall, BuildTurnFailureNote)
-"""What may end an accepted Step transition: a decision, or a request for work with a follow-up input."""
-
-
-def check_shape(session_input: SessionInput, t: Transition) -> None:
-    """An accepted transition follows the Flow shape and the effect ordering rules; a failed model call
-    writes only events before it fails the attempt."""
-    if isinstance(session_input, RPC_CALLS):
-        assert isinstance(t.effects[-1], AnswerRpc) and of_type(t.effects, WriteEvent) == []
-        assert len(of_type(t.effects, AnswerRpc)) == 1
+def check_step_shape(step_input: StepInput, before: SessionState, t: StepTransition) -> None:
+    """An accepted Step transition follows the protocol: a failed attempt changes nothing (only a failed
+    model call writes, and only events); a request changes no state, has only events before it and
+    comes from the inputs that may ask it; a movement goes where the Flow shape allows."""
+    ending = t.ending
+    if isinstance(ending, FailAttempt):
+        assert t.state == before, "a failed attempt changed the state"
+        if not t.is_rejection:
+            assert isinstance(step_input, ModelCallFailed), f"only a failed model call writes before failing: {t}"
+            assert all(isinstance(e, WriteEvent) for e in t.effects)
         return
-    last = t.effects[-1]
-    if t.fails_attempt:
-        assert isinstance(session_input, ModelCallFailed), f"only a failed model call writes before failing: {t.effects}"
-        assert all(isinstance(e, WriteEvent) for e in t.effects[:-1])
-        return
-    assert isinstance(last, DECISIONS), f"no decision last: {t.effects}"
-    decisions = [e for e in t.effects if isinstance(e, DECISIONS)]
-    assert decisions == [last], "exactly one decision"
-    if isinstance(last, BuildTurnFailureNote):
-        assert isinstance(session_input, (ModelCallFinished, ModelCallFailed)), "only RunModel fails its own turn"
-    if isinstance(last, GoToSteps):
-        targets = {movement.step_type for movement in last.movements}
-        assert targets <= allowed_next_steps(session_input), f"{type(session_input).__name__} cannot move to {targets}"
+    if isinstance(ending, REQUESTS):
+        assert t.state == before, f"a request changed the state: {ending}"
+        assert all(isinstance(e, WriteEvent) for e in t.effects), f"a request after writes: {t.effects}"
+        assert isinstance(step_input, REQUESTED_BY[type(ending)]), f"{type(step_input).__name__} asked {ending}"
+    if isinstance(ending, GoToSteps):
+        targets = {movement.step_type for movement in ending.movements}
+        assert targets <= allowed_next_steps(step_input), f"{type(step_input).__name__} cannot move to {targets}"
+
+
+def recovery(error: str) -> RecoveryError:
+    """What Dex hands a failure route after attempts raised ``RuntimeError(error)``."""
+    return RecoveryError(detail=error, error_type="RuntimeError")
+
+
+Answer = Callable[[Request, Invocation], StepInput | None]
+"""Answers a request the test shell does not answer itself (a model call, a tool run)."""
 
 
 @dataclass
 class Session:
-    """A scripted session: every call feeds one fact through ``reduce`` and keeps the transition."""
+    """A scripted session acting as the shell: every Step method reduces its started input and answers
+    the requests it ends in (the runner builds user messages, heartbeats are sent; ``answer`` does the
+    rest), keeping every input (for replay), the attempt's transitions and the last transition."""
 
     config: SessionConfig = field(default_factory=SessionConfig)
     state: SessionState = field(default_factory=SessionState.initial)
     inputs: list[SessionInput] = field(default_factory=list)
     last: Transition | None = None
+    attempt: list[StepTransition] = field(default_factory=list)
     step_counter: int = 0
     now_ms: int = T0_MS
 
-    def feed(self, session_input: SessionInput) -> Transition:
-        before = self.state
-        t = reduce(self.state, self.config, session_input)
-        assert self.state == before, "reduce mutated its input state"
-        if t.fails_attempt:
-            assert t.state == before, "a failed attempt must leave the state unchanged"
-        if not t.is_rejection:
-            check_shape(session_input, t)
+    def _record(self, session_input: SessionInput, t: Transition) -> None:
         self.inputs.append(session_input)
         self.state = t.state
         self.last = t
+
+    def feed_step(self, step_input: StepInput) -> StepTransition:
+        before = self.state
+        t = reduce_step(self.state, self.config, step_input)
+        assert self.state == before, "reduce mutated its input state"
+        check_step_shape(step_input, before, t)
+        self._record(step_input, t)
+        return t
+
+    def feed_rpc(self, call: RpcCall) -> RpcTransition:
+        before = self.state
+        t = reduce_rpc(self.state, self.config, call)
+        if t.is_rejection:
+            assert t.state == before and t.effects == pvector(), "a refusal changed something"
+        self._record(call, t)
+        return t
+
+    def feed_wait(self, wait_input: ApprovalWaitStarted) -> WaitTransition:
+        t = reduce_wait(self.state, self.config, wait_input)
+        assert t.state == self.state, "a wait changed the state"
+        self._record(wait_input, t)
+        return t
+
+    def feed(self, session_input: SessionInput) -> Transition:
+        """Reduce any input once (no requests answered)."""
+        t = reduce(self.state, self.config, session_input)
+        self._record(session_input, t)
         return t
 
     def inv(self, attempt: int = 1) -> Invocation:
         self.step_counter += 1
         return invocation(step=f"step-{self.step_counter}", attempt=attempt, now_ms=self.now_ms)
 
+    def run_step(self, started: StepInput, answer: Answer | None = None) -> StepTransition:
+        """One Step attempt: reduce ``started``, then each follow-up of the requests it ends in, until a
+        decision, a failure, or a request nobody answers (returned, for the test to answer)."""
+        self.attempt = []
+        t = self.feed_step(started)
+        while True:
+            self.attempt.append(t)
+            follow_up = self._answer(t.ending, started.invocation, answer)
+            if follow_up is None:
+                return t
+            t = self.feed_step(follow_up)
+
+    def _answer(self, ending: object, started: Invocation, answer: Answer | None) -> StepInput | None:
+        now = invocation(step=started.step_execution_id, attempt=started.attempt, now_ms=self.now_ms)
+        match ending:
+            case BuildUserMessage(text=text, purpose=purpose):
+                return UserMessageBuilt(invocation=now, purpose=purpose, message=user_message(text))
+            case SendHeartbeat(tool_call_id=tool_call_id):
+                return HeartbeatSent(invocation=now, tool_call_id=tool_call_id)
+            case CallModel() | ExecuteDeferredToolCall():
+                return None if answer is None else answer(ending, now)
+            case _:
+                return None
+
+    def attempt_events(self) -> list[AgentEvent]:
+        """The events every transition of the last attempt wrote, in order."""
+        return [event for t in self.attempt for event in events_of(t)]
+
     @property
     def record(self) -> dict[str, AgentToolCall]:
         return dict(self.state.tool_calls)
 
-    def start(self, initial: str | None = None) -> Transition:
-        built = None if initial is None or initial.strip() == "" else user_message(initial)
-        return self.feed(
-            SessionStarted(
-                invocation=self.inv(),
-                start_input=AgentSessionStartInput(initial_message=initial),
-                initial_user_message=built,
-            )
+    def start(self, initial: str | None = None) -> StepTransition:
+        return self.run_step(
+            SessionStarted(invocation=self.inv(), start_input=AgentSessionStartInput(initial_message=initial))
         )
 
-    def send(self, text: str) -> Transition:
-        return self.feed(SendUserMessageCalled(input=SendUserMessageInput(text=text)))
+    def send(self, text: str) -> RpcTransition:
+        return self.feed_rpc(SendUserMessageCalled(input=SendUserMessageInput(text=text)))
 
-    def user_message_arrives(self, text: str) -> Transition:
-        return self.feed(
-            UserMessageArrived(invocation=self.inv(), message=AgentUserMessage(text=text), user_message=user_message(text))
+    def user_message_arrives(self, text: str) -> StepTransition:
+        return self.run_step(UserMessageArrived(invocation=self.inv(), consumed=pvector([AgentUserMessage(text=text)])))
+
+    def model(self, outcome: TurnCompleted | ToolCallsRequested, attempt: int = 1) -> StepTransition:
+        """``RunModel``: the model answers ``outcome``."""
+        def answer(request: Request, now: Invocation) -> StepInput | None:
+            return ModelCallFinished(invocation=now, outcome=outcome) if isinstance(request, CallModel) else None
+
+        return self.run_step(ModelStepStarted(invocation=self.inv(attempt)), answer)
+
+    def model_fails(self, error: str, retryable: bool, attempt: int = 1) -> StepTransition:
+        """``RunModel``: ``run_model_step`` raises ``error`` (``NonRetryableModelError`` unless ``retryable``)."""
+        def answer(request: Request, now: Invocation) -> StepInput | None:
+            if isinstance(request, CallModel):
+                return ModelCallFailed(invocation=now, error=error, retryable=retryable)
+            return None
+
+        return self.run_step(ModelStepStarted(invocation=self.inv(attempt)), answer)
+
+    def wait_for(self, tool_call_id: str) -> ApprovalWait:
+        """``AwaitToolApproval``'s ``wait_for`` at ``now_ms``."""
+        return self.feed_wait(ApprovalWaitStarted(invocation=self.inv(), tool_call_id=tool_call_id)).ending
+
+    def approval(
+        self, tool_call_id: str, *, timer_fired: bool = False, resolutions: Sequence[AgentInterruptResolution] = ()
+    ) -> StepTransition:
+        ended = ApprovalWaitEnded(
+            invocation=self.inv(), tool_call_id=tool_call_id, timer_fired=timer_fired, resolutions=pvector(resolutions)
         )
+        return self.run_step(ended)
 
-    def model(self, outcome: TurnCompleted | ToolCallsRequested, attempt: int = 1) -> Transition:
-        return self.feed(ModelCallFinished(invocation=self.inv(attempt), outcome=outcome))
-
-    def approval(self, tool_call_id: str, outcome: ApprovalWaitOutcome) -> Transition:
-        return self.feed(ApprovalWaitEnded(invocation=self.inv(), tool_call_id=tool_call_id, outcome=outcome))
-
-    def resolution_arrives(self, tool_call_id: str, approved: bool, message: str | None = None) -> Transition:
+    def resolution_of(self, tool_call_id: str, approved: bool, message: str | None = None) -> AgentInterruptResolution:
         interrupt_id = self.state.tool_calls[tool_call_id].interrupt_id
         assert interrupt_id is not None
-        resolution = AgentInterruptResolution(interrupt_id=interrupt_id, approved=approved, rejection_message=message)
-        return self.approval(tool_call_id, ResolutionReceived(resolution=resolution))
+        return AgentInterruptResolution(interrupt_id=interrupt_id, approved=approved, rejection_message=message)
 
-    def timer_fires(self, tool_call_id: str) -> Transition:
-        return self.approval(tool_call_id, DeadlineTimerFired())
+    def resolution_arrives(self, tool_call_id: str, approved: bool, message: str | None = None) -> StepTransition:
+        return self.approval(tool_call_id, resolutions=[self.resolution_of(tool_call_id, approved, message)])
 
-    def resolve(self, interrupt_id: str, approved: bool, message: str | None = None) -> Transition:
-        return self.feed(
+    def timer_fires(self, tool_call_id: str) -> StepTransition:
+        return self.approval(tool_call_id, timer_fired=True)
+
+    def resolve(self, interrupt_id: str, approved: bool, message: str | None = None) -> RpcTransition:
+        return self.feed_rpc(
             ResolveInterruptCalled(
                 input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=message),
                 now_ms=self.now_ms,
             )
         )
 
-    def tool_started(self, tool_call_id: str, step_type: StepType | None = None) -> Transition:
+    def tool_started(self, tool_call_id: str, step_type: StepType | None = None) -> StepTransition:
+        """A tool Step begins; it ends at ``ExecuteDeferredToolCall`` (after its heartbeat) or a decision."""
         if step_type is None:
             step_type = TOOL_STEP_BY_EFFECT[self.state.tool_calls[tool_call_id].effect]
-        return self.feed(ToolStepStarted(invocation=self.inv(), tool_call_id=tool_call_id, step_type=step_type))
+        return self.run_step(ToolStepStarted(invocation=self.inv(), tool_call_id=tool_call_id, step_type=step_type))
 
-    def tool_succeeds(self, tool_call_id: str, output: str = "ok") -> Transition:
-        return self.feed(ToolCallSucceeded(invocation=self.inv(), tool_call_id=tool_call_id, output=output))
+    def tool_succeeds(self, tool_call_id: str, output: str = "ok") -> StepTransition:
+        return self.run_step(ToolCallSucceeded(invocation=self.inv(), tool_call_id=tool_call_id, output=output))
 
-    def tool_raises_execution_error(self, tool_call_id: str, error: str) -> Transition:
-        return self.feed(ToolExecutionFailed(invocation=self.inv(), tool_call_id=tool_call_id, error=error))
+    def tool_raises_execution_error(self, tool_call_id: str, error: str) -> StepTransition:
+        return self.run_step(ToolExecutionFailed(invocation=self.inv(), tool_call_id=tool_call_id, error=error))
 
-    def attempts_exhausted(self, tool_call_id: str, error: str) -> Transition:
-        return self.feed(ToolAttemptsExhausted(invocation=self.inv(), tool_call_id=tool_call_id, recovery_error=error))
-
-    def single_attempt_failed(self, tool_call_id: str, error: str) -> Transition:
-        return self.feed(SingleAttemptToolFailed(invocation=self.inv(), tool_call_id=tool_call_id, recovery_error=error))
-
-    def results_arrive(self, expected: int) -> Transition:
-        return self.feed(ToolResultsArrived(invocation=self.inv(), expected=expected))
-
-    def turn_fails(self, error: str) -> Transition:
-        note = build_turn_failure_note(self.state.tool_calls.values())
-        return self.feed(
-            TurnFailed(
-                invocation=self.inv(),
-                recovery_error=error,
-                failure_note_message=None if note is None else user_message(note),
-            )
+    def attempts_exhausted(self, tool_call_id: str, error: str) -> StepTransition:
+        return self.run_step(
+            ToolAttemptsExhausted(invocation=self.inv(), tool_call_id=tool_call_id, recovery_error=recovery(error))
         )
 
-    def snapshot(self) -> Transition:
-        return self.feed(AgentSnapshotRequested())
+    def single_attempt_failed(self, tool_call_id: str, error: str) -> StepTransition:
+        return self.run_step(
+            SingleAttemptToolFailed(invocation=self.inv(), tool_call_id=tool_call_id, recovery_error=recovery(error))
+        )
 
-    def list_messages(self, before_sequence: int | None = None, limit: int | None = None) -> Transition:
-        return self.feed(AgentMessagesListed(input=ListAgentMessagesInput(before_sequence=before_sequence, limit=limit)))
+    def results_arrive(self, expected: int) -> StepTransition:
+        return self.run_step(ToolResultsArrived(invocation=self.inv(), expected=expected))
 
-    def run_tool(self, tool_call_id: str, output: str = "ok") -> Transition:
+    def turn_fails(self, error: str) -> StepTransition:
+        """``RecordTurnFailure`` after ``RunModel``'s attempts raised ``error``."""
+        return self.run_step(ModelAttemptsExhausted(invocation=self.inv(), recovery_error=recovery(error)))
+
+    def snapshot(self) -> RpcTransition:
+        return self.feed_rpc(AgentSnapshotRequested())
+
+    def list_messages(self, before_sequence: int | None = None, limit: int | None = None) -> RpcTransition:
+        return self.feed_rpc(AgentMessagesListed(input=ListAgentMessagesInput(before_sequence=before_sequence, limit=limit)))
+
+    def run_tool(self, tool_call_id: str, output: str = "ok") -> StepTransition:
         started = self.tool_started(tool_call_id)
-        assert not started.is_rejection and not is_dead_end(started)
+        assert isinstance(started.ending, ExecuteDeferredToolCall), f"the tool did not run: {started.ending}"
         return self.tool_succeeds(tool_call_id, output)
 
 

@@ -16,21 +16,27 @@ replaying the recorded inputs reproduces the world's state and snapshot.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import assert_never
 
 from hypothesis.stateful import RuleBasedStateMachine
 from pyrsistent import pvector
-from pyrsistent.typing import PVector
 
 from dex_agents.pure.effects import (
     AnswerRpc,
+    BuildUserMessage,
+    CallModel,
     DeadEnd,
     DeleteMapInstance,
-    Effect,
     ExecuteDeferredToolCall,
     GoToSteps,
+    Request,
+    SendHeartbeat,
+    SkipWait,
+    StepEffect,
+    WaitForResolution,
+    ApprovalWait,
     WriteEvent,
 )
 from dex_agents.pure.flow_shape import rpc_of
@@ -38,14 +44,24 @@ from dex_agents.pure.flow_rows import ForInputCountMessages, ForOneMessage, ForR
 from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
 from dex_agents.pure.keys import message_sequence_key
 from dex_agents.pure.persistence import AGENT_TOOL_CALLS, MapName, StepType
-from dex_agents.pure.reducers import ApprovalWait, SkipWait, WaitForResolution, approval_wait, reduce
+from dex_agents.pure.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
 from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import Invocation, RpcCall, SessionInput
+from dex_agents.pure.step_inputs import (
+    ApprovalWaitStarted,
+    HeartbeatSent,
+    Invocation,
+    RpcCall,
+    SessionInput,
+    StepInput,
+    UserMessageBuilt,
+)
 from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
-from dex_agents.pure.transition import Transition
+from dex_agents.pure.transition import RpcTransition, StepTransition
 from dex_agents.pure.usage import add_agent_usage
 from dex_agents.pure.values import AgentStatus, AgentToolCall, AgentUsage, ToolEffect
 from tests.pure.golden_fixtures import SESSION_EVENT_PAYLOAD_KEYS
+from tests.pure.scenario_support import REQUESTS, check_step_shape
+from tests.pure.session_strategies import build_user_message
 from tests.pure.session_world import SessionWorld
 from tests.pure.spec_tables import check_movement_against_spec
 
@@ -58,6 +74,31 @@ SINGLE_ATTEMPT_EFFECTS = frozenset({ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.
 def rpc_loads(call: RpcCall) -> StepOptionsSpec:
     """What the RPC that ``call`` comes from loads (its row of the flow table), as options ``load`` reads."""
     return StepOptionsSpec(execute_load_attribute_maps=pvector(RPC_TABLE[rpc_of(call)].access.maps))
+
+
+Answer = Callable[[Request, Invocation], StepInput | None]
+"""The runner's side of a request the machine does not answer itself (a model call, a tool run);
+``None``: the attempt stops at that request (the Worker crashed while it ran)."""
+
+
+@dataclass
+class Attempt:
+    """One Step attempt as the shell runs it: the inputs it reduced and their transitions, in order."""
+
+    inputs: list[StepInput] = field(default_factory=list)
+    transitions: list[StepTransition] = field(default_factory=list)
+
+    @property
+    def last(self) -> StepTransition:
+        return self.transitions[-1]
+
+    @property
+    def effects(self) -> list[StepEffect]:
+        return [effect for transition in self.transitions for effect in transition.effects]
+
+    @property
+    def requests(self) -> list[Request]:
+        return [t.ending for t in self.transitions if isinstance(t.ending, REQUESTS)]
 
 
 @dataclass
@@ -99,51 +140,85 @@ class SessionMachineBase(RuleBasedStateMachine):
 
     # -- reducing and committing ---------------------------------------------------------------
 
-    def reduce_checked(self, loaded: SessionState, session_input: SessionInput) -> Transition:
-        """``reduce`` with the purity checks: inputs unchanged, a rejection changes nothing."""
-        state_before, input_before = repr(loaded), repr(session_input)
-        result = reduce(loaded, self.config, session_input)
+    def reduce_step_checked(self, loaded: SessionState, step_input: StepInput) -> StepTransition:
+        """``reduce_step`` with the purity and protocol checks: inputs unchanged, a rejection changes
+        nothing, a request changes no state."""
+        state_before, input_before = repr(loaded), repr(step_input)
+        result = reduce_step(loaded, self.config, step_input)
         assert repr(loaded) == state_before, "reduce mutated the state it was given"
-        assert repr(session_input) == input_before, "reduce mutated its input"
-        if result.is_rejection:
-            assert result.state == loaded, "a rejection changed the state"
+        assert repr(step_input) == input_before, "reduce mutated its input"
+        check_step_shape(step_input, loaded, result)
         return result
 
-    def commit(
-        self,
-        inputs: list[SessionInput],
-        result: Transition,
-        loaded_options: StepOptionsSpec,
-        invocation: Invocation | None,
-        prefix: Sequence[Effect] = (),
-    ) -> list[StepMovement]:
-        """Apply a committed transition to the world (as the shell does) and check what it left.
+    def reduce_rpc_checked(self, loaded: SessionState, call: RpcCall) -> RpcTransition:
+        state_before = repr(loaded)
+        result = reduce_rpc(loaded, self.config, call)
+        assert repr(loaded) == state_before, "reduce mutated the state it was given"
+        if result.is_rejection:
+            assert result.state == loaded, "a refusal changed the state"
+        return result
 
-        ``prefix``: effects of an earlier transition of the same attempt (a tool Step's start).
-        """
-        assert not result.fails_attempt, f"a legal input failed the attempt: {result.effects[-1]}"
-        effects = pvector([*prefix, *result.effects])
-        self._check_shape(effects, invocation)
-        for effect in effects:
-            if isinstance(effect, DeleteMapInstance) and effect.map == AGENT_TOOL_CALLS:
-                record = self.world.tool_calls[effect.key]
-                assert record.status.is_final, f"an open record was dropped: {record}"
-                completions = self.world.completions_by_call[(record.turn_id, record.tool_call_id)]
-                assert completions == 1, f"{record.tool_call_id} published {completions} ToolCallCompleted"
-        movements = self.world.apply(effects)
-        self._check_state_matches_world(result.state, loaded_options)
-        for session_input in inputs:
-            self.inputs.append(session_input)
-            self.shadow = reduce(self.shadow, self.config, session_input).state
+    def run_attempt(self, loaded: SessionState, started: StepInput, answer: Answer | None = None) -> Attempt:
+        """Run one Step attempt the way the shell's driver does: reduce ``started``, then each request's
+        follow-up (the runner builds user messages, heartbeats are sent, ``answer`` does the rest),
+        until an ending that is not a request, or a request ``answer`` leaves unanswered."""
+        attempt = Attempt()
+        state, step_input = loaded, started
+        while True:
+            transition = self.reduce_step_checked(state, step_input)
+            attempt.inputs.append(step_input)
+            attempt.transitions.append(transition)
+            now = Invocation(flow_id=started.invocation.flow_id, step_execution_id=started.invocation.step_execution_id,
+                             attempt=started.invocation.attempt, now_ms=self.now_ms)
+            ending = transition.ending
+            follow_up: StepInput | None
+            match ending:
+                case BuildUserMessage(text=text, purpose=purpose):
+                    follow_up = UserMessageBuilt(invocation=now, purpose=purpose, message=build_user_message(text))
+                case SendHeartbeat(tool_call_id=tool_call_id):
+                    follow_up = HeartbeatSent(invocation=now, tool_call_id=tool_call_id)
+                case CallModel() | ExecuteDeferredToolCall():
+                    follow_up = None if answer is None else answer(ending, now)
+                case _:
+                    follow_up = None
+            if follow_up is None:
+                return attempt
+            state, step_input = transition.state, follow_up
+
+    def commit(self, attempt: Attempt, loaded_options: StepOptionsSpec, invocation: Invocation) -> list[StepMovement]:
+        """Apply a committed attempt to the world (as the shell does) and check what it left."""
+        last = attempt.last
+        assert not last.fails_attempt, f"a legal input failed the attempt: {last.ending}"
+        ending = last.ending
+        assert isinstance(ending, GoToSteps | DeadEnd), f"the attempt ended without a decision: {ending}"
+        assert all(isinstance(t.ending, REQUESTS) for t in attempt.transitions[:-1]), "only requests before the decision"
+        effects = attempt.effects
+        self._check_events(effects, invocation)
+        self._check_dropped_records(effects)
+        movements = self.world.apply(effects, ending)
+        self._check_state_matches_world(last.state, loaded_options)
+        self.record(attempt.inputs)
         for movement in movements:
             self.schedule(movement)
         return movements
 
-    def keep_failed_attempt(self, inputs: list[SessionInput], result: Transition) -> None:
+    def commit_rpc(self, call: RpcCall, result: RpcTransition, loaded_options: StepOptionsSpec) -> None:
+        """Apply an answered RPC to the world and check what it left."""
+        assert isinstance(result.ending, AnswerRpc), f"a legal call was refused: {result.ending}"
+        self._check_dropped_records(result.effects)
+        self.world.apply(result.effects, result.ending)
+        self._check_state_matches_world(result.state, loaded_options)
+        self.record([call])
+
+    def keep_failed_attempt(self, attempt: Attempt) -> None:
         """An attempt failed after writing events: the Stream keeps them, nothing else is committed; the
         inputs are recorded (replay folds them to no change)."""
-        assert result.fails_attempt and not result.is_rejection
-        self.world.keep_events(result.effects)
+        assert attempt.last.fails_attempt and not attempt.last.is_rejection
+        self.world.keep_events(attempt.effects)
+        self.record(attempt.inputs)
+
+    def record(self, inputs: list[StepInput] | list[RpcCall] | list[ApprovalWaitStarted]) -> None:
+        """Keep inputs the session reduced (what a ``fact_observer`` sees) and fold them into the shadow."""
         for session_input in inputs:
             self.inputs.append(session_input)
             self.shadow = reduce(self.shadow, self.config, session_input).state
@@ -159,7 +234,11 @@ class SessionMachineBase(RuleBasedStateMachine):
     def arm_wait(self, step: PendingStep) -> None:
         """Run the approval Step's ``wait_for`` now, with what it loads, and arm its Timer."""
         loaded = self.world.load(step.movement.options, for_wait=True)
-        step.wait = approval_wait(loaded, step.tool_call_id, self.now_ms)
+        started = ApprovalWaitStarted(invocation=self.invocation_for(step), tool_call_id=step.tool_call_id)
+        waited = reduce_wait(loaded, self.config, started)
+        assert waited.state == loaded, "a wait changed the state"
+        self.record([started])
+        step.wait = waited.ending
         seconds = step.wait.timer_seconds if isinstance(step.wait, WaitForResolution) else None
         step.timer_due_ms = None if seconds is None else self.now_ms + seconds * 1000
 
@@ -186,20 +265,21 @@ class SessionMachineBase(RuleBasedStateMachine):
 
     # -- checks on every commit ----------------------------------------------------------------
 
-    def _check_shape(self, effects: PVector[Effect], invocation: Invocation | None) -> None:
-        decisions = [e for e in effects if isinstance(e, (GoToSteps, DeadEnd, ExecuteDeferredToolCall, AnswerRpc))]
-        assert len(decisions) == 1 and decisions[0] is effects[-1], f"one decision, last: {effects}"
-        if invocation is None:
-            assert isinstance(effects[-1], AnswerRpc), "an RPC answers"
-            assert not any(isinstance(e, WriteEvent) for e in effects), "RPCs cannot write Streams"
-            return
-        assert not isinstance(effects[-1], AnswerRpc)
+    def _check_events(self, effects: list[StepEffect], invocation: Invocation) -> None:
         for effect in effects:
             if isinstance(effect, WriteEvent):
                 event = effect.event
                 assert (event.attempt, event.step_execution_id) == (invocation.attempt, invocation.step_execution_id)
                 assert event.turn_id is not None
                 assert set(event.payload.keys()) == SESSION_EVENT_PAYLOAD_KEYS[event.type], event
+
+    def _check_dropped_records(self, effects: Sequence[object]) -> None:
+        for effect in effects:
+            if isinstance(effect, DeleteMapInstance) and effect.map == AGENT_TOOL_CALLS:
+                record = self.world.tool_calls[effect.key]
+                assert record.status.is_final, f"an open record was dropped: {record}"
+                completions = self.world.completions_by_call[(record.turn_id, record.tool_call_id)]
+                assert completions == 1, f"{record.tool_call_id} published {completions} ToolCallCompleted"
 
     def _check_state_matches_world(self, state: SessionState, loaded: StepOptionsSpec) -> None:
         """The transition's state is what its effects left in Dex (for the parts the Step loaded)."""

@@ -1,5 +1,5 @@
 """Hypothesis strategies for whole sessions: the state machine's draws (``test_machine.py``), and every
-Step fact and RPC call with valid, odd and invalid values plus Flow configs (``test_totality.py``).
+Step input and RPC call with valid, odd and invalid values plus Flow configs (``test_totality.py``).
 Session states are in ``state_strategies.py``.
 
 Wire-value strategies live in ``strategies.py``; this module builds on them.
@@ -19,12 +19,16 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
-    ApprovalWaitOutcome,
-    DeadlineTimerFired,
+    ApprovalWaitStarted,
+    HeartbeatSent,
+    InitialMessage,
     Invocation,
+    ModelAttemptsExhausted,
     ModelCallFailed,
     ModelCallFinished,
-    ResolutionReceived,
+    ModelStepStarted,
+    QueuedMessage,
+    RecoveryError,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SessionInput,
@@ -35,9 +39,10 @@ from dex_agents.pure.step_inputs import (
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
+    TurnFailureNote,
     UserMessageArrived,
-    WaitSkipped,
+    UserMessageBuilt,
+    UserMessagePurpose,
 )
 from dex_agents.pure.values import (
     AgentInterruptResolution,
@@ -149,7 +154,6 @@ invocations: SearchStrategy[Invocation] = st.builds(
 """Mostly usable invocations (so inputs reach the reducers' logic), sometimes empty IDs or bad attempts."""
 
 any_messages: SearchStrategy[FrameworkMessage] = st.one_of(framework_messages, user_texts.map(build_user_message))
-optional_messages: SearchStrategy[FrameworkMessage | None] = st.none() | any_messages
 usages_any: SearchStrategy[AgentUsage] = st.one_of(small_usages, usages, st.builds(AgentUsage, requests=int64s))
 deferred_calls_any: SearchStrategy[DeferredToolCall] = st.builds(
     DeferredToolCall, tool_call_id=call_ids, tool_name=identifiers, arguments=texts, policy=resolved_policies
@@ -169,27 +173,36 @@ _TURN_1_RESOLUTION_FIELDS: dict[str, SearchStrategy[object]] = {
 }
 """Resolution fields whose interrupt ID often names a turn-1 call, so some resolutions match."""
 
-approval_outcomes: SearchStrategy[ApprovalWaitOutcome] = st.one_of(
-    st.builds(
-        ResolutionReceived,
-        resolution=st.builds(AgentInterruptResolution, **_TURN_1_RESOLUTION_FIELDS),
-    ),
-    st.builds(DeadlineTimerFired),
-    st.builds(WaitSkipped),
+resolutions_any: SearchStrategy[AgentInterruptResolution] = st.builds(AgentInterruptResolution, **_TURN_1_RESOLUTION_FIELDS)
+recovery_errors: SearchStrategy[RecoveryError | None] = st.none() | st.builds(RecoveryError, detail=texts, error_type=texts)
+purposes: SearchStrategy[UserMessagePurpose] = st.one_of(
+    st.builds(InitialMessage),
+    st.builds(QueuedMessage),
+    st.builds(TurnFailureNote, error=texts, recorded_usage=st.none() | usages_any),
 )
 step_inputs_any: SearchStrategy[SessionInput] = st.one_of(
-    st.builds(SessionStarted, invocation=invocations, start_input=start_inputs, initial_user_message=optional_messages),
-    st.builds(UserMessageArrived, invocation=invocations, message=user_messages, user_message=any_messages),
+    st.builds(SessionStarted, invocation=invocations, start_input=start_inputs),
+    st.builds(UserMessageArrived, invocation=invocations, consumed=vectors_of(user_messages)),
+    st.builds(UserMessageBuilt, invocation=invocations, purpose=purposes, message=any_messages),
+    st.builds(ModelStepStarted, invocation=invocations),
     st.builds(ModelCallFinished, invocation=invocations, outcome=outcomes_any),
     st.builds(ModelCallFailed, invocation=invocations, error=texts, retryable=st.booleans()),
-    st.builds(ApprovalWaitEnded, invocation=invocations, tool_call_id=call_ids, outcome=approval_outcomes),
+    st.builds(ApprovalWaitStarted, invocation=invocations, tool_call_id=call_ids),
+    st.builds(
+        ApprovalWaitEnded,
+        invocation=invocations,
+        tool_call_id=call_ids,
+        timer_fired=st.booleans(),
+        resolutions=vectors_of(resolutions_any),
+    ),
     st.builds(ToolStepStarted, invocation=invocations, tool_call_id=call_ids, step_type=st.sampled_from(StepType)),
+    st.builds(HeartbeatSent, invocation=invocations, tool_call_id=call_ids),
     st.builds(ToolCallSucceeded, invocation=invocations, tool_call_id=call_ids, output=texts),
     st.builds(ToolExecutionFailed, invocation=invocations, tool_call_id=call_ids, error=texts),
-    st.builds(ToolAttemptsExhausted, invocation=invocations, tool_call_id=call_ids, recovery_error=texts),
-    st.builds(SingleAttemptToolFailed, invocation=invocations, tool_call_id=call_ids, recovery_error=texts),
+    st.builds(ToolAttemptsExhausted, invocation=invocations, tool_call_id=call_ids, recovery_error=recovery_errors),
+    st.builds(SingleAttemptToolFailed, invocation=invocations, tool_call_id=call_ids, recovery_error=recovery_errors),
     st.builds(ToolResultsArrived, invocation=invocations, expected=st.one_of(st.integers(min_value=-1, max_value=4), int64s)),
-    st.builds(TurnFailed, invocation=invocations, recovery_error=texts, failure_note_message=optional_messages),
+    st.builds(ModelAttemptsExhausted, invocation=invocations, recovery_error=recovery_errors),
 )
 rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SendUserMessageCalled, input=send_user_message_inputs | user_texts.map(lambda t: SendUserMessageInput(text=t))),
@@ -202,7 +215,7 @@ rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(AgentMessagesListed, input=list_agent_messages_inputs),
 )
 session_inputs_any: SearchStrategy[SessionInput] = step_inputs_any | rpc_calls_any
-"""Every Step fact and RPC call, with valid, odd and invalid field values."""
+"""Every Step input, ``wait_for`` input and RPC call, with valid, odd and invalid field values."""
 
 session_configs: SearchStrategy[SessionConfig] = st.builds(
     SessionConfig,

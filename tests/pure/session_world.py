@@ -1,8 +1,9 @@
 """A model of what Dex holds for one session, driven only by the reducers' effects (the test's shell).
 
 ``SessionWorld`` keeps the persisted Attributes, AttributeMaps, Channels, ChannelMaps and the event
-Stream. ``apply`` interprets a committed transition's effects the way the shell will, and stores every
-value *through the wire codec* (encode, then decode), so the world holds exactly what Dex would hand back.
+Stream. ``apply`` interprets a committed attempt's effects and ending the way the shell does, and stores
+every value *through the wire codec* (encode, then decode), so the world holds exactly what Dex would
+hand back.
 ``load`` builds the ``SessionState`` one invocation sees from its Step options: singletons always,
 AttributeMaps only when the options load them, and only the loaded instances. ``keep_events`` keeps
 the Stream writes of an attempt that failed (Dex commits nothing else of it).
@@ -11,6 +12,7 @@ the Stream writes of an attempt that failed (Dex commits nothing else of it).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, assert_never
 
@@ -20,19 +22,15 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.effects import (
     AnswerRpc,
-    BuildTurnFailureNote,
     DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
-    Effect,
-    ExecuteDeferredToolCall,
-    FailAttempt,
     GoToSteps,
-    Heartbeat,
     PublishToChannel,
     PublishToChannelInstance,
     SetAttribute,
     SetMapInstance,
+    StepEffect,
     WriteEvent,
 )
 from dex_agents.pure.persistence import (
@@ -172,16 +170,14 @@ class SessionWorld:
             turn_model_call_count=base.turn_model_call_count,
         )
 
-    def keep_events(self, effects: PVector[Effect]) -> None:
-        """A failed attempt's transition: only its events reach the Stream (nothing is committed)."""
-        assert isinstance(effects[-1], FailAttempt), "only a failed attempt keeps just its events"
-        for effect in effects[:-1]:
+    def keep_events(self, effects: Sequence[StepEffect]) -> None:
+        """A failed attempt's effects: only its events reach the Stream (nothing else is committed)."""
+        for effect in effects:
             assert isinstance(effect, WriteEvent), f"a failed attempt staged {effect}"
             self.events.append(through_wire(effect.event))
 
-    def apply(self, effects: PVector[Effect]) -> list[StepMovement]:
-        """Perform a committed transition's effects in order; returns the movements it decided."""
-        movements: list[StepMovement] = []
+    def apply(self, effects: Sequence[StepEffect], ending: GoToSteps | DeadEnd | AnswerRpc) -> list[StepMovement]:
+        """Perform a committed attempt's effects in order, then its ending; returns the movements it decided."""
         for effect in effects:
             match effect:
                 case SetAttribute(attribute=attribute, value=value):
@@ -222,15 +218,15 @@ class SessionWorld:
                     raise AssertionError(f"channel map/value mismatch in {effect}")
                 case WriteEvent(event=event):
                     self.events.append(through_wire(event))
-                case GoToSteps(movements=moved):
-                    movements.extend(moved)
-                case Heartbeat() | ExecuteDeferredToolCall() | BuildTurnFailureNote() | DeadEnd() | AnswerRpc():
-                    pass
-                case FailAttempt():
-                    raise AssertionError("a rejected transition is never applied")
                 case _:
                     assert_never(effect)
-        return movements
+        match ending:
+            case GoToSteps(movements=moved):
+                return list(moved)
+            case DeadEnd() | AnswerRpc():
+                return []
+            case _:
+                assert_never(ending)
 
     def _set_attribute(self, name: AttributeName, value: object) -> None:
         match name:

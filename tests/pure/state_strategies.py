@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.reducers import reduce, turn_failure_note
+from dex_agents.pure.effects import BuildUserMessage
+from dex_agents.pure.reducers import reduce, reduce_step
 from dex_agents.pure.reducers.model import interrupt_raised_by
 from dex_agents.pure.rpc_values import SendUserMessageInput
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
@@ -16,19 +17,20 @@ from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
     Invocation,
+    ModelAttemptsExhausted,
     ModelCallFailed,
     ModelCallFinished,
-    ResolutionReceived,
+    RecoveryError,
     SendUserMessageCalled,
-    SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,
+    StepInput,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
     ToolResultsArrived,
-    TurnFailed,
     UserMessageArrived,
+    UserMessageBuilt,
 )
 from dex_agents.pure.values import (
     AgentInterruptResolution,
@@ -187,7 +189,10 @@ def _model_step(draw: st.DrawFn, state: SessionState, invocation: Invocation) ->
     return ModelCallFinished(invocation=invocation, outcome=outcome)
 
 
-def _tool_step(draw: st.DrawFn, open_records: list[AgentToolCall], invocation: Invocation) -> SessionInput:
+_WORKER_LOST = RecoveryError(detail="worker lost", error_type="WorkerLost")
+
+
+def _tool_step(draw: st.DrawFn, open_records: list[AgentToolCall], invocation: Invocation) -> StepInput:
     record = draw(st.sampled_from(open_records))
     call_id = record.tool_call_id
     if record.status is ToolCallStatus.AWAITING_APPROVAL:
@@ -195,14 +200,25 @@ def _tool_step(draw: st.DrawFn, open_records: list[AgentToolCall], invocation: I
         resolution = AgentInterruptResolution(
             interrupt_id=record.interrupt_id, approved=draw(st.booleans()), rejection_message=draw(optional_texts)
         )
-        return ApprovalWaitEnded(invocation=invocation, tool_call_id=call_id, outcome=ResolutionReceived(resolution=resolution))
-    choices: list[SessionInput] = [
+        return ApprovalWaitEnded(invocation=invocation, tool_call_id=call_id, timer_fired=draw(st.booleans()),
+                                 resolutions=pvector([resolution]))
+    choices: list[StepInput] = [
         ToolCallSucceeded(invocation=invocation, tool_call_id=call_id, output="ok"),
         ToolExecutionFailed(invocation=invocation, tool_call_id=call_id, error="not found"),
-        ToolAttemptsExhausted(invocation=invocation, tool_call_id=call_id, recovery_error="worker lost"),
-        SingleAttemptToolFailed(invocation=invocation, tool_call_id=call_id, recovery_error="worker lost"),
+        ToolAttemptsExhausted(invocation=invocation, tool_call_id=call_id, recovery_error=_WORKER_LOST),
+        SingleAttemptToolFailed(invocation=invocation, tool_call_id=call_id, recovery_error=_WORKER_LOST),
     ]
     return draw(st.sampled_from(choices))
+
+
+def _settled(state: SessionState, config: SessionConfig, step_input: StepInput) -> SessionState:
+    """The state after ``step_input`` and the user messages it asks the runner for (built at once)."""
+    transition = reduce_step(state, config, step_input)
+    while isinstance(transition.ending, BuildUserMessage):
+        asked = transition.ending
+        built = UserMessageBuilt(invocation=step_input.invocation, purpose=asked.purpose, message=build_user_message(asked.text))
+        transition = reduce_step(transition.state, config, built)
+    return transition.state
 
 
 @st.composite
@@ -215,33 +231,30 @@ def reachable_sessions(draw: st.DrawFn) -> tuple[SessionConfig, SessionState]:
     start = SessionStarted(
         invocation=Invocation(flow_id="session-42", step_execution_id="se-0", attempt=1, now_ms=now),
         start_input=AgentSessionStartInput(initial_message=first_message),
-        initial_user_message=None if first_message is None else build_user_message(first_message),
     )
-    state = reduce(SessionState.initial(), config, start).state
+    state = _settled(SessionState.initial(), config, start)
     for index in range(draw(st.integers(min_value=0, max_value=8))):
         invocation = Invocation(flow_id="session-42", step_execution_id=f"se-{index + 1}", attempt=1, now_ms=now + index)
         agent_state = state.agent_state
         assert agent_state is not None
         open_records = [record for record in state.records_in_deferral_order() if not record.status.is_final]
-        session_input: SessionInput
+        step_input: StepInput
         if agent_state.status is AgentStatus.WAITING_FOR_USER_MESSAGE:
             text = "next question"
             state = reduce(state, config, SendUserMessageCalled(input=SendUserMessageInput(text=text))).state
-            session_input = UserMessageArrived(invocation=invocation, message=AgentUserMessage(text=text), user_message=build_user_message(text))
+            step_input = UserMessageArrived(invocation=invocation, consumed=pvector([AgentUserMessage(text=text)]))
         elif agent_state.status is AgentStatus.RUNNING_MODEL and draw(st.integers(min_value=0, max_value=9)) == 0:
-            session_input = ModelCallFailed(invocation=invocation, error="invalid API key", retryable=False)
+            step_input = ModelCallFailed(invocation=invocation, error="invalid API key", retryable=False)
         elif agent_state.status is AgentStatus.RUNNING_MODEL and draw(st.integers(min_value=0, max_value=4)) == 0:
-            note = turn_failure_note(state)
-            session_input = TurnFailed(
+            step_input = ModelAttemptsExhausted(
                 invocation=invocation,
-                recovery_error="RunModel failed after 3 attempts",
-                failure_note_message=None if note is None else build_user_message(note),
+                recovery_error=RecoveryError(detail="RunModel failed after 3 attempts", error_type="RuntimeError"),
             )
         elif agent_state.status is AgentStatus.RUNNING_MODEL:
-            session_input = _model_step(draw, state, invocation)
+            step_input = _model_step(draw, state, invocation)
         elif open_records:
-            session_input = _tool_step(draw, open_records, invocation)
+            step_input = _tool_step(draw, open_records, invocation)
         else:
-            session_input = ToolResultsArrived(invocation=invocation, expected=len(state.tool_calls))
-        state = reduce(state, config, session_input).state
+            step_input = ToolResultsArrived(invocation=invocation, expected=len(state.tool_calls))
+        state = _settled(state, config, step_input)
     return config, state

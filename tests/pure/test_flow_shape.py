@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pyrsistent import pvector
+
 from dex_agents.pure.flow_shape import allowed_next_steps, rpc_of, steps_producing
 from dex_agents.pure.flow_table import STEP_TABLE
 from dex_agents.pure.persistence import RpcName, StepType
@@ -9,7 +11,13 @@ from dex_agents.pure.rpc_values import ListAgentMessagesInput, ResolveInterruptI
 from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
+    HeartbeatSent,
+    InitialMessage,
+    ModelAttemptsExhausted,
     ModelCallFailed,
+    ModelStepStarted,
+    QueuedMessage,
+    SessionStarted,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SingleAttemptToolFailed,
@@ -18,11 +26,14 @@ from dex_agents.pure.step_inputs import (
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
+    TurnFailureNote,
+    UserMessageArrived,
+    UserMessageBuilt,
 )
+from dex_agents.pure.values import AgentSessionStartInput
 from dex_agents.pure.step_options import step_options_for
 
-from tests.pure.scenario_support import invocation
+from tests.pure.scenario_support import invocation, recovery, user_message
 
 
 def test_every_step_has_its_next_steps() -> None:
@@ -64,18 +75,30 @@ def test_each_input_names_the_step_that_produces_it() -> None:
         StepType.CALL_TOOL,
         StepType.CALL_SINGLE_ATTEMPT_TOOL,
     }
-    assert steps_producing(ToolAttemptsExhausted(invocation=inv, tool_call_id="c", recovery_error="e")) == {
+    assert steps_producing(ToolAttemptsExhausted(invocation=inv, tool_call_id="c", recovery_error=recovery("e"))) == {
         StepType.RECORD_TOOL_FAILURE
     }
-    assert steps_producing(SingleAttemptToolFailed(invocation=inv, tool_call_id="c", recovery_error="e")) == {
+    assert steps_producing(SingleAttemptToolFailed(invocation=inv, tool_call_id="c", recovery_error=None)) == {
         StepType.RECORD_TOOL_OUTCOME_UNKNOWN
     }
+    assert steps_producing(HeartbeatSent(invocation=inv, tool_call_id="c")) == {StepType.CALL_SINGLE_ATTEMPT_TOOL}
     assert steps_producing(ToolResultsArrived(invocation=inv, expected=1)) == {StepType.RESUME_TURN}
-    assert steps_producing(TurnFailed(invocation=inv, recovery_error="e", failure_note_message=None)) == {
-        StepType.RECORD_TURN_FAILURE,
-        StepType.RUN_MODEL,
-    }
+    assert steps_producing(ModelAttemptsExhausted(invocation=inv, recovery_error=None)) == {StepType.RECORD_TURN_FAILURE}
+    assert steps_producing(ModelStepStarted(invocation=inv)) == {StepType.RUN_MODEL}
+    start = AgentSessionStartInput(initial_message=None)
+    assert steps_producing(SessionStarted(invocation=inv, start_input=start)) == {StepType.START_AGENT_SESSION}
+    assert steps_producing(UserMessageArrived(invocation=inv, consumed=pvector())) == {StepType.AWAIT_USER_MESSAGE}
     assert steps_producing(ModelCallFailed(invocation=inv, error="e", retryable=True)) == {StepType.RUN_MODEL}
+
+
+def test_a_built_user_message_names_the_steps_that_ask_for_its_purpose() -> None:
+    def built(purpose: InitialMessage | QueuedMessage | TurnFailureNote) -> UserMessageBuilt:
+        return UserMessageBuilt(invocation=invocation(), purpose=purpose, message=user_message("m"))
+
+    assert steps_producing(built(InitialMessage())) == {StepType.START_AGENT_SESSION}
+    assert steps_producing(built(QueuedMessage())) == {StepType.AWAIT_USER_MESSAGE}
+    note = TurnFailureNote(error="e", recorded_usage=None)
+    assert steps_producing(built(note)) == {StepType.RECORD_TURN_FAILURE, StepType.RUN_MODEL}
 
 
 def test_each_rpc_call_names_its_rpc() -> None:

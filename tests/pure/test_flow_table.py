@@ -26,7 +26,15 @@ from dex_agents.pure.flow_rows import (
     NoWait,
     StepInputKind,
 )
-from dex_agents.pure.flow_table import RPC_TABLE, START_INPUT_TYPE, STEP_TABLE, steps_with_input
+from dex_agents.pure.flow_rows import DEX_DEFAULT_METHOD_TIMEOUT_SECONDS
+from dex_agents.pure.flow_table import (
+    RPC_TABLE,
+    START_INPUT_TYPE,
+    STEP_TABLE,
+    attempt_deadline_ms,
+    method_timeout_seconds,
+    steps_with_input,
+)
 from dex_agents.pure.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -143,6 +151,15 @@ def test_a_tool_call_step_loads_only_its_own_record() -> None:
         assert row.execute.instances("c1")[0].key == "c1"
     for step_type in set(StepType) - steps_with_input(StepInputKind.TOOL_CALL_ID):
         assert STEP_TABLE[step_type].execute.call_instances == ()
+
+
+def test_method_timeouts_are_the_rows_or_dexs_two_hour_default() -> None:
+    """One statement of Dex's default method timeout (2 h); ``RunModel`` sets its own 15 minutes."""
+    assert DEX_DEFAULT_METHOD_TIMEOUT_SECONDS == 2 * 60 * 60
+    assert method_timeout_seconds(StepType.RUN_MODEL) == 15 * 60
+    assert method_timeout_seconds(StepType.CALL_TOOL) == DEX_DEFAULT_METHOD_TIMEOUT_SECONDS
+    assert attempt_deadline_ms(StepType.RUN_MODEL, 1_000) == 1_000 + 15 * 60 * 1000
+    assert attempt_deadline_ms(StepType.CALL_SINGLE_ATTEMPT_TOOL, 0) == 2 * 60 * 60 * 1000
 
 
 def test_tool_attempts_come_from_the_tool_steps_rows() -> None:

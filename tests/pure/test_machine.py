@@ -22,7 +22,7 @@ from hypothesis.stateful import initialize, precondition, rule
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.deadlines import is_late, parse_instant
-from dex_agents.pure.effects import AnswerRpc, WriteEvent
+from dex_agents.pure.effects import AnswerRpc, CallModel, Request, WriteEvent
 from dex_agents.pure.paging import clamp_limit
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.reducers import snapshot_of
@@ -35,6 +35,7 @@ from dex_agents.pure.rpc_values import (
     SendUserMessageInput,
 )
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
+from dex_agents.pure.effects import WaitForResolution
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
@@ -42,25 +43,26 @@ from dex_agents.pure.step_inputs import (
     Invocation,
     ModelCallFailed,
     ModelCallFinished,
+    ModelStepStarted,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SessionStarted,
+    StepInput,
 )
 from dex_agents.pure.step_options import step_options_for
-from dex_agents.pure.transition import Transition
+from dex_agents.pure.transition import RpcTransition
 from dex_agents.pure.values import AgentSessionStartInput, AgentUsage, ToolCallCompleted, ToolEffect
 from tests.pure.machine_steps import SessionSteps
-from tests.pure.session_machine import FLOW_ID, PendingStep, rpc_loads
-from tests.pure.session_strategies import MACHINE_TOOL_POLICIES, build_user_message, user_texts
+from tests.pure.session_machine import FLOW_ID, Answer, PendingStep, rpc_loads
+from tests.pure.session_strategies import MACHINE_TOOL_POLICIES, user_texts
 from tests.pure.strategies import tool_effects
 
 RUNNER_DEFECTS = ["empty_run_state", "no_tool_calls", "empty_id", "slash_id", "duplicate_id", "already_recorded"]
 
 
-def _answer(result: Transition) -> object:
-    last = result.effects[-1]
-    assert isinstance(last, AnswerRpc)
-    return last.output
+def _answer(result: RpcTransition) -> object:
+    assert isinstance(result.ending, AnswerRpc)
+    return result.ending.output
 
 
 class SessionMachine(SessionSteps):
@@ -81,12 +83,13 @@ class SessionMachine(SessionSteps):
         )
         self.executions += 1
         invocation = Invocation(flow_id=FLOW_ID, step_execution_id=f"se-{self.executions}", attempt=1, now_ms=self.now_ms)
-        user = None if initial is None or is_blank(initial) else build_user_message(initial)
-        started = SessionStarted(invocation=invocation, start_input=AgentSessionStartInput(initial_message=initial), initial_user_message=user)
+        started = SessionStarted(invocation=invocation, start_input=AgentSessionStartInput(initial_message=initial))
         options = step_options_for(StepType.START_AGENT_SESSION)
-        result = self.reduce_checked(self.world.load(options), started)
-        moved = self.commit([started], result, options, invocation)
-        assert [m.step_type for m in moved] == [StepType.RUN_MODEL if user else StepType.AWAIT_USER_MESSAGE]
+        attempt = self.run_attempt(self.world.load(options), started)
+        moved = self.commit(attempt, options, invocation)
+        blank = is_blank(initial)
+        assert len(attempt.requests) == (0 if blank else 1), "the runner builds only a non-blank initial message"
+        assert [m.step_type for m in moved] == [StepType.AWAIT_USER_MESSAGE if blank else StepType.RUN_MODEL]
 
     # -- the shell runs a ready Step -----------------------------------------------------------
 
@@ -113,23 +116,26 @@ class SessionMachine(SessionSteps):
             if step not in self.pending:
                 return
             loaded = self.world.load(step.movement.options)
+            invocation = self.invocation_for(step)
             if defect in (None, "non_retryable"):
-                raised = ModelCallFailed(invocation=self.invocation_for(step), error="503 Service Unavailable",
-                                         retryable=defect is None)
-                result = self.reduce_checked(loaded, raised)
-                written = result.effects[0]
+                def model_raises(request: Request, now: Invocation) -> StepInput | None:
+                    if not isinstance(request, CallModel):
+                        return None
+                    return ModelCallFailed(invocation=now, error="503 Service Unavailable", retryable=defect is None)
+
+                attempt = self.run_attempt(loaded, ModelStepStarted(invocation=invocation), model_raises)
+                written = attempt.transitions[1].effects[0]
                 assert isinstance(written, WriteEvent) and written.event.type == "dex_agents.model_call_failed"
                 assert written.event.payload["retrying"] is (defect is None and step.attempt < 3)
                 if defect == "non_retryable":
-                    self.run_model_fails_the_turn(step, raised, result, raised.error)
+                    self.run_model_fails_the_turn(step, loaded, attempt, "503 Service Unavailable")
                     return
-                self.keep_failed_attempt([raised], result)
+                self.keep_failed_attempt(attempt)
                 event(f"model call raised (attempt {step.attempt})")
             elif defect != "crash" and not (defect == "already_recorded" and not loaded.tool_calls):
-                outcome = _defective(str(defect), sorted(loaded.tool_calls))
-                finished = ModelCallFinished(invocation=self.invocation_for(step), outcome=outcome)
-                result = self.reduce_checked(loaded, finished)
-                assert result.is_rejection, f"runner defect {defect} was accepted"
+                model_is_defective = _model_returns(_defective(str(defect), sorted(loaded.tool_calls)))
+                attempt = self.run_attempt(loaded, ModelStepStarted(invocation=invocation), model_is_defective)
+                assert attempt.last.is_rejection, f"runner defect {defect} was accepted"
                 event(f"runner defect rejected: {defect}")
             self.fail_attempt(step)
 
@@ -148,8 +154,8 @@ class SessionMachine(SessionSteps):
     @rule(text=user_texts)
     def a_user_sends_a_message(self, text: str) -> None:
         called = SendUserMessageCalled(input=SendUserMessageInput(text=text))
-        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
-        self.commit([called], result, rpc_loads(called), None)
+        result = self.reduce_rpc_checked(self.world.load(rpc_loads(called)), called)
+        self.commit_rpc(called, result, rpc_loads(called))
         assert _answer(result) is (not is_blank(text))
 
     @precondition(lambda self: any(r.interrupt_id is not None for r in self.world.tool_calls.values()))
@@ -162,8 +168,8 @@ class SessionMachine(SessionSteps):
         called = ResolveInterruptCalled(
             input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=message), now_ms=self.now_ms
         )
-        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
-        self.commit([called], result, rpc_loads(called), None)
+        result = self.reduce_rpc_checked(self.world.load(rpc_loads(called)), called)
+        self.commit_rpc(called, result, rpc_loads(called))
         event(f"resolve_interrupt: {'pending' if pending else 'not pending'} -> {expected}")
         assert _answer(result) is expected
 
@@ -182,8 +188,8 @@ class SessionMachine(SessionSteps):
         called = ResolveInterruptCalled(
             input=ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved, rejection_message=None), now_ms=self.now_ms
         )
-        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
-        self.commit([called], result, rpc_loads(called), None)
+        result = self.reduce_rpc_checked(self.world.load(rpc_loads(called)), called)
+        self.commit_rpc(called, result, rpc_loads(called))
         assert _answer(result) is False, "a late answer won"
 
     @rule(data=st.data())
@@ -197,8 +203,8 @@ class SessionMachine(SessionSteps):
 
     def _read_snapshot(self) -> None:
         called = AgentSnapshotRequested()
-        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
-        self.commit([called], result, rpc_loads(called), None)
+        result = self.reduce_rpc_checked(self.world.load(rpc_loads(called)), called)
+        self.commit_rpc(called, result, rpc_loads(called))
         snapshot = _answer(result)
         assert isinstance(snapshot, AgentSnapshot) and snapshot == snapshot_of(self.world.full_state())
         assert [r.deferral_order for r in snapshot.tool_calls] == list(range(len(snapshot.tool_calls)))
@@ -206,8 +212,8 @@ class SessionMachine(SessionSteps):
 
     def _list_messages(self, before: int | None, limit: int | None) -> None:
         called = AgentMessagesListed(input=ListAgentMessagesInput(before_sequence=before, limit=limit))
-        result = self.reduce_checked(self.world.load(rpc_loads(called)), called)
-        self.commit([called], result, rpc_loads(called), None)
+        result = self.reduce_rpc_checked(self.world.load(rpc_loads(called)), called)
+        self.commit_rpc(called, result, rpc_loads(called))
         page = _answer(result)
         assert isinstance(page, AgentMessagePage)
         older = [m for m in sorted(self.world.messages.values(), key=lambda m: m.sequence) if before is None or m.sequence < before]
@@ -227,10 +233,32 @@ class SessionMachine(SessionSteps):
         """Dex's Timer may fire up to a second off; before the deadline the Step must wait again."""
         self._await_tool_approval(data.draw(st.sampled_from(self._early_timers())), early_timer=True)
 
+    def _timers_with_a_resolution(self) -> list[PendingStep]:
+        return [
+            s for s in self.steps_of(StepType.AWAIT_TOOL_APPROVAL)
+            if isinstance(s.wait, WaitForResolution) and s.timer_due_ms is not None
+            and self.world.interrupt_resolutions.get(s.wait.interrupt_id)
+        ]
+
+    @precondition(lambda self: bool(self._timers_with_a_resolution()))
+    @rule(data=st.data())
+    def a_timer_fires_together_with_a_resolution(self, data: st.DataObject) -> None:
+        """Dex may end one wait with both the Timer and a consumed resolution; the resolution must win
+        (no later wait could deliver it again)."""
+        self._await_tool_approval(data.draw(st.sampled_from(self._timers_with_a_resolution())), early_timer=True,
+                                  with_resolution=True)
+
     @precondition(lambda self: bool(self.steps_of(StepType.RESUME_TURN)))
     @rule()
     def a_stray_tool_call_result_arrives(self) -> None:
         self.world.tool_call_results.append(ToolCallCompleted(tool_call_id="stray"))
+
+
+def _model_returns(outcome: ToolCallsRequested) -> Answer:
+    def answer(request: Request, now: Invocation) -> StepInput | None:
+        return ModelCallFinished(invocation=now, outcome=outcome) if isinstance(request, CallModel) else None
+
+    return answer
 
 
 def _defective(defect: str, recorded: list[str]) -> ToolCallsRequested:

@@ -1,5 +1,6 @@
 """Every reducer's guards: an input that does not fit the state is rejected with a clear error (state
-unchanged, one ``FailAttempt``), or, where the spec says so, ends its branch without effects."""
+unchanged, no effects, ``FailAttempt`` or ``RefuseRpc``), or, where the spec says so, ends its branch
+without effects."""
 
 from __future__ import annotations
 
@@ -8,25 +9,30 @@ from dataclasses import replace
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import AnswerRpc, SetAttribute
+from dex_agents.pure.effects import AnswerRpc, BuildUserMessage, SetAttribute, WaitForResolution
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
-from dex_agents.pure.persistence import PENDING_INTERRUPTS, StepType
-from dex_agents.pure.reducers import WaitForResolution, approval_wait, reduce
+from dex_agents.pure.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
+from dex_agents.pure.reducers import reduce
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
+    HeartbeatSent,
+    InitialMessage,
+    ModelAttemptsExhausted,
     ModelCallFinished,
+    QueuedMessage,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,
+    StepInput,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
+    TurnFailureNote,
     UserMessageArrived,
-    WaitSkipped,
+    UserMessageBuilt,
 )
 from dex_agents.pure.values import AgentSessionStartInput, AgentUserMessage, ToolCallStatus, ToolEffect
 
@@ -38,6 +44,8 @@ from tests.pure.scenario_support import (
     failure_of,
     invocation,
     is_dead_end,
+    moves,
+    recovery,
     requested,
     started_session,
     tool_call,
@@ -53,6 +61,10 @@ def rejected(state: SessionState, session_input: SessionInput) -> str:
     return failure_of(t)
 
 
+def built(message: object, purpose: object = None) -> UserMessageBuilt:
+    return UserMessageBuilt(invocation=invocation(), purpose=purpose or QueuedMessage(), message=message)  # type: ignore[arg-type]
+
+
 def waiting_session() -> Session:
     session = Session()
     session.start(None)
@@ -64,43 +76,61 @@ def full_sequence_state(state: SessionState) -> SessionState:
     return replace(state, agent_state=replace(state.agent_state, message_count=MAX_MESSAGE_SEQUENCE))
 
 
+def started(initial: str | None) -> SessionStarted:
+    return SessionStarted(invocation=invocation(), start_input=AgentSessionStartInput(initial_message=initial))
+
+
 def test_start_twice_is_rejected() -> None:
     state = waiting_session().state
-    started = SessionStarted(
-        invocation=invocation(), start_input=AgentSessionStartInput(initial_message=None), initial_user_message=None
-    )
-    assert "already started" in rejected(state, started)
+    assert "already started" in rejected(state, started(None))
+    assert "already started" in rejected(state, built(user_message("hi"), InitialMessage()))
 
 
-@pytest.mark.parametrize(
-    ("initial", "built", "error"),
-    [
-        ("hi", None, "no user message was built"),
-        ("  ", user_message("  "), "initial_message is blank"),
-        ("hi", assistant_message("hi"), "not 'user'"),
-    ],
-)
-def test_start_with_a_mismatched_initial_message_is_rejected(initial: str, built: object, error: str) -> None:
-    started = SessionStarted(
-        invocation=invocation(),
-        start_input=AgentSessionStartInput(initial_message=initial),
-        initial_user_message=built,  # type: ignore[arg-type]
-    )
-    assert error in rejected(SessionState.initial(), started)
+@pytest.mark.parametrize("initial", [None, "", "  \n\t"])
+def test_a_blank_initial_message_starts_no_turn_and_asks_for_no_message(initial: str | None) -> None:
+    """The core decides whether the initial message is blank (the shell hands it the start input)."""
+    t = reduce(SessionState.initial(), CONFIG, started(initial))
+    assert moves(t) == [(StepType.AWAIT_USER_MESSAGE, None)]
+    assert t.state.agent_state is not None and t.state.agent_state.turn_count == 0
+    assert SetAttribute.of(AGENT_USAGE, t.state.usage) in t.effects
 
 
-def user_message_arrived(text: str = "hi") -> UserMessageArrived:
-    return UserMessageArrived(invocation=invocation(), message=AgentUserMessage(text=text), user_message=user_message(text))
+def test_a_non_blank_initial_message_asks_the_runner_for_its_user_message_first() -> None:
+    t = reduce(SessionState.initial(), CONFIG, started(" Hi \ud800"))
+    assert t.ending == BuildUserMessage(text=" Hi \ufffd", purpose=InitialMessage())
+    assert t.state == SessionState.initial() and t.effects == pvector(), "nothing is initialized before the message"
+
+
+def test_an_initial_message_that_is_not_a_user_message_is_rejected() -> None:
+    assert "not 'user'" in rejected(SessionState.initial(), built(assistant_message("hi"), InitialMessage()))
+
+
+def user_message_arrived(*texts: str) -> UserMessageArrived:
+    return UserMessageArrived(invocation=invocation(), consumed=pvector(AgentUserMessage(text=t) for t in texts))
 
 
 def test_a_user_message_before_the_start_or_during_a_turn_is_rejected() -> None:
-    assert "not started" in rejected(SessionState.initial(), user_message_arrived())
-    assert "turn-1 is still running" in rejected(started_session().state, user_message_arrived())
+    for arrived_or_built in (user_message_arrived("hi"), built(user_message("hi"))):
+        assert "not started" in rejected(SessionState.initial(), arrived_or_built)
+        assert "turn-1 is still running" in rejected(started_session().state, arrived_or_built)
+
+
+@pytest.mark.parametrize("count", [0, 2])
+def test_await_user_message_consuming_other_than_one_message_is_rejected(count: int) -> None:
+    """The core checks what the wait delivered (the shell used to raise before reducing)."""
+    texts = ["first", "second"][:count]
+    error = f"AwaitUserMessage consumed {count} messages, expected 1"
+    assert rejected(waiting_session().state, user_message_arrived(*texts)) == error
+
+
+def test_a_consumed_message_asks_the_runner_for_its_user_message() -> None:
+    t = reduce(waiting_session().state, CONFIG, user_message_arrived("Where is order 42?"))
+    assert t.ending == BuildUserMessage(text="Where is order 42?", purpose=QueuedMessage())
 
 
 def test_a_message_past_the_last_sequence_key_is_rejected() -> None:
     state = full_sequence_state(waiting_session().state)
-    assert "message sequence would pass" in rejected(state, user_message_arrived())
+    assert "message sequence would pass" in rejected(state, built(user_message("hi")))
 
 
 def model_finished(outcome: object) -> ModelCallFinished:
@@ -142,7 +172,8 @@ def unreadable_deadline_session() -> Session:
 
 def test_an_unreadable_stored_deadline_fires_at_once_and_rejects_the_call_instead_of_failing_forever() -> None:
     session = unreadable_deadline_session()
-    assert approval_wait(session.state, "w", T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
+    session.now_ms = T0_MS
+    assert session.wait_for("w") == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
     fired = session.timer_fires("w")
     assert not fired.is_rejection
     record = fired.state.tool_calls["w"]
@@ -154,24 +185,26 @@ def test_an_unreadable_stored_deadline_fires_at_once_and_rejects_the_call_instea
 def test_resolving_an_interrupt_with_an_unreadable_deadline_answers_false() -> None:
     session = unreadable_deadline_session()
     resolved = session.resolve("turn-1:w", True)
-    assert resolved.effects == pvector([AnswerRpc(output=False)])
+    assert (resolved.effects, resolved.ending) == (pvector(), AnswerRpc(output=False))
 
 
 def test_a_tool_step_for_a_call_awaiting_approval_is_rejected_and_never_runs() -> None:
     session = started_session()
     session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED)))
-    started = ToolStepStarted(invocation=invocation(), tool_call_id="w", step_type=StepType.CALL_SINGLE_ATTEMPT_TOOL)
-    assert "still awaits approval" in rejected(session.state, started)
-    succeeded = ToolCallSucceeded(invocation=invocation(), tool_call_id="w", output="x")
-    assert "still awaits approval" in rejected(session.state, succeeded)
+    for step_input in (
+        ToolStepStarted(invocation=invocation(), tool_call_id="w", step_type=StepType.CALL_SINGLE_ATTEMPT_TOOL),
+        HeartbeatSent(invocation=invocation(), tool_call_id="w"),
+        ToolCallSucceeded(invocation=invocation(), tool_call_id="w", output="x"),
+    ):
+        assert "still awaits approval" in rejected(session.state, step_input)
 
 
 @pytest.mark.parametrize("wrong", [StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.RUN_MODEL])
 def test_a_tool_step_of_the_wrong_type_is_rejected(wrong: StepType) -> None:
     session = started_session()
     session.model(requested(tool_call("r", ToolEffect.READ)))
-    started = ToolStepStarted(invocation=invocation(), tool_call_id="r", step_type=wrong)
-    assert "runs in CallTool" in rejected(session.state, started)
+    tool_started = ToolStepStarted(invocation=invocation(), tool_call_id="r", step_type=wrong)
+    assert "runs in CallTool" in rejected(session.state, tool_started)
 
 
 def test_tool_inputs_for_an_unknown_call_end_without_effects() -> None:
@@ -179,12 +212,13 @@ def test_tool_inputs_for_an_unknown_call_end_without_effects() -> None:
     session.model(requested(tool_call("r")))
     for t in (
         session.tool_started("ghost", StepType.CALL_TOOL),
+        session.feed_step(HeartbeatSent(invocation=invocation(), tool_call_id="ghost")),
         session.tool_succeeds("ghost"),
         session.tool_raises_execution_error("ghost", "x"),
         session.attempts_exhausted("ghost", "x"),
         session.single_attempt_failed("ghost", "x"),
     ):
-        assert is_dead_end(t) and len(t.effects) == 1
+        assert is_dead_end(t) and len(t.effects) == 0
 
 
 def results_arrived(expected: int = 1) -> ToolResultsArrived:
@@ -197,13 +231,15 @@ def test_resume_turn_outside_running_tools_is_rejected() -> None:
     assert "status running_model" in rejected(started_session().state, results_arrived())
 
 
-def turn_failed(note: object = None) -> TurnFailed:
-    return TurnFailed(invocation=invocation(), recovery_error="x", failure_note_message=note)  # type: ignore[arg-type]
+def note_built(message: object) -> UserMessageBuilt:
+    return built(message, TurnFailureNote(error="x", recorded_usage=None))
 
 
 def test_record_turn_failure_outside_a_turn_is_rejected() -> None:
-    assert "not started" in rejected(SessionState.initial(), turn_failed())
-    assert "no turn is running" in rejected(waiting_session().state, turn_failed())
+    session = waiting_session()
+    for state, error in ((SessionState.initial(), "not started"), (session.state, "no turn is running")):
+        assert error in failure_of(Session(state=state).turn_fails("x"))
+        assert error in rejected(state, note_built(user_message("n")))
 
 
 def final_records_session() -> Session:
@@ -214,27 +250,35 @@ def final_records_session() -> Session:
     return session
 
 
-def test_record_turn_failure_rejects_a_missing_extra_or_non_user_note_message() -> None:
-    assert "no message was built for the turn failure note" in rejected(final_records_session().state, turn_failed())
-    assert "no tool call of the turn is final" in rejected(started_session().state, turn_failed(user_message("n")))
-    assert "not 'user'" in rejected(final_records_session().state, turn_failed(assistant_message("n")))
+def test_a_turn_failure_note_that_is_not_due_or_not_a_user_message_is_rejected() -> None:
+    assert "no tool call of the turn is final" in rejected(started_session().state, note_built(user_message("n")))
+    assert "not 'user'" in rejected(final_records_session().state, note_built(assistant_message("n")))
 
 
 def test_record_turn_failure_rejects_a_note_past_the_last_sequence_key() -> None:
     state = full_sequence_state(final_records_session().state)
-    assert "message sequence would pass" in rejected(state, turn_failed(user_message("note")))
+    assert "message sequence would pass" in rejected(state, note_built(user_message("note")))
+
+
+def test_record_turn_failure_asks_for_the_note_only_when_a_record_is_final() -> None:
+    """The core computes the note once and asks the runner to build it; the shell no longer computes it."""
+    due = final_records_session()
+    asked = due.feed_step(ModelAttemptsExhausted(invocation=invocation(), recovery_error=recovery("boom")))
+    assert isinstance(asked.ending, BuildUserMessage) and asked.ending.text.startswith("[Dex] The previous turn failed")
+    assert asked.ending.purpose == TurnFailureNote(error="boom", recorded_usage=None)
+    not_due = started_session()
+    failed = not_due.feed_step(ModelAttemptsExhausted(invocation=invocation(), recovery_error=recovery("boom")))
+    assert moves(failed) == [(StepType.AWAIT_USER_MESSAGE, None)]
 
 
 @pytest.mark.parametrize(
     ("flow_id", "attempt", "error"), [("", 1, "empty flow ID"), ("s", 0, "one-based")], ids=["flow-id", "attempt"]
 )
 def test_an_unusable_invocation_is_rejected_before_any_reducer(flow_id: str, attempt: int, error: str) -> None:
-    started = SessionStarted(
-        invocation=invocation(flow_id=flow_id, attempt=attempt),
-        start_input=AgentSessionStartInput(initial_message=None),
-        initial_user_message=None,
+    unusable = SessionStarted(
+        invocation=invocation(flow_id=flow_id, attempt=attempt), start_input=AgentSessionStartInput(initial_message=None)
     )
-    assert error in rejected(SessionState.initial(), started)
+    assert error in rejected(SessionState.initial(), unusable)
 
 
 def test_session_config_rejects_a_negative_deadline() -> None:
@@ -262,13 +306,14 @@ def test_current_turn_id_follows_the_turn() -> None:
 @pytest.mark.parametrize("bad_id", ["", "a/b"])
 def test_tool_inputs_with_an_unusable_tool_call_id_are_rejected(bad_id: str) -> None:
     state = started_session().state
-    inputs: list[SessionInput] = [
-        ApprovalWaitEnded(invocation=invocation(), tool_call_id=bad_id, outcome=WaitSkipped()),
+    inputs: list[StepInput] = [
+        ApprovalWaitEnded(invocation=invocation(), tool_call_id=bad_id, timer_fired=False, resolutions=pvector()),
         ToolStepStarted(invocation=invocation(), tool_call_id=bad_id, step_type=StepType.CALL_TOOL),
+        HeartbeatSent(invocation=invocation(), tool_call_id=bad_id),
         ToolCallSucceeded(invocation=invocation(), tool_call_id=bad_id, output="x"),
         ToolExecutionFailed(invocation=invocation(), tool_call_id=bad_id, error="x"),
-        ToolAttemptsExhausted(invocation=invocation(), tool_call_id=bad_id, recovery_error="x"),
-        SingleAttemptToolFailed(invocation=invocation(), tool_call_id=bad_id, recovery_error="x"),
+        ToolAttemptsExhausted(invocation=invocation(), tool_call_id=bad_id, recovery_error=recovery("x")),
+        SingleAttemptToolFailed(invocation=invocation(), tool_call_id=bad_id, recovery_error=recovery("x")),
     ]
     for session_input in inputs:
         assert "empty or contains '/'" in rejected(state, session_input)

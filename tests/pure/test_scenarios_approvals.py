@@ -1,12 +1,12 @@
-"""Approval scenarios: approve, reject, deadline, late and early Timers, duplicate resolves, two
-interrupts where the deadline rejects the unresolved one, and the wait ``AwaitToolApproval`` plans."""
+"""Approval scenarios: approve, reject, deadline, late and early Timers, a resolution consumed together
+with the Timer, duplicate resolves, two interrupts where the deadline rejects the unresolved one, and
+the wait ``AwaitToolApproval`` plans."""
 
 from __future__ import annotations
 
+from dex_agents.pure.effects import SkipWait, WaitForResolution
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import SkipWait, WaitForResolution, approval_wait
 from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.step_inputs import ResolutionReceived, WaitSkipped
 from dex_agents.pure.texts import approval_deadline_passed_message
 from dex_agents.pure.values import AgentInterruptResolution, ToolCallStatus, ToolEffect
 
@@ -54,20 +54,21 @@ def test_reject_without_a_message_records_rejected_with_no_message() -> None:
     assert completions_of(t) == ["w"] and is_dead_end(t)
 
 
+def wait_at(session: Session, now_ms: int, tool_call_id: str = "w") -> object:
+    session.now_ms = now_ms
+    return session.wait_for(tool_call_id)
+
+
 def test_the_wait_arms_a_whole_second_timer_rounded_up() -> None:
     session = gated_session("w")
-    assert approval_wait(session.state, "w", T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=91)
-    assert approval_wait(session.state, "w", T0_MS + 90_000) == WaitForResolution(
-        interrupt_id="turn-1:w", timer_seconds=1
-    )
-    assert approval_wait(session.state, "w", T0_MS + 99_000) == WaitForResolution(
-        interrupt_id="turn-1:w", timer_seconds=0
-    )
+    assert wait_at(session, T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=91)
+    assert wait_at(session, T0_MS + 90_000) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=1)
+    assert wait_at(session, T0_MS + 99_000) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
 
 
 def test_the_wait_has_no_timer_without_a_deadline() -> None:
     session = gated_session("w", deadline_ms=None)
-    assert approval_wait(session.state, "w", T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=None)
+    assert wait_at(session, T0_MS) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=None)
 
 
 def test_deadline_timer_rejects_with_the_deadline_text() -> None:
@@ -88,8 +89,7 @@ def test_timer_that_fires_before_the_deadline_waits_again() -> None:
     assert moves(t) == [(StepType.AWAIT_TOOL_APPROVAL, "w")]
     assert t.state.tool_calls["w"].status is ToolCallStatus.AWAITING_APPROVAL
     assert len(t.state.pending_interrupts) == 1
-    session.now_ms = T0_MS + 90_500
-    assert approval_wait(t.state, "w", session.now_ms) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
+    assert wait_at(session, T0_MS + 90_500) == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=0)
     assert session.timer_fires("w").state.tool_calls["w"].status is ToolCallStatus.REJECTED
 
 
@@ -101,11 +101,30 @@ def test_late_timer_after_resolve_interrupt_waits_again_and_consumes_the_resolut
     late = session.timer_fires("w")
     assert moves(late) == [(StepType.AWAIT_TOOL_APPROVAL, "w")]
     assert late.state.tool_calls["w"].status is ToolCallStatus.AWAITING_APPROVAL
-    assert approval_wait(late.state, "w", session.now_ms) == WaitForResolution(
-        interrupt_id="turn-1:w", timer_seconds=None
-    )
+    assert session.wait_for("w") == WaitForResolution(interrupt_id="turn-1:w", timer_seconds=None)
     consumed = session.resolution_arrives("w", True)
     assert moves(consumed) == [(StepType.CALL_SINGLE_ATTEMPT_TOOL, "w")]
+
+
+def test_a_resolution_consumed_together_with_the_fired_timer_decides_instead_of_being_dropped() -> None:
+    """The wait reports both endings; the consumed resolution was accepted before the deadline and no
+    later wait would ever deliver it again, so it decides (approving, the call runs)."""
+    session = gated_session("w")
+    assert answer_of(session.resolve("turn-1:w", True)) is True
+    session.now_ms = T0_MS + 91_000
+    both = session.approval("w", timer_fired=True, resolutions=[session.resolution_of("w", True)])
+    assert moves(both) == [(StepType.CALL_SINGLE_ATTEMPT_TOOL, "w")]
+    assert both.state.tool_calls["w"].status is ToolCallStatus.PENDING
+    assert event_types(both) == ["interrupt_resolved"]
+
+
+def test_a_rejection_consumed_together_with_the_fired_timer_keeps_the_users_message() -> None:
+    session = gated_session("w")
+    session.resolve("turn-1:w", False, "not this one")
+    session.now_ms = T0_MS + 91_000
+    both = session.approval("w", timer_fired=True, resolutions=[session.resolution_of("w", False, "not this one")])
+    record = both.state.tool_calls["w"]
+    assert (record.status, record.rejection_message) == (ToolCallStatus.REJECTED, "not this one")
 
 
 def test_a_late_answer_never_wins_over_the_deadline() -> None:
@@ -141,28 +160,28 @@ def test_a_decided_call_ends_its_wait_without_effects() -> None:
     session = gated_session("w")
     session.resolve("turn-1:w", True)
     session.resolution_arrives("w", True)
-    assert approval_wait(session.state, "w", T0_MS) == SkipWait()
-    t = session.approval("w", WaitSkipped())
-    assert is_dead_end(t) and len(t.effects) == 1
+    assert session.wait_for("w") == SkipWait()
+    t = session.approval("w")
+    assert is_dead_end(t) and len(t.effects) == 0
 
 
 def test_an_unknown_call_ends_its_wait_without_effects() -> None:
     session = gated_session("w")
-    assert approval_wait(session.state, "ghost", T0_MS) == SkipWait()
-    t = session.approval("ghost", WaitSkipped())
-    assert is_dead_end(t) and len(t.effects) == 1
+    assert session.wait_for("ghost") == SkipWait()
+    t = session.approval("ghost")
+    assert is_dead_end(t) and len(t.effects) == 0
 
 
 def test_a_skipped_wait_of_a_call_still_awaiting_approval_waits_again() -> None:
     session = gated_session("w")
-    t = session.approval("w", WaitSkipped())
+    t = session.approval("w")
     assert moves(t) == [(StepType.AWAIT_TOOL_APPROVAL, "w")]
 
 
 def test_a_resolution_of_another_interrupt_is_rejected() -> None:
     session = gated_session("w")
     stray = AgentInterruptResolution(interrupt_id="turn-1:other", approved=True, rejection_message=None)
-    t = session.approval("w", ResolutionReceived(resolution=stray))
+    t = session.approval("w", resolutions=[stray])
     assert "turn-1:other" in failure_of(t)
 
 

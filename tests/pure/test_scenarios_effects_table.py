@@ -82,7 +82,7 @@ def test_idempotent_write_runs_with_the_same_key_on_every_attempt() -> None:
     keys: list[str] = []
     for _attempt in range(3):
         started = session.tool_started("pay")
-        keys.extend(effect.idempotency_key for effect in of_type(started.effects, ExecuteDeferredToolCall))
+        keys.extend(ending.idempotency_key for ending in of_type([started.ending], ExecuteDeferredToolCall))
     assert keys == [f"{FLOW_ID}/turn-1/pay"] * 3
 
 

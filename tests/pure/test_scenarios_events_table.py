@@ -29,9 +29,7 @@ def only(events: list[AgentEvent], event_type: str) -> AgentEvent:
 
 def test_turn_started_carries_the_sequence_of_the_user_message() -> None:
     session = started_session()
-    t = session.last
-    assert t is not None
-    event = only(events_of(t), "turn_started")
+    event = only(session.attempt_events(), "turn_started")
     assert event.payload == pmap({"sequence": 1})
     assert (event.turn_id, event.attempt, event.step_execution_id) == ("turn-1", 1, "step-1")
 
@@ -132,7 +130,7 @@ def test_usage_recorded_carries_this_calls_usage_and_the_session_total() -> None
 
 def test_every_event_of_a_whole_turn_carries_turn_attempt_and_step_execution() -> None:
     session = started_session(config=SessionConfig(interrupt_deadline_ms=1_000))
-    collected = list(events_of(session.last)) if session.last else []
+    collected = session.attempt_events()
     collected += events_of(session.model(requested(tool_call("r"), tool_call("w", ToolEffect.UNCLASSIFIED))))
     collected += events_of(session.tool_started("r"))
     collected += events_of(session.tool_succeeds("r"))

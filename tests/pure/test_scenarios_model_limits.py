@@ -5,9 +5,11 @@ cannot be encoded, and the run state a tool Step hands the runner."""
 from __future__ import annotations
 
 import pytest
+from pyrsistent import pvector
 
 from dex_agents.pure.effects import (
-    BuildTurnFailureNote,
+    BuildUserMessage,
+    CallModel,
     DeleteAttribute,
     ExecuteDeferredToolCall,
     FailAttempt,
@@ -16,12 +18,12 @@ from dex_agents.pure.effects import (
 )
 from dex_agents.pure.events import MODEL_CALL_FAILED
 from dex_agents.pure.persistence import TURN_MODEL_CALL_COUNT, StepType
-from dex_agents.pure.reducers import turn_failure_note
 from dex_agents.pure.reducers.session import initial_message_text
+from dex_agents.pure.reducers.turn import turn_failure_note
 from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
-from dex_agents.pure.step_inputs import ModelCallFailed, TurnFailed
-from dex_agents.pure.transition import Transition
-from dex_agents.pure.values import AgentSessionStartInput, AgentStatus, MessageRole
+from dex_agents.pure.step_inputs import ModelCallFailed, ModelStepStarted, TurnFailureNote
+from dex_agents.pure.transition import StepTransition
+from dex_agents.pure.values import AgentSessionStartInput, AgentStatus, AgentUsage, MessageRole
 
 from tests.pure.scenario_support import (
     Session,
@@ -34,7 +36,6 @@ from tests.pure.scenario_support import (
     requested,
     started_session,
     tool_call,
-    user_message,
 )
 
 CAP_2_ERROR = "the turn reached its cap of 2 model calls (max_model_calls_per_turn) without a final answer"
@@ -49,14 +50,15 @@ def _resumed_after(session: Session, tool_call_id: str) -> None:
     session.results_arrive(1)
 
 
-def _failed(session: Session, error: str, retryable: bool, attempt: int = 1) -> Transition:
-    return session.feed(ModelCallFailed(invocation=session.inv(attempt), error=error, retryable=retryable))
+def _failed(session: Session, error: str, retryable: bool, attempt: int = 1) -> StepTransition:
+    return session.model_fails(error, retryable, attempt)
 
 
-def _note_built(session: Session, asked: BuildTurnFailureNote) -> Transition:
-    """What the shell does for ``BuildTurnFailureNote``: the runner builds the note, ``TurnFailed`` follows."""
-    return session.feed(TurnFailed(invocation=session.inv(), recovery_error=asked.recovery_error,
-                                   failure_note_message=user_message(asked.note)))
+def _asked(session: Session) -> StepTransition:
+    """The transition of the last attempt that asked for the model's outcome's follow-up (the one before
+    the note's ``UserMessageBuilt``)."""
+    assert len(session.attempt) == 3, f"expected CallModel, the note request, the note: {session.attempt}"
+    return session.attempt[1]
 
 
 def test_the_default_cap_is_50_and_a_cap_below_one_is_refused() -> None:
@@ -81,20 +83,22 @@ def test_the_model_call_at_the_cap_that_asks_for_tools_fails_the_turn_with_its_n
     note = turn_failure_note(session.state)
     assert note is not None
 
-    asked = session.model(requested(tool_call("b")))
-    assert isinstance(asked.effects[-1], BuildTurnFailureNote)
-    assert asked.effects[-1] == BuildTurnFailureNote(note=note, recovery_error=CAP_2_ERROR)
-    assert event_types(asked) == ["usage_recorded"], "no tool is deferred"
-    assert "b" not in asked.state.tool_calls and asked.state.usage.requests == 2
+    before = session.state
+    failed = session.model(requested(tool_call("b")))
+    asked = _asked(session)
+    recorded = AgentUsage(requests=1, input_tokens=10)
+    assert asked.ending == BuildUserMessage(text=note, purpose=TurnFailureNote(error=CAP_2_ERROR, recorded_usage=recorded))
+    assert asked.effects == pvector() and asked.state == before, "asking for the note changes nothing"
+    assert "b" not in failed.state.tool_calls and failed.state.usage.requests == 2, "no tool is deferred"
+    assert [e.type for e in session.attempt_events()] == ["usage_recorded", "turn_failed"]
 
-    failed = _note_built(session, asked.effects[-1])
     agent_state = failed.state.agent_state
     assert agent_state is not None
     assert (agent_state.status, agent_state.failed_turn_count, agent_state.last_turn_error) == (
         AgentStatus.WAITING_FOR_USER_MESSAGE, 1, CAP_2_ERROR)
     assert [(m.role, m.text) for m in failed.state.messages][-1] == (MessageRole.USER, note)
     assert DeleteAttribute.of(TURN_MODEL_CALL_COUNT) in failed.effects and failed.state.turn_model_call_count == 0
-    assert [e.payload for e in events_of(failed)] == [{"error": CAP_2_ERROR}]
+    assert [e.payload["error"] for e in events_of(failed) if e.type == "turn_failed"] == [CAP_2_ERROR]
     assert moves(failed) == [(StepType.AWAIT_USER_MESSAGE, None)]
 
 
@@ -132,7 +136,8 @@ def test_a_retryable_failure_writes_its_event_then_fails_the_attempt(attempt: in
     before = session.state
     t = _failed(session, "503 Service Unavailable", retryable=True, attempt=attempt)
     assert t.state == before and not t.is_rejection and t.fails_attempt
-    [written, failure] = t.effects
+    [written] = t.effects
+    failure = t.ending
     assert isinstance(written, WriteEvent) and isinstance(failure, FailAttempt)
     assert (written.event.type, written.event.turn_id, written.event.attempt) == (MODEL_CALL_FAILED, "turn-1", attempt)
     assert dict(written.event.payload) == {"error": "503 Service Unavailable", "retrying": retrying}
@@ -155,10 +160,12 @@ def test_a_non_retryable_failure_after_tools_asks_for_the_note_then_fails_the_tu
     session = started_session()
     session.model(requested(tool_call("a")))
     _resumed_after(session, "a")
-    asked = _failed(session, "context window exceeded", retryable=False)
+    before = session.state
+    failed = _failed(session, "context window exceeded", retryable=False)
+    asked = _asked(session)
     assert event_types(asked) == [MODEL_CALL_FAILED]
-    assert isinstance(asked.effects[-1], BuildTurnFailureNote) and asked.state == session.state
-    failed = _note_built(session, asked.effects[-1])
+    assert isinstance(asked.ending, BuildUserMessage) and asked.state == before
+    assert asked.ending.purpose == TurnFailureNote(error="context window exceeded", recorded_usage=None)
     assert failed.state.agent_state is not None and failed.state.agent_state.last_turn_error == "context window exceeded"
     assert failed.state.tool_calls == {} and failed.state.framework_run_state is None
     assert moves(failed) == [(StepType.AWAIT_USER_MESSAGE, None)]
@@ -167,10 +174,42 @@ def test_a_non_retryable_failure_after_tools_asks_for_the_note_then_fails_the_tu
 def test_a_model_failure_outside_a_running_model_call_is_rejected() -> None:
     session = Session()
     session.start(None)
-    assert failure_of(_failed(session, "boom", retryable=True)) == "no turn is running"
+    raised = ModelCallFailed(invocation=session.inv(), error="boom", retryable=True)
+    assert failure_of(session.feed_step(raised)) == "no turn is running"
     running = started_session()
     running.model(requested(tool_call("a")))
-    assert "the model does not run now" in failure_of(_failed(running, "boom", retryable=False))
+    raised = ModelCallFailed(invocation=running.inv(), error="boom", retryable=False)
+    assert "the model does not run now" in failure_of(running.feed_step(raised))
+
+
+def test_run_model_outside_a_running_model_call_is_rejected_before_any_model_call() -> None:
+    """The core, not the shell, refuses a ``RunModel`` with no turn to run: no ``CallModel`` is asked."""
+    session = Session()
+    session.start(None)
+    assert failure_of(session.feed_step(ModelStepStarted(invocation=session.inv()))) == "no turn is running"
+    assert failure_of(Session().feed_step(ModelStepStarted(invocation=session.inv()))) == "the session has not started"
+    running = started_session()
+    running.model(requested(tool_call("a")))
+    assert "the model does not run now (status running_tools)" in failure_of(
+        running.feed_step(ModelStepStarted(invocation=running.inv())))
+
+
+def test_run_model_asks_for_the_model_call_with_the_turns_view() -> None:
+    """What the runner sees is part of the request: every stored message, the turn's run state and its
+    records in deferral order."""
+    session = started_session()
+    session.model(requested(tool_call("b"), tool_call("a"), run_state="rs-1"))
+    session.run_tool("a")
+    session.run_tool("b")
+    session.results_arrive(2)
+    asked = session.feed_step(ModelStepStarted(invocation=session.inv()))
+    assert asked.ending == CallModel(
+        turn_id="turn-1",
+        messages=session.state.messages,
+        framework_run_state="rs-1",
+        tool_calls=pvector([session.state.tool_calls["b"], session.state.tool_calls["a"]]),
+    )
+    assert asked.effects == pvector() and asked.state == session.state
 
 
 def test_send_user_message_refuses_text_with_a_lone_surrogate() -> None:
@@ -203,5 +242,5 @@ def test_a_tool_step_runs_the_call_with_the_turns_run_state() -> None:
     session = started_session()
     session.model(requested(tool_call("a"), run_state="rs-1"))
     started = session.tool_started("a")
-    run = started.effects[-1]
+    run = started.ending
     assert isinstance(run, ExecuteDeferredToolCall) and run.framework_run_state == "rs-1"

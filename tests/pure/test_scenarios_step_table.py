@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pyrsistent import pvector
+
 from dex_agents.pure.effects import (
     DeleteAttribute,
     DeleteMapInstance,
     ExecuteDeferredToolCall,
-    Heartbeat,
+    SendHeartbeat,
     SetAttribute,
     SetMapInstance,
     WriteEvent,
@@ -156,8 +158,9 @@ def test_call_tool_runs_a_read_call_and_dead_ends_after_publishing() -> None:
     session = started_session()
     session.model(requested(tool_call("r", ToolEffect.READ)))
     started = session.tool_started("r")
-    assert [type(e) for e in started.effects] == [WriteEvent, ExecuteDeferredToolCall], (
+    assert [type(t.ending) for t in session.attempt] == [ExecuteDeferredToolCall], (
         "a retried call needs no heartbeat proof before it runs: a re-delivery is one more run, which its effect allows")
+    assert [type(e) for e in started.effects] == [WriteEvent]
     t = session.tool_succeeds("r", "order 42: shipped")
     assert t.state.tool_calls["r"].output == "order 42: shipped"
     assert completions_of(t) == ["r"] and is_dead_end(t)
@@ -166,10 +169,12 @@ def test_call_tool_runs_a_read_call_and_dead_ends_after_publishing() -> None:
 def test_call_single_attempt_tool_runs_an_unapproved_non_idempotent_write() -> None:
     session = started_session()
     session.model(requested(tool_call("w", ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)))
-    assert moves(session.last or session.snapshot())[0] == (StepType.CALL_SINGLE_ATTEMPT_TOOL, "w")
-    started = session.tool_started("w")
-    assert [type(e) for e in started.effects] == [WriteEvent, Heartbeat, ExecuteDeferredToolCall], (
+    assert moves(session.attempt[-1])[0] == (StepType.CALL_SINGLE_ATTEMPT_TOOL, "w")
+    session.tool_started("w")
+    announced, ran = session.attempt
+    assert ([type(e) for e in announced.effects], announced.ending) == ([WriteEvent], SendHeartbeat(tool_call_id="w")), (
         "the heartbeat proof ends Dex's re-delivery of the attempt before the tool runs")
+    assert isinstance(ran.ending, ExecuteDeferredToolCall) and ran.effects == pvector()
     t = session.tool_succeeds("w", "sent")
     assert t.state.tool_calls["w"].status is ToolCallStatus.SUCCEEDED
 

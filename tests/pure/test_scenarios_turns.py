@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dex_agents.pure.effects import DeleteMapInstance, SetAttribute
 from dex_agents.pure.persistence import AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE, StepType
-from dex_agents.pure.reducers import turn_failure_note
+from dex_agents.pure.reducers.turn import turn_failure_note
 from dex_agents.pure.texts import outcome_unknown_tool_result
 from dex_agents.pure.values import AgentStatus, ToolCallStatus, ToolEffect
 
@@ -50,7 +50,7 @@ def test_tool_execution_error_records_failed_and_is_not_retried() -> None:
     assert (record.status, record.error, record.output) == (ToolCallStatus.FAILED, "order not found", None)
     assert completions_of(t) == ["r"] and is_dead_end(t)
     rerun = session.tool_started("r")
-    assert is_dead_end(rerun) and len(rerun.effects) == 1, "a final record ends its Step without running"
+    assert is_dead_end(rerun) and len(rerun.effects) == 0, "a final record ends its Step without running"
 
 
 def test_exhausted_retries_after_a_success_was_recorded_change_nothing() -> None:
@@ -58,7 +58,7 @@ def test_exhausted_retries_after_a_success_was_recorded_change_nothing() -> None
     session.model(requested(tool_call("r")))
     session.run_tool("r", "fine")
     t = session.attempts_exhausted("r", "late failure")
-    assert is_dead_end(t) and len(t.effects) == 1
+    assert is_dead_end(t) and len(t.effects) == 0
     assert t.state.tool_calls["r"].status is ToolCallStatus.SUCCEEDED
 
 
@@ -69,7 +69,7 @@ def test_a_single_attempt_call_crashing_records_outcome_unknown_and_the_model_se
     crashed = session.single_attempt_failed("w", "worker SIGKILL")
     assert crashed.state.tool_calls["w"].status is ToolCallStatus.OUTCOME_UNKNOWN
     again = session.tool_started("w")
-    assert is_dead_end(again) and len(again.effects) == 1, "a single-attempt call never runs twice"
+    assert is_dead_end(again) and len(again.effects) == 0, "a single-attempt call never runs twice"
     assert moves(session.results_arrive(1)) == [(StepType.RUN_MODEL, None)]
 
 

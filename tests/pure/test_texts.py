@@ -8,11 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dex_agents.pure import texts
+from dex_agents.pure.step_inputs import RecoveryError
 from dex_agents.pure.texts import (
+    NO_RECOVERY_ERROR,
     approval_deadline_passed_message,
     build_turn_failure_note,
     describe_tool_call_outcome,
     outcome_unknown_tool_result,
+    recovery_error_text,
 )
 from dex_agents.pure.values import AgentToolCall, ToolCallStatus, ToolEffect
 
@@ -212,3 +215,20 @@ def test_docstring_examples() -> None:
     results = doctest.testmod(texts)
     assert results.attempted > 0
     assert results.failed == 0
+
+
+@pytest.mark.parametrize(
+    ("recovery_error", "text"),
+    [
+        (RecoveryError(detail="503 Service Unavailable", error_type="RuntimeError"), "503 Service Unavailable"),
+        (RecoveryError(detail="", error_type="dex.WorkerLost"), "dex.WorkerLost"),
+        (RecoveryError(detail="", error_type=""), NO_RECOVERY_ERROR),
+        (None, NO_RECOVERY_ERROR),
+    ],
+)
+def test_the_recovery_error_text_is_the_failed_attempts_message_else_its_type(
+        recovery_error: RecoveryError | None, text: str) -> None:
+    """One rule for every failure route (``RecordToolFailure``, ``RecordToolOutcomeUnknown``,
+    ``RecordTurnFailure``), in the core: the shell hands Dex's recovery error over as it is."""
+    assert recovery_error_text(recovery_error) == text
+    assert NO_RECOVERY_ERROR == "the failed Step reported no error"

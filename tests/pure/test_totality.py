@@ -4,15 +4,14 @@ States come in three kinds: states a session really reaches (``reachable_session
 through ``reduce``), the shape the reducers produce (``session_states``: any status, counts, records,
 interrupts and deadlines, including unreadable ones) and field-level arbitrary ones
 (``hostile_session_states``: keys that disagree with records, negative and int64 counts). Inputs are
-every Step fact and RPC call with valid, odd and invalid values. Whatever comes in:
+every Step input, ``wait_for`` input and RPC call with valid, odd and invalid values. Whatever comes in:
 
-* ``reduce`` returns a ``Transition``; its inputs are unchanged;
-* a rejection is exactly one ``FailAttempt`` with a non-empty reason, and the state is unchanged; only a
-  failed model call writes its event before ``FailAttempt``;
-* otherwise a Step transition ends with its one decision (or runs the tool, or asks for the turn
-  failure note), an RPC with its one answer;
-* the helpers the shell calls around ``reduce`` (``approval_wait``, ``turn_failure_note``,
-  ``snapshot_of``) are total too.
+* ``reduce`` returns the transition of the input's kind; its inputs are unchanged;
+* a rejection has no effects, a non-empty reason, and leaves the state unchanged; only a failed model
+  call writes (its event) before ``FailAttempt``;
+* a request changes no state, has only events before it, and comes from an input that may ask it;
+* a wait changes no state;
+* ``snapshot_of`` is total too.
 """
 
 from __future__ import annotations
@@ -20,62 +19,43 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dex_agents.pure.effects import (
-    AnswerRpc,
-    BuildTurnFailureNote,
-    DeadEnd,
-    ExecuteDeferredToolCall,
-    FailAttempt,
-    GoToSteps,
-    WriteEvent,
-)
-from dex_agents.pure.reducers import approval_wait, reduce, snapshot_of, turn_failure_note
+from dex_agents.pure.effects import FailAttempt, RefuseRpc
+from dex_agents.pure.reducers import reduce, snapshot_of
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
+    ApprovalWaitStarted,
     ModelCallFailed,
-    ModelCallFinished,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SessionInput,
-    ToolStepStarted,
 )
-from dex_agents.pure.transition import Transition
-from tests.pure.session_strategies import call_ids, session_configs, session_inputs_any, times_ms
+from dex_agents.pure.transition import RpcTransition, StepTransition, Transition, WaitTransition
+from tests.pure.scenario_support import check_step_shape
+from tests.pure.session_strategies import session_configs, session_inputs_any
 from tests.pure.state_strategies import hostile_session_states, reachable_sessions, session_states
 
 TOTALITY_SETTINGS = settings(max_examples=200)
-RPC_CALLS = (SendUserMessageCalled, ResolveInterruptCalled, AgentSnapshotRequested, AgentMessagesListed)
 
 
 def check_total(state: SessionState, config: SessionConfig, session_input: SessionInput) -> Transition:
     state_before, input_before = repr(state), repr(session_input)
     result = reduce(state, config, session_input)
-    assert isinstance(result, Transition)
     assert repr(state) == state_before and repr(session_input) == input_before, "reduce mutated its inputs"
-    effects = list(result.effects)
-    failures = [effect for effect in effects if isinstance(effect, FailAttempt)]
-    if failures:
-        assert failures == [effects[-1]], f"FailAttempt comes last, once: {effects}"
-        assert result.state == state, "a failed attempt changed the state"
-        if not result.is_rejection:
-            assert isinstance(session_input, ModelCallFailed), f"FailAttempt must stand alone: {effects}"
-            assert all(isinstance(e, WriteEvent) for e in effects[:-1])
-        assert failures[0].error.strip() or isinstance(session_input, ModelCallFailed), "a rejection says why"
-        return result
-    if isinstance(session_input, RPC_CALLS):
-        assert isinstance(effects[-1], AnswerRpc) and sum(isinstance(e, AnswerRpc) for e in effects) == 1
-        assert not any(isinstance(e, WriteEvent) for e in effects), "RPCs cannot write Streams"
-        return result
-    ends = (GoToSteps, DeadEnd, ExecuteDeferredToolCall, BuildTurnFailureNote, AnswerRpc)
-    decisions = [e for e in effects if isinstance(e, ends)]
-    assert len(decisions) == 1 and decisions[0] is effects[-1], f"one decision, last: {effects}"
-    assert not isinstance(effects[-1], AnswerRpc)
-    if isinstance(effects[-1], ExecuteDeferredToolCall):
-        assert isinstance(session_input, ToolStepStarted)
-    if isinstance(effects[-1], BuildTurnFailureNote):
-        assert isinstance(session_input, (ModelCallFinished, ModelCallFailed))
+    match session_input:
+        case SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed():
+            assert isinstance(result, RpcTransition)
+            if isinstance(result.ending, RefuseRpc):
+                assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()
+        case ApprovalWaitStarted():
+            assert isinstance(result, WaitTransition) and result.state == state, "a wait changes nothing"
+            assert not result.fails_attempt and not result.is_rejection
+        case _:
+            assert isinstance(result, StepTransition)
+            check_step_shape(session_input, state, result)
+            if isinstance(result.ending, FailAttempt):
+                assert result.ending.error.strip() or isinstance(session_input, ModelCallFailed), "a rejection says why"
     return result
 
 
@@ -99,11 +79,8 @@ def test_reduce_is_total_over_arbitrary_states(state: SessionState, config: Sess
 
 
 @TOTALITY_SETTINGS
-@given(state=st.one_of(session_states(), hostile_session_states), tool_call_id=call_ids, now_ms=times_ms)
-def test_the_shells_helpers_are_total(state: SessionState, tool_call_id: str, now_ms: int) -> None:
-    approval_wait(state, tool_call_id, now_ms)
-    note = turn_failure_note(state)
-    assert note is None or note.startswith("[Dex] The previous turn failed after these tool calls ran:")
+@given(state=st.one_of(session_states(), hostile_session_states))
+def test_the_snapshot_is_total(state: SessionState) -> None:
     snapshot = snapshot_of(state)
     assert [m.sequence for m in snapshot.messages] == sorted(m.sequence for m in state.messages)
 

@@ -6,7 +6,7 @@ import pytest
 from pyrsistent import pvector
 
 from dex_agents.pure.runner_values import ToolCallsRequested
-from dex_agents.pure.step_inputs import UserMessageArrived
+from dex_agents.pure.step_inputs import QueuedMessage, UserMessageBuilt
 from dex_agents.pure.validation import (
     RunnerDefect,
     RunnerDefectKind,
@@ -16,7 +16,7 @@ from dex_agents.pure.validation import (
     validate_user_message,
     without_lone_surrogates,
 )
-from dex_agents.pure.values import AgentUsage, AgentUserMessage, MessageRole
+from dex_agents.pure.values import AgentUsage, MessageRole
 
 from tests.pure.scenario_support import (
     assistant_message,
@@ -120,7 +120,7 @@ def test_a_non_user_message_from_build_user_message_fails_the_attempt() -> None:
     session.model(completed("done"))
     session.send("hi")
     bad = text_message(MessageRole.TOOL, "hi")
-    t = session.feed(UserMessageArrived(invocation=session.inv(), message=AgentUserMessage(text="hi"), user_message=bad))
+    t = session.feed_step(UserMessageBuilt(invocation=session.inv(), purpose=QueuedMessage(), message=bad))
     assert "not 'user'" in failure_of(t)
     assert t.state.queued_message_count == 1
 

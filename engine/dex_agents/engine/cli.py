@@ -9,7 +9,8 @@ Invariants:
     * Bad arguments and an unusable token file or database path exit 2 with a message naming the
       problem, before anything is bound or written; a database that cannot be opened for writing
       (read-only, corrupt, in use) exits 2 with a ``--db`` message, and an address that cannot be
-      bound exits 1 naming the address. The ready line is printed only after both succeeded.
+      bound exits 1 naming the address (a port in use says so, before gRPC tries it). The ready line
+      is printed only after both succeeded.
     * Arguments and paths are checked before anything heavy is imported: grpc only for a token file
       or a start, the server only for a start. A start imports the SDK's generated protocol modules
       (``dex.dexpb``, all the engine uses of the SDK) without the ``dex`` package's ``__init__``,
@@ -20,10 +21,12 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -132,6 +135,24 @@ def _check_db_path(db: Path) -> str | None:
     return None
 
 
+def _port_in_use(host: str, port: int) -> bool:
+    """Whether something listens on ``host:port`` already (a free port, port 0, or an address this
+    check cannot resolve is left to the server to report)."""
+    if port == 0:
+        return False
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (OSError, IndexError):
+        return False
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: TIME_WAIT is free
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return error.errno == errno.EADDRINUSE
+    return False
+
+
 def _defer_dex_package_init() -> None:
     """Let ``dex.dexpb`` load without running the ``dex`` package's ``__init__`` (no-op once ``dex``
     is imported).
@@ -197,6 +218,10 @@ def _run_engine(args: argparse.Namespace) -> int:
             return 2
     elif host not in _LOOPBACK:
         _log.warning("binding %s without --token-file: any host that reaches it can drive Flows", host)
+    if _port_in_use(host, args.port):
+        print(f"dex-agents engine: error: cannot start on {host}:{args.port}: the port is in use (stop what "
+              f"listens there, or pick another port with --port; --port 0 picks a free one)", file=sys.stderr)
+        return 1
 
     _defer_dex_package_init()
     from dex_agents.engine.server import EngineServer  # the engine core, imported once args are valid

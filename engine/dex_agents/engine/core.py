@@ -19,14 +19,17 @@ waits (FIFO) until they free. An RPC that finds a key held fails at once (``RpcL
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal, Protocol
 
 from dex.dexpb import dex_pb2 as pb
 
+from .attribute_locks import AttributeLocks
 from .dispatch import Dispatcher
 from .lock_discipline import assert_engine_lock_held
-from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
+from .rows import Effects, FlowRow, StepRow
+from .step_phase import ACTIVE_PHASES
 from .row_cache import RowCache
 from .scheduler import Scheduler
 from .store import Store
@@ -42,16 +45,18 @@ WaitKey = tuple[WaitKind, object]
 or ``("stream", (flow_type, stream, flow_id))``."""
 
 
+ABANDONED = "the caller cancelled the wait"
+PREEMPTED = "the wait gave its place to another client's (too many concurrent long polls)"
+
+
 class LongPoll:
     """One long-poll call's wait: a condition over the engine lock, woken by a commit it concerns,
-    by its client's cancel (``abandoned``), or by shutdown."""
+    by its client's cancel or its preemption (``abandoned``, with the ``reason``), or by shutdown."""
 
     def __init__(self, lock: threading.RLock) -> None:
         self.condition = threading.Condition(lock)
         self.abandoned = False
-
-
-ABANDONED = "the caller cancelled the wait"
+        self.reason = ABANDONED
 
 
 def long_poll_seconds(requested: float, default: float, cap: float) -> float:
@@ -63,9 +68,32 @@ def long_poll_seconds(requested: float, default: float, cap: float) -> float:
     return min(requested or default, cap)
 
 
+class StepEffects(Protocol):
+    """What the after-commit effects ask of the Step operations (``steps.StepOps``)."""
+
+    def launch(self, uid: int, seid: str) -> None:
+        """Dispatch the Step's current method."""
+
+    def drop_task(self, uid: int, seid: str) -> None:
+        """Stop the task of a canceled or closed Step execution."""
+
+    def check_waits(self, uid: int) -> None:
+        """Re-evaluate the run's waiting Steps."""
+
+    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
+        """A Timer's time came."""
+
+
+class FlowEffects(Protocol):
+    """What the after-commit effects ask of the Flow operations (``flows.FlowOps``)."""
+
+    def arm_timeout(self, uid: int, timeout_ms: int, timeout_policy: int) -> None:
+        """Close the run when its Flow timeout passes."""
+
+
 class EngineCore:
-    """Shared state of one engine process. The Step hooks (:meth:`launch_step`, :meth:`drop_task`,
-    :meth:`check_waits`, :meth:`fire_timer`) are implemented by the top module's ``Engine``."""
+    """Shared state of one engine process. The operations that perform its after-commit effects
+    are given to it once, by :meth:`wire` (the top module ``engine`` does it); the core imports none."""
 
     def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
         self.store = store
@@ -80,28 +108,36 @@ class EngineCore:
         self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock, guard=self.assert_locked)
         self.running: dict[tuple[int, str], Task] = {}
         self.tasks: dict[str, Task] = {}
-        self.locks: dict[tuple[int, str], str] = {}
-        self._holdings: dict[tuple[int, str], set[str]] = {}
-        """(run, holder) -> the keys it holds: a release touches only those (no walk over all locks)."""
-        self.lock_waiters: list[tuple[int, str]] = []
+        self.attribute_locks = AttributeLocks(guard=self.assert_locked)
+        """Attribute locks of Steps and RPCs (see ``attribute_locks``)."""
         self.stopped = False
+        self._steps: StepEffects | None = None
+        self._flows: FlowEffects | None = None
 
-    # ---- Step hooks (implemented by ``engine.Engine``; called under the lock)
-    def launch_step(self, uid: int, seid: str) -> None:
-        """Dispatch the Step's current method (see ``StepOps.launch``)."""
-        raise NotImplementedError
+    def wire(self, steps: StepEffects, flows: FlowEffects) -> None:
+        """Give the after-commit effects their performers, once (the top module ``engine`` does,
+        right after building the operations)."""
+        if self._steps is not None or self._flows is not None:
+            raise RuntimeError("the engine core is wired already")
+        self._steps, self._flows = steps, flows
 
-    def drop_task(self, uid: int, seid: str) -> None:
-        """Cancel the running task of a canceled or closed Step execution."""
-        raise NotImplementedError
+    def _performers(self) -> tuple[StepEffects, FlowEffects]:
+        if self._steps is None or self._flows is None:
+            raise RuntimeError("the engine core is not wired (see EngineCore.wire)")
+        return self._steps, self._flows
 
-    def check_waits(self, uid: int) -> None:
-        """Re-evaluate the run's waiting Steps."""
-        raise NotImplementedError
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The one way in for callers from outside the engine's operations (the gRPC handlers, a
+        Worker stream's reader, the server's start and stop, InvokeRPC's waits): the block runs
+        holding the engine lock. Operations and effects assert the lock (:meth:`assert_locked`);
+        they never take it."""
+        with self.lock:
+            yield
 
-    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
-        """A Timer's time came."""
-        raise NotImplementedError
+    def long_poll(self) -> LongPoll:
+        """A new long poll's wait (a condition over the engine lock)."""
+        return LongPoll(self.lock)
 
     def assert_locked(self) -> None:
         """Raise ``EngineLockNotHeld`` unless the calling thread holds :attr:`lock`."""
@@ -164,47 +200,41 @@ class EngineCore:
         if task.kind != "rpc" and self.running.get((task.uid, task.seid)) is task:
             del self.running[(task.uid, task.seid)]
 
-    def held(self, uid: int, keys: list[str], holder: str) -> list[str]:
-        """The keys of ``keys`` held by someone other than ``holder``."""
-        self.assert_locked()
-        return [key for key in keys if self.locks.get((uid, key), holder) != holder]
-
-    def acquire(self, uid: int, keys: list[str], holder: str) -> None:
-        """Take the keys (the caller checked they are free)."""
-        self.assert_locked()
-        for key in keys:
-            self.locks[(uid, key)] = holder
-        self._holdings.setdefault((uid, holder), set()).update(keys)
+    @property
+    def locks(self) -> dict[tuple[int, str], str]:
+        """The held Attribute lock keys: (run, key) -> holder (read-only, for tests and diagnostics)."""
+        return self.attribute_locks.owners
 
     def release(self, uid: int, holder: str) -> None:
-        """Free every key ``holder`` holds and give waiting Steps their turn."""
+        """Free every key ``holder`` holds and launch the run's Steps that waited for a key."""
         self.assert_locked()
-        freed = [(uid, key) for key in self._holdings.pop((uid, holder), ()) if self.locks.get((uid, key)) == holder]
-        for key in freed:
-            del self.locks[key]
-        if freed and self.lock_waiters:
-            waiters = [w for w in self.lock_waiters if w[0] == uid]
-            self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
-            for waiter_uid, seid in waiters:
-                self.launch_step(waiter_uid, seid)
+        waiters = self.attribute_locks.release(uid, holder)
+        if waiters:
+            steps, _ = self._performers()
+            for seid in waiters:
+                steps.launch(uid, seid)
 
     def _timer_callback(self, uid: int, seid: str, idx: int) -> Callable[[], None]:
-        return lambda: self.fire_timer(uid, seid, idx)
+        steps, _ = self._performers()
+        return lambda: steps.fire_timer(uid, seid, idx)
 
     # ---- effects
     def apply(self, effects: Effects) -> None:
         """Perform the after-commit effects of a transaction (lock held)."""
         self.assert_locked()
+        steps, flows = self._performers()
         for uid, seid in effects.cancels:
-            self.drop_task(uid, seid)
+            steps.drop_task(uid, seid)
         for fire_at, uid, seid, idx in effects.timers:
             self.scheduler.call_at(fire_at, self._timer_callback(uid, seid, idx))
+        for uid, timeout_ms, timeout_policy in effects.flow_timeouts:
+            flows.arm_timeout(uid, timeout_ms, timeout_policy)
         for uid, seid in effects.launches:
-            self.launch_step(uid, seid)
+            steps.launch(uid, seid)
         for uid in effects.wait_checks:
-            self.check_waits(uid)
+            steps.check_waits(uid)
         for uid in effects.closed:
-            self.lock_waiters = [w for w in self.lock_waiters if w[0] != uid]
+            self.attribute_locks.forget_run(uid)
         if self._waiters:
             touched = (effects.touched | effects.wait_checks | effects.closed | {uid for uid, _ in effects.launches}
                        | {uid for uid, _ in effects.cancels} | {uid for _, uid, _, _ in effects.timers})
@@ -232,10 +262,12 @@ class EngineCore:
             for poll in polls:
                 poll.condition.notify_all()
 
-    def abandon(self, poll: LongPoll) -> None:
-        """The poll's client is gone: wake it so its thread is freed at once (lock held)."""
+    def abandon(self, poll: LongPoll, reason: str = ABANDONED) -> None:
+        """The poll's client is gone (or its place was taken): wake it so its thread is freed at
+        once (lock held); it ends with ``reason``."""
         self.assert_locked()
         poll.abandoned = True
+        poll.reason = reason
         poll.condition.notify_all()
 
     def wait_change(self, key: WaitKey, timeout: float, poll: LongPoll | None = None) -> None:

@@ -25,6 +25,10 @@ from .pending import PendingTasks
 from .tasks import IllegalTaskTransition, Task, TaskKind, TaskState, WorkerStream
 from .timing import Clock, EngineTiming, SystemClock
 
+_WAITING = pb.PollWorkerTask()
+"""The message of every waiting Step task, whose frame is kept serialized (see ``Task.frame``)."""
+
+
 class Dispatcher:
     """Matches tasks with idle streams per queue (the queue is the Flow type)."""
 
@@ -42,6 +46,17 @@ class Dispatcher:
         self._pending: dict[str, PendingTasks] = {}
         self._schedule = schedule_retry
         self.streams: set[WorkerStream] = set()
+        self._delivered: dict[str, Task] = {}
+        """Tasks handed to a stream, until the next :meth:`delivered` finds them no longer DELIVERED."""
+
+    def delivered(self) -> list[Task]:
+        """The DELIVERED tasks (handed to a Worker, outcome not decided): what deadline checks
+        walk, so their cost follows the tasks in flight, never the queued backlog."""
+        self._guard()
+        gone = [task_id for task_id, task in self._delivered.items() if task.state is not TaskState.DELIVERED]
+        for task_id in gone:
+            del self._delivered[task_id]
+        return list(self._delivered.values())
 
     def register(self, stream: WorkerStream) -> None:
         """A new stream asked to register.
@@ -75,6 +90,9 @@ class Dispatcher:
             pending = self._pending[task.flow_type] = PendingTasks()
         pending.push(task, front=front)
         self._offer(task.flow_type)
+        if task.queue_order is not None and task.frame is None and task.kind != "rpc":
+            task.frame = task.message.SerializeToString()  # it waits: parsed back at delivery
+            task.message = _WAITING
 
     def withdraw(self, task: Task) -> bool:
         """Remove a not yet delivered task (O(1)); False when it is not pending."""
@@ -122,14 +140,20 @@ class Dispatcher:
         for queue_name in queues:
             self._offer(queue_name)
 
-    def reject(self, stream: WorkerStream, task_id: str) -> None:
-        """The Worker declined the task on ``stream``: requeue it, back off that stream."""
+    def reject(self, stream: WorkerStream, task_id: str) -> tuple[Task, float] | None:
+        """The Worker declined the task on ``stream``: requeue it, back off that stream.
+
+        A Step task declined while its Worker runs others is declined for capacity: it waits (and
+        any earlier NO_WORKER_AVAILABLE count is dropped). Declined by a Worker running nothing, it
+        is one no Worker may take: returns ``(task, since)`` when that starts the count (the caller
+        arms the dispatch wait, see ``Task.unavailable_since``)."""
         self._guard()
         task = stream.task
         if task is None or task.task_id != task_id:
-            return
+            return None
         stream.task = None
         task.stream = None
+        started: tuple[Task, float] | None = None
         if not stream.closed:
             now = self._clock.monotonic()
             backoff = min(self.timing.decline_backoff * 2 ** min(task.declines, 64), self.timing.decline_backoff_max)
@@ -137,29 +161,40 @@ class Dispatcher:
             stream.declined_until = now + backoff
             self._idle.setdefault(stream.queue_name, []).append(stream)
             self._schedule(backoff, lambda: self._offer(stream.queue_name))
-            if task.kind != "rpc" and any(s.task is not None and s.app_worker_id == stream.app_worker_id
-                                          for s in self.streams):
+            busy = any(s.task is not None and s.app_worker_id == stream.app_worker_id for s in self.streams)
+            if task.kind != "rpc" and busy:
                 # Declined while running others: at its Step capacity, unless the stream turns out to
                 # be retiring (see ``stream_closed``).
                 self._saturated[stream.app_worker_id] = now
                 stream.saturated_at = now
                 queue_name = stream.queue_name
                 self._schedule(self.timing.saturated_window + 0.001, lambda: self._offer(queue_name))
+                task.unavailable_since = None
+            elif task.kind != "rpc":
+                if task.unavailable_since is None:
+                    task.unavailable_since = now
+                    started = (task, now)
+                stream.idle_decline = (task, task.unavailable_since)
         if not task.done:
             self.requeue(task)
+        return started
 
-    def refuse(self, stream: WorkerStream, task_id: str) -> Task | None:
+    def refuse(self, stream: WorkerStream, task_id: str) -> tuple[Task, float] | None:
         """The Worker does not know the task's Step type: its stream is free again at once (it
         serves the other Step types), and the task goes to the back of the queue, never offered to
-        that Worker again. Returns the task on its first refusal (the caller arms the dispatch wait)."""
+        that Worker again. Returns ``(task, since)`` when this starts the NO_WORKER_AVAILABLE count
+        (the caller arms the dispatch wait)."""
         self._guard()
         task = stream.task
         if task is None or task.task_id != task_id:
             return None
         stream.task = None
         task.stream = None
-        first = not task.refused_by
-        task.refused_by.add(stream.app_worker_id)
+        task.refused_by = task.refused_by | {stream.app_worker_id}
+        started: tuple[Task, float] | None = None
+        if task.unavailable_since is None:
+            task.unavailable_since = self._clock.monotonic()
+            started = (task, task.unavailable_since)
         if not stream.closed:
             self._idle.setdefault(stream.queue_name, []).append(stream)
         if not task.done:
@@ -167,7 +202,7 @@ class Dispatcher:
             self.submit(task)
         else:
             self._offer(stream.queue_name)
-        return task if first else None
+        return started
 
     def stream_closed(self, stream: WorkerStream, *, clean: bool = False) -> Task | None:
         """The stream ended (``clean``: its Worker half-closed it); returns the task it was running,
@@ -181,6 +216,10 @@ class Dispatcher:
         retired = clean and stream.saturated_at is not None and self._saturated.get(worker) == stream.saturated_at
         if retired:
             del self._saturated[worker]
+        if clean and stream.idle_decline is not None:  # a retiring stream's decline was no refusal
+            declined, since = stream.idle_decline
+            if declined.unavailable_since == since:
+                declined.unavailable_since = None
         self.streams.discard(stream)
         for pool in (self._idle.get(stream.queue_name), self._held.get(stream.queue_name)):
             if pool is not None and stream in pool:
@@ -202,21 +241,33 @@ class Dispatcher:
             self._offer_all({s.queue_name for s in self.streams if s.app_worker_id == worker})
         return task
 
-    def cancel(self, task: Task) -> None:
-        """Stop a task that is not final: CANCELED, withdrawn if pending, else its Worker is told."""
+    def cancel(self, task: Task, *, tell_worker: bool = True) -> None:
+        """Stop a task that is not final: CANCELED, withdrawn if pending, else its Worker is told
+        now (``tell_worker``) or with the task's next progress frame (see :meth:`progress`)."""
         self._guard()
         if task.done:
             return
         task.move(TaskState.CANCELED)
         if self.withdraw(task):
             return
-        stream = task.stream
-        if stream is not None:
-            stream.send(
-                pb.PollWorkerTaskResponse(
-                    cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)
-                )
-            )
+        if task.stream is not None and tell_worker:
+            self._send_cancel(task)
+        elif task.stream is not None:
+            task.cancel_unsent = True
+
+    def progress(self, task: Task) -> None:
+        """A progress frame (heartbeat or Stream write) of ``task`` arrived: it counts as accepted,
+        and a cancellation not yet sent goes out with the answer to it."""
+        self._guard()
+        task.unavailable_since = None
+        if task.cancel_unsent and task.stream is not None:
+            self._send_cancel(task)
+
+    @staticmethod
+    def _send_cancel(task: Task) -> None:
+        task.cancel_unsent = False
+        if task.stream is not None:
+            task.stream.send(pb.PollWorkerTaskResponse(cancel_task=pb.PollWorkerTaskCancelTask(task_id=task.task_id)))
 
     @staticmethod
     def _usable(stream: WorkerStream, now: float) -> bool:
@@ -273,9 +324,13 @@ class Dispatcher:
             self._acknowledge(chosen)
         self._idle[chosen.queue_name].remove(chosen)
         task.move(TaskState.DELIVERED)
+        if task.frame is not None:
+            task.message = pb.PollWorkerTask.FromString(task.frame)
+            task.frame = None
         chosen.task = task
         task.stream = chosen
         task.delivered_at = now
+        self._delivered[task.task_id] = task
         if task.timeout:
             wall = self._clock.time()
             task.deadline = wall + task.timeout

@@ -12,7 +12,8 @@ Layers, each importing only the ones below it (a test parses the imports and fai
 4. ``core``: the shared state and after-commit effects (``EngineCore``), with Step hooks;
 5. operations: ``step_creation``, ``streams``, ``queries``, ``flows``, ``outcomes`` (results,
    failures, retries, Waits), ``steps`` (launch, progress, timeouts), ``rpcs``;
-6. this module (``Engine``: the core plus the operations, implementing the core's Step hooks);
+6. this module (``Engine``: the core plus the operations, wired once: the core's after-commit
+   effects are performed by the Step and Flow operations given to ``EngineCore.wire``);
 7. adapters: ``recovery``, ``service`` (FlowService), ``worker_service`` (PollWorkerTask),
    ``server`` (``EngineServer``), ``launch`` (``start_engine``, ``EngineProcess``), ``cli``.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from .core import EngineCore
 from .flows import FlowOps
+from .reset import ResetOps
 from .rpcs import RpcOps
 from .steps import StepOps
 from .store import Store
@@ -29,7 +31,8 @@ from .timing import Clock, EngineTiming
 
 
 class Engine(EngineCore):
-    """One engine process's state with its operations: ``flows``, ``steps``, ``rpcs``, ``streams``."""
+    """One engine process's state with its operations: ``flows``, ``steps``, ``rpcs``, ``streams``,
+    ``resets``; built and wired here, once."""
 
     def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
         super().__init__(store, timing=timing, clock=clock)
@@ -37,15 +40,5 @@ class Engine(EngineCore):
         self.flows = FlowOps(self)
         self.steps = StepOps(self, self.flows, self.streams)
         self.rpcs = RpcOps(self, self.flows)
-
-    def launch_step(self, uid: int, seid: str) -> None:
-        self.steps.launch(uid, seid)
-
-    def drop_task(self, uid: int, seid: str) -> None:
-        self.steps.drop_task(uid, seid)
-
-    def check_waits(self, uid: int) -> None:
-        self.steps.check_waits(uid)
-
-    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
-        self.steps.fire_timer(uid, seid, idx)
+        self.resets = ResetOps(self, self.flows, self.steps.sub_flows)
+        self.wire(self.steps, self.flows)

@@ -18,10 +18,11 @@ import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import state
+from . import history, state
 from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid
-from .rows import ACTIVE_PHASES, Effects, FlowRow, StepRow
+from .rows import Effects, FlowRow, StepRow
+from .step_phase import ACTIVE_PHASES
 from .step_creation import TIMEOUT_HANDLER, create_step, create_timeout_handler
 
 _STOP_STATUS = {
@@ -74,47 +75,60 @@ class FlowOps:
                     if options.flow_already_started_options.ignore_already_started_error:
                         return existing.run_id
                     raise already_started(request.flow_id)
-            run_id = str(uuid.uuid4())
-            now = self.engine.now_ms()
-            timeout_ms = now + request.flow_timeout_seconds * 1000 if request.flow_timeout_seconds > 0 else 0
-            cursor = db.execute(
-                "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, "
-                "start_request, timeout_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (request.flow_id, run_id, request.flow_type, pb.FLOW_STATUS_RUNNING, now, request.request_id,
-                 options.flow_config_override.SerializeToString(), request.SerializeToString(), timeout_ms),
-            )
-            uid = int(cursor.lastrowid or 0)
-            self.engine.rows.run_inserted(request.flow_id)
-            state.upsert_attributes(db, uid, options.attributes)
-            flow = self.engine.flow(uid)
-            assert flow is not None
-            state.record(db, uid, pb.FlowHistoryEvent(flow_started_or_continued=pb.FlowStartedOrContinuedHistoryEvent(
-                flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=run_id),
-                flow_type=flow.flow_type, flow_config=options.flow_config_override,
-                flow_timeout_policy=request.flow_timeout_policy,
-                initial_start=pb.FlowInitialStart(
-                    start_step_type=request.start_step_type, step_input=request.step_input,
-                    step_options=request.step_options,
-                    initial_attributes=[pb.KV(key=w.key, value=w.value) for w in options.attributes
-                                        if not w.is_hard_delete_on_null]),
-            )))
-            if timeout_ms and request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
-                create_timeout_handler(self.engine, db, flow, request.flow_timeout_seconds,
-                                       options.timeout_handler_options, effects)
-            if request.start_step_type:
-                movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,
-                                           step_options=request.step_options)
-                create_step(self.engine, db, flow, movement, "", effects,
-                                         delay_ms=max(options.flow_start_delay_seconds, 0) * 1000)
-        if timeout_ms and request.flow_timeout_policy != pb.FLOW_TIMEOUT_POLICY_HANDLER:
-            self.arm_timeout(uid, timeout_ms, request.flow_timeout_policy)
+            run_id, _ = self.insert_run(db, request, effects)
         self.engine.apply(effects)
         return run_id
+
+    def insert_run(self, db: sqlite3.Connection, request: pb.StartFlowRequest, effects: Effects, *,
+                   parent_flow_id: str = "") -> tuple[str, int]:
+        """Insert a new run for ``request`` (the caller settled ID reuse) with its initial Attributes,
+        history, timeout handler and start Step; its Flow timeout is armed by the after-commit
+        ``effects``. Returns the run id and uid."""
+        self.engine.assert_locked()
+        options = request.flow_start_options
+        state.validate_writes(options.attributes)
+        run_id = str(uuid.uuid4())
+        now = self.engine.now_ms()
+        timeout_ms = now + request.flow_timeout_seconds * 1000 if request.flow_timeout_seconds > 0 else 0
+        cursor = db.execute(
+            "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, "
+            "start_request, timeout_ms, parent_flow_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (request.flow_id, run_id, request.flow_type, pb.FLOW_STATUS_RUNNING, now, request.request_id,
+             options.flow_config_override.SerializeToString(), request.SerializeToString(), timeout_ms,
+             parent_flow_id),
+        )
+        uid = int(cursor.lastrowid or 0)
+        self.engine.rows.run_inserted(request.flow_id)
+        state.upsert_attributes(db, uid, options.attributes)
+        flow = self.engine.flow(uid)
+        assert flow is not None
+        state.record(db, uid, pb.FlowHistoryEvent(flow_started_or_continued=pb.FlowStartedOrContinuedHistoryEvent(
+            flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=run_id),
+            flow_type=flow.flow_type, flow_config=options.flow_config_override,
+            flow_timeout_policy=request.flow_timeout_policy,
+            initial_start=pb.FlowInitialStart(
+                start_step_type=request.start_step_type, step_input=request.step_input,
+                step_options=request.step_options,
+                initial_attributes=[pb.KV(key=w.key, value=w.value) for w in options.attributes
+                                    if not w.is_hard_delete_on_null]),
+        )))
+        if timeout_ms and request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
+            create_timeout_handler(self.engine, db, flow, request.flow_timeout_seconds,
+                                   options.timeout_handler_options, effects)
+        elif timeout_ms:
+            effects.flow_timeouts.append((uid, timeout_ms, request.flow_timeout_policy))
+        if request.start_step_type:
+            movement = pb.StepMovement(step_type=request.start_step_type, step_input=request.step_input,
+                                       step_options=request.step_options)
+            create_step(self.engine, db, flow, movement, "", effects,
+                        delay_ms=max(options.flow_start_delay_seconds, 0) * 1000)
+        return run_id, uid
 
     def arm_timeout(self, uid: int, timeout_ms: int, timeout_policy: int) -> None:
         """Close the run when its Flow timeout passes (CANCEL cancels, anything else fails).
 
-        The error message is Dex's: ``Flow timed out after <N> seconds``, N the run's Flow timeout.
+        A failed run's error message is Dex's: ``Flow timed out after <N> seconds``, N the run's
+        Flow timeout; a canceled run has none (as for any cancel, the reason is not an error).
         """
         self.engine.assert_locked()
         def expire() -> None:
@@ -125,7 +139,7 @@ class FlowOps:
             effects = Effects()
             with self.engine.store.transaction() as db:
                 if timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
-                    self.close(db, flow, pb.FLOW_STATUS_CANCELED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, message, effects)
+                    self.close(db, flow, pb.FLOW_STATUS_CANCELED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
                 else:
                     self.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, message, effects)
             self.engine.apply(effects)
@@ -151,6 +165,24 @@ class FlowOps:
         with self.engine.store.transaction() as db:
             message = request.reason if status == pb.FLOW_STATUS_FAILED else ""
             self.close(db, flow, status, error_type, message, effects)
+        self.engine.apply(effects)
+
+    def set_attributes(self, request: pb.SetAttributesRequest) -> None:
+        """Write Attributes into the active run from outside (Dex's ``SetAttributes``): applied
+        in order like a Step's writes (a null value deletes), recorded in history, and seen by the
+        next Step method or RPC; Attribute locks are not taken."""
+        self.engine.assert_locked()
+        if not request.flow_id:
+            raise invalid("flow_id is required")
+        state.validate_writes(request.attributes)
+        flow = self.engine.current_flow(request.flow_id, request.run_id)
+        if flow is None or not flow.running:
+            raise flow_not_found(request.flow_id, f"no active run of flow {request.flow_id}")
+        effects = Effects(touched={flow.uid})
+        with self.engine.store.transaction() as db:
+            state.upsert_attributes(db, flow.uid, request.attributes)
+            history.attributes_set(db, flow.uid, request.attributes)
+        effects.written.update((flow.uid, write.key) for write in request.attributes)
         self.engine.apply(effects)
 
     def apply_decision(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, decision: pb.StepDecision,
@@ -223,6 +255,7 @@ class FlowOps:
         state.record(db, flow.uid, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=status, results=result.results, error_type=error_type, error_message=message)))  # type: ignore[arg-type]
         effects.closed.add(flow.uid)
+        effects.wait_checks.update(state.report_sub_flow_result(db, flow.uid, result))
 
     def result(self, uid: int) -> pb.FlowResult:
         """The run's FlowResult (status, outputs, error)."""

@@ -33,13 +33,16 @@ def durability(config: pb.FlowConfig, options: pb.StepOptions, method: Method) -
 
 
 def _context(step: StepRow, attempt: int, config: pb.FlowConfig, method: Method) -> pb.StepMethodEventContext:
-    return pb.StepMethodEventContext(
+    context = pb.StepMethodEventContext(
         step_execution_id=step.seid,
         from_step_execution_id=step.from_seid,
         step_type=step.step_type,
         durability=durability(config, step.options, method),
         final_attempt=attempt,
     )
+    if step.last_failure is not None and step.last_failure.attempt:
+        context.last_failure_info.CopyFrom(step.last_failure)  # the attempt before the final one
+    return context
 
 
 def redact(writes: Sequence[pb.AttributeWrite]) -> list[pb.AttributeWrite]:
@@ -55,9 +58,13 @@ def redact(writes: Sequence[pb.AttributeWrite]) -> list[pb.AttributeWrite]:
 
 
 def method_pending(db: sqlite3.Connection, step: StepRow, method: Method, config: pb.FlowConfig) -> None:
-    """A Step method was scheduled."""
+    """A Step method was scheduled (an ``execute`` with the conditions its Wait consumed: what a
+    reset replays)."""
+    event_input = pb.StepMethodEventInput(step_input=step.input)
+    if method == "execute" and step.results is not None:
+        event_input.condition_results.CopyFrom(step.results)
     pending = pb.StepMethodPendingEvent(
-        input=pb.StepMethodEventInput(step_input=step.input),
+        input=event_input,
         context=_context(step, step.attempt, config, method),
         phase=pb.PENDING_STEP_METHOD_PHASE_STARTED,
     )
@@ -67,28 +74,31 @@ def method_pending(db: sqlite3.Connection, step: StepRow, method: Method, config
         record(db, step.uid, pb.FlowHistoryEvent(step_execute_pending=pending))
 
 
-def method_failed(db: sqlite3.Connection, step: StepRow, method: Method, detail: str, error_type: str,
+def failure(attempt: int, detail: str, error_type: str,
+            worker_error: pb.WorkerErrorResponse | None = None) -> pb.StepMethodFailure:
+    """One failed attempt as Dex reports it (history and ``GetFlowState``): the detail and error
+    type, with the Worker's own report (stack trace, status) when the Worker sent one."""
+    details = pb.ServiceErrorResponse(detail=detail, sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+                                      original_worker_error_detail=detail, original_worker_error_type=error_type)
+    if worker_error is not None:
+        details.original_worker_error_detail = worker_error.detail
+        details.original_worker_error_stack_trace = worker_error.stack_trace
+        details.original_worker_error_status = worker_error.grpc_status
+    return pb.StepMethodFailure(backend_error=detail, attempt=attempt, details=details)
+
+
+def method_failed(db: sqlite3.Connection, step: StepRow, method: Method, failed: pb.StepMethodFailure,
                   config: pb.FlowConfig) -> None:
-    """One attempt of a Step method failed."""
-    failure = pb.StepMethodFailedOutput(
-        failure=pb.StepMethodFailure(
-            backend_error=detail,
-            attempt=step.attempt,
-            details=pb.ServiceErrorResponse(
-                detail=detail,
-                sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
-                original_worker_error_detail=detail,
-                original_worker_error_type=error_type,
-            ),
-        )
-    )
+    """A Step method failed for good (its retries are spent)."""
+    output = pb.StepMethodFailedOutput(failure=failed)
     event_input = pb.StepMethodEventInput(step_input=step.input)
+    context = _context(step, step.attempt, config, method)
     if method == "wait_for":
         record(db, step.uid, pb.FlowHistoryEvent(step_wait_for_failed=pb.StepWaitForFailedEvent(
-            input=event_input, output=failure, context=_context(step, step.attempt, config, method))))
+            input=event_input, output=output, context=context)))
     else:
         record(db, step.uid, pb.FlowHistoryEvent(step_execute_failed=pb.StepExecuteFailedEvent(
-            input=event_input, output=failure, context=_context(step, step.attempt, config, method))))
+            input=event_input, output=output, context=context)))
 
 
 def wait_for_completed(db: sqlite3.Connection, step: StepRow, response: pb.InvokeWaitForMethodResponse,
@@ -136,6 +146,22 @@ def rpc_completed(db: sqlite3.Connection, uid: int, name: str, request_input: pb
         record_events=response.record_events, publish_to_channel=response.publish_to_channel,
         delete_from_channel=response.delete_from_channel, served_by_app_worker_id=worker_id,
     )))
+
+
+def attributes_set(db: sqlite3.Connection, uid: int, writes: Sequence[pb.AttributeWrite]) -> None:
+    """``SetAttributes`` wrote Attributes (recorded as Dex does: an RPC event marked as the API's)."""
+    record(db, uid, pb.FlowHistoryEvent(rpc_execution_completed=pb.RpcExecutionCompletedEvent(
+        is_set_attribute_api=True, upsert_attributes=redact(writes))))
+
+
+def channel_published(db: sqlite3.Connection, uid: int, messages: Sequence[pb.ChannelMessage]) -> None:
+    """``PublishToChannel`` appended messages from outside the run."""
+    record(db, uid, pb.FlowHistoryEvent(channel_external_publish=pb.ChannelExternalPublishEvent(messages=messages)))
+
+
+def channel_deleted(db: sqlite3.Connection, uid: int, deletions: Sequence[pb.ChannelMessageDeletion]) -> None:
+    """``DeleteChannelMessage`` removed pending messages from outside the run."""
+    record(db, uid, pb.FlowHistoryEvent(channel_external_delete=pb.ChannelExternalDeleteEvent(messages=deletions)))
 
 
 def events(db: sqlite3.Connection, uid: int, after: int, limit: int) -> list[pb.FlowHistoryEvent]:

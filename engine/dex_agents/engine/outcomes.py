@@ -9,8 +9,6 @@ transaction that moves the Step to ``execute`` and stores them as its ConditionR
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
@@ -22,6 +20,7 @@ from .flows import FlowOps
 from .row_cache import StepValue
 from .rows import Effects, FlowRow, StepRow
 from .step_creation import create_step
+from .subflows import SubFlows
 from .tasks import Task
 
 def _method_reset(started_ms: int, results: pb.ConditionResults | None,
@@ -29,7 +28,8 @@ def _method_reset(started_ms: int, results: pb.ConditionResults | None,
     """The changes that start a Step execution's ``execute`` at attempt 1 (a ``recovery`` of None
     keeps the stored one)."""
     changes: dict[str, StepValue] = {"phase": "execute", "attempt": 1, "first_attempt_ms": started_ms,
-                                     "results": results, "heartbeat": None, "output_seen": False, "not_before_ms": 0}
+                                     "results": results, "heartbeat": None, "output_seen": False, "not_before_ms": 0,
+                                     "last_failure": None}
     if recovery is not None:
         changes["recovery"] = recovery
     return changes
@@ -41,16 +41,23 @@ class Outcomes:
     def __init__(self, engine: EngineCore, flows: FlowOps) -> None:
         self.engine = engine
         self.flows = flows
+        self.sub_flows = SubFlows(engine, flows)
 
-    def finish_task(self, task: Task) -> None:
-        """The task's outcome is decided (result, failure, loss or timeout): free its slot.
+    def settle(self, task: Task, *, cancel: bool = False) -> None:
+        """The task's outcome is committed (or there is none to record): forget the task and free
+        its Attribute locks. ``cancel`` stops it instead of finishing it (its Worker is told).
 
-        Its locks are released by the caller once the outcome is committed; the worker stream stays
-        busy until the worker sends its final frame for the task.
+        Called only after the commit that records the outcome: a COMMIT that fails leaves the task
+        in flight, with its deadlines and its locks, so its timeouts still apply. The worker stream
+        stays busy until the Worker sends its final frame for the task.
         """
         self.engine.assert_locked()
-        task.finish()
+        if cancel:
+            self.engine.dispatcher.cancel(task)
+        else:
+            task.finish()
         self.engine.untrack(task)
+        self.engine.release(task.uid, f"step:{task.seid}")
 
     def _current(self, task: Task) -> tuple[FlowRow, StepRow] | None:
         flow = self.engine.flow(task.uid)
@@ -61,25 +68,29 @@ class Outcomes:
             return None
         return flow, step
 
-    @contextmanager
-    def _outcome(self, task: Task) -> Iterator[None]:
-        """Finish the task; release its locks once its outcome is committed (or abandoned)."""
-        self.finish_task(task)
-        try:
-            yield
-        finally:
-            self.engine.release(task.uid, f"step:{task.seid}")
+    def method_timeout(self, task: Task) -> None:
+        """The attempt ran past its method deadline: it fails with ``dex.MethodTimeout`` (its Worker
+        is told to stop)."""
+        seconds = task.timeout / self.engine.timing.policy_second
+        self.on_failure(task, f"{task.kind} method timeout: no result within {seconds:.0f}s",
+                        "dex.MethodTimeout", 0, cancel=True)
+
+    def _overdue(self, task: Task) -> bool:
+        """Whether a result arrived past the attempt's method deadline (then the timeout applies,
+        even if the periodic deadline check has not run yet)."""
+        return bool(task.deadline) and self.engine.clock.time() >= task.deadline
 
     def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
         """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
         self.engine.assert_locked()
-        with self._outcome(task):
-            effects = Effects(touched={task.uid})
-            try:
-                with self.engine.store.transaction() as db:
-                    current = self._current(task)
-                    if current is None:
-                        return
+        if self._overdue(task):
+            self.method_timeout(task)
+            return
+        effects = Effects(touched={task.uid})
+        try:
+            with self.engine.store.transaction() as db:
+                current = self._current(task)
+                if current is not None:
                     flow, step = current
                     has_wait = response.HasField("waiting_condition")
                     reason = waits.validate(response.waiting_condition) if has_wait else None
@@ -89,20 +100,23 @@ class Outcomes:
                     history.wait_for_completed(db, step, response, flow.config)
                     now = self.engine.now_ms()
                     if has_wait:
-                        self._start_wait(db, step, response.waiting_condition, now, effects)
+                        self._start_wait(db, flow, step, response.waiting_condition, now, effects)
                     else:
                         self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(now, None))
                         self._pending_execute(db, step, effects)
-            except (ValueError, ServiceError) as bad:
-                self.engine.apply(Effects())
-                self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
-                return
-            self.engine.apply(effects)
+        except (ValueError, ServiceError) as bad:
+            self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
+            return
+        self.settle(task)
+        self.engine.apply(effects)
 
-    def _start_wait(self, db: sqlite3.Connection, step: StepRow, waiting: pb.WaitingCondition, now: int,
-                    effects: Effects) -> None:
-        """Store the Wait and its Timers (a zero-second Timer is fired at once), then evaluate it."""
+    def _start_wait(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, waiting: pb.WaitingCondition,
+                    now: int, effects: Effects) -> None:
+        """Store the Wait, its Timers (a zero-second Timer is fired at once) and its SubFlows (started
+        or reused), then evaluate it."""
         self.engine.rows.update_step(db, step.uid, step.seid, phase="waiting", waiting=waiting)
+        if waiting.sub_flow_conditions:
+            self.sub_flows.start_all(db, flow, step, waiting, effects)
         for idx, timer in enumerate(waiting.timer_conditions):
             fire_ms = now + timer.duration_seconds * 1000
             status = pb.INTERNAL_TIMER_STATUS_FIRED if timer.duration_seconds <= 0 else pb.INTERNAL_TIMER_STATUS_PENDING
@@ -115,71 +129,80 @@ class Outcomes:
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
         self.engine.assert_locked()
-        with self._outcome(task):
-            effects = Effects(touched={task.uid})
-            try:
-                with self.engine.store.transaction() as db:
-                    current = self._current(task)
-                    if current is None:
-                        return
+        if self._overdue(task):
+            self.method_timeout(task)
+            return
+        effects = Effects(touched={task.uid})
+        try:
+            with self.engine.store.transaction() as db:
+                current = self._current(task)
+                if current is not None:
                     flow, step = current
                     self._apply_writes(db, step, response, effects)
                     history.execute_completed(db, step, response, flow.config)
                     self.engine.rows.update_step(db, step.uid, step.seid, phase="done")
                     self.flows.apply_decision(db, flow, step, response.step_decision, effects)
-            except (ValueError, ServiceError) as bad:
-                self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
-                return
-            self.engine.apply(effects)
+        except (ValueError, ServiceError) as bad:
+            self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
+            return
+        self.settle(task)
+        self.engine.apply(effects)
 
-    def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int) -> None:
-        """An attempt failed: retry by policy, else take the failure route or fail the Flow."""
+    def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int, *,
+                   cancel: bool = False, worker_error: pb.WorkerErrorResponse | None = None) -> None:
+        """An attempt failed: retry by policy, else take the failure route or fail the Flow; the task
+        is settled (``cancel``: stopped, its Worker told) once that is committed.
+
+        ASYNC durability (Dex's local phase): a failed local attempt is retried at once, and the
+        first regular attempt after the local phase (the fallback) also starts at once; later
+        regular retries continue the back-off at the cumulative attempt number. Local and regular
+        attempts share the policy's attempt and duration limits. ``worker_error`` is the Worker's
+        own report (its stack trace is kept with the failure)."""
         self.engine.assert_locked()
-        with self._outcome(task):
-            effects = Effects(touched={task.uid})
-            with self.engine.store.transaction() as db:
-                current = self._current(task)
-                if current is None:
-                    return
-                flow, step = current
-                method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
-                now = self.engine.clock.time()
-                second = self.engine.timing.policy_second  # the policy counts in seconds of this length
-                elapsed = (now - step.first_attempt_ms / 1000) / second
-                delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
-                                                0.0, elapsed, retry_after)
-                if (delay is not None and not retry_after
-                        and history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
-                        and step.attempt < policy.ASYNC_LOCAL_ATTEMPTS
-                        and elapsed < policy.ASYNC_LOCAL_SECONDS):
-                    delay = 0.0
-                if delay is not None:
-                    delay *= second
-                recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
-                if delay is None:
-                    history.method_failed(db, step, method, detail, error_type, flow.config)
-                if delay is not None:
-                    self.engine.rows.update_step(db, step.uid, step.seid, attempt=step.attempt + 1,
-                                                 not_before_ms=int((now + delay) * 1000), output_seen=False)
-                    effects.launches.append((step.uid, step.seid))
-                elif method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
-                    results = pb.ConditionResults(wait_for_failed=True)
-                    self.engine.rows.update_step(db, step.uid, step.seid,
-                                                 **_method_reset(int(now * 1000), results, recovery))
-                    self._pending_execute(db, step, effects)
-                elif (method == "execute" and step.options.execute_failure_policy
-                      == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
-                      and step.options.execute_failure_proceed_step_type):
-                    self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
-                    movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
-                                               step_input=step.input,
-                                               step_options=step.options.execute_failure_proceed_step_options)
-                    create_step(self.engine, db, flow, movement, step.seid, effects, recovery=recovery)
-                else:
-                    self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
-                    self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
-                                            detail, effects)
-            self.engine.apply(effects)
+        effects = Effects(touched={task.uid})
+        with self.engine.store.transaction() as db:
+            current = self._current(task)
+            if current is not None:
+                failure = history.failure(current[1].attempt, detail, error_type, worker_error)
+                self._record_failure(db, task, current, failure, retry_after, effects)
+        self.settle(task, cancel=cancel)
+        self.engine.apply(effects)
+
+    def _record_failure(self, db: sqlite3.Connection, task: Task, current: tuple[FlowRow, StepRow],
+                        failure: pb.StepMethodFailure, retry_after: int, effects: Effects) -> None:
+        flow, step = current
+        detail, error_type = failure.backend_error, failure.details.original_worker_error_type
+        method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
+        now = self.engine.clock.time()
+        second = self.engine.timing.policy_second  # the policy counts in seconds of this length
+        elapsed = (now - step.first_attempt_ms / 1000) / second
+        delay = policy.next_retry_delay(policy.retry_policy(step.options, method), step.attempt,
+                                        0.0, elapsed, retry_after)
+        if delay is not None and not retry_after and task.local_phase:
+            delay = 0.0  # a local attempt's retry, or the regular fallback, starts at once
+        recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error_type)
+        if delay is not None:
+            self.engine.rows.update_step(db, step.uid, step.seid, attempt=step.attempt + 1,
+                                         not_before_ms=int((now + delay * second) * 1000), output_seen=False,
+                                         last_failure=failure)
+            effects.launches.append((step.uid, step.seid))
+            return
+        history.method_failed(db, step, method, failure, flow.config)
+        if method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
+            results = pb.ConditionResults(wait_for_failed=True)
+            self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(int(now * 1000), results, recovery))
+            self._pending_execute(db, step, effects)
+        elif (method == "execute" and step.options.execute_failure_policy
+              == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
+              and step.options.execute_failure_proceed_step_type):
+            self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
+            movement = pb.StepMovement(step_type=step.options.execute_failure_proceed_step_type,
+                                       step_input=step.input,
+                                       step_options=step.options.execute_failure_proceed_step_options)
+            create_step(self.engine, db, flow, movement, step.seid, effects, recovery=recovery)
+        else:
+            self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
+            self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL, detail, effects)
 
     def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
         moved = self.engine.step(step.uid, step.seid)
@@ -217,12 +240,14 @@ class Outcomes:
         if len(statuses) != len(waiting.timer_conditions):
             statuses = [pb.INTERNAL_TIMER_STATUS_PENDING] * len(waiting.timer_conditions)
         sizes = state.channel_sizes(db, uid, [c.channel_name for c in waiting.channel_conditions])
-        selection = waits.evaluate(waiting, statuses, sizes)
+        sub_flows = state.sub_flow_results(db, uid, seid) if waiting.sub_flow_conditions else {}
+        done = [index in sub_flows for index in range(len(waiting.sub_flow_conditions))]
+        selection = waits.evaluate(waiting, statuses, sizes, done)
         if selection is None:
             return False
         consumed = {idx: state.consume(db, uid, waiting.channel_conditions[idx].channel_name, count)
                     for idx, count in selection.consume.items()}
-        results = waits.results(waiting, statuses, selection, consumed)
+        results = waits.results(waiting, statuses, selection, consumed, sub_flows)
         db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, seid))
         self.engine.rows.update_step(db, uid, seid, **_method_reset(self.engine.now_ms(), results))
         self._pending_execute(db, step, effects)

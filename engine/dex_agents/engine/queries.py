@@ -13,7 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, state
-from .core import ABANDONED, EngineCore, LongPoll, WaitKey, long_poll_seconds
+from .core import EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
 from .request_checks import parse_token
 from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
@@ -66,6 +66,57 @@ def parse_search(query: str) -> list[SearchClause]:
     return parsed
 
 
+_FLOW_FIELDS = {
+    "flowtype": "flow_type", "dexflowtype": "flow_type", "workflowtype": "flow_type", "flow_type": "flow_type",
+    "flowid": "flow_id", "workflowid": "flow_id", "flow_id": "flow_id",
+    "dexparentflowid": "parent_flow_id",
+    "flowstatus": "status", "executionstatus": "status", "status": "status", "flow_status": "status",
+}
+"""Search fields answered from the ``flows`` row (any case) -> its column."""
+
+
+def _sql_filter(parsed: list[SearchClause]) -> tuple[str, list[object], list[SearchClause]]:
+    """The SQL condition of the clauses on a run's own fields, its parameters, and the clauses left
+    (on indexed Attributes)."""
+    conditions: list[str] = []
+    parameters: list[object] = []
+    rest: list[SearchClause] = []
+    for field_name, equal, value in parsed:
+        column = _FLOW_FIELDS.get(field_name.lower())
+        if column is None:
+            rest.append((field_name, equal, value))
+            continue
+        wanted: object = value
+        if column == "status":
+            wanted = _STATUS_NAMES.get(value.lower())
+            if wanted is None:  # no run has an unknown status
+                conditions.append("0" if equal else "1")
+                continue
+        conditions.append(f"{column} {'=' if equal else '!='} ?")
+        parameters.append(wanted)
+    return " AND ".join(conditions) or "1", parameters, rest
+
+
+def _attribute_matches(indexed: list[pb.KV], field_name: str, equal: bool, value: str) -> bool:
+    """Whether a run's indexed Attribute ``field_name`` is (or, ``equal`` False, is not) ``value``
+    (a run without the Attribute is not equal to any value)."""
+    found = next((kv.value for kv in indexed if kv.key == field_name), None)
+    if found is None:
+        return not equal
+    kind = found.WhichOneof("kind")
+    actual = str(getattr(found, kind)).lower() if kind == "bool_value" else str(getattr(found, kind)) if kind else ""
+    return (actual == value) == equal
+
+
+def _entry(flow: FlowRow, indexed: list[pb.KV]) -> pb.SearchFlowsResponseEntry:
+    entry = pb.SearchFlowsResponseEntry(flow_id=flow.flow_id, run_id=flow.run_id, flow_type=flow.flow_type,
+                                        flow_status=flow.status, start_time=_stamp(flow.start_ms),  # type: ignore[arg-type]
+                                        indexed_attributes=indexed)
+    if flow.close_ms:
+        entry.close_time.CopyFrom(_stamp(flow.close_ms))
+    return entry
+
+
 def _stamp(ms: int) -> Timestamp:
     stamp = Timestamp()
     stamp.FromMilliseconds(ms)
@@ -109,52 +160,41 @@ class Queries:
                 return self.engine.flow_result(flow.uid)
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self.engine.stopped or (poll is not None and poll.abandoned):
-                raise long_poll_timeout(ABANDONED if poll is not None and poll.abandoned
+                raise long_poll_timeout(poll.reason if poll is not None and poll.abandoned
                                         else f"flow {request.flow_id} is still running")
             self.engine.wait_change(("closed", flow.uid), remaining, poll)
 
     def search(self, request: pb.SearchFlowsRequest, parsed: list[SearchClause]) -> pb.SearchFlowsResponse:
-        """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first."""
-        self.engine.assert_locked()
+        """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first.
+
+        Runs without the engine lock, on a read-only connection of its own (the last committed
+        state): however many runs a query scans, no other call waits for it. Clauses on the run's
+        own fields (type, id, status, parent Flow ID) are answered by SQLite with its indexes;
+        clauses on indexed Attributes are checked per candidate run; the scan stops once the page
+        and one more match are found."""
         if request.page_size < 0:
             raise invalid("page_size must not be negative")
         offset = parse_token(request.next_page_token, "next_page_token")
         size = request.page_size or 100
-        db = self.engine.store.db
-        matched: list[pb.SearchFlowsResponseEntry] = []
-        for row in db.execute(f"SELECT {FLOW_COLUMNS} FROM flows ORDER BY uid DESC"):
-            flow = flow_from_row(row)
-            indexed = state.indexed_attributes(db, flow.uid)
-            if all(self._matches(flow, indexed, *clause) for clause in parsed):
-                entry = pb.SearchFlowsResponseEntry(flow_id=flow.flow_id, run_id=flow.run_id, flow_type=flow.flow_type,
-                                                    flow_status=flow.status, start_time=_stamp(flow.start_ms),  # type: ignore[arg-type]
-                                                    indexed_attributes=indexed)
-                if flow.close_ms:
-                    entry.close_time.CopyFrom(_stamp(flow.close_ms))
-                matched.append(entry)
-        page = matched[offset: offset + size]
+        where, parameters, on_attributes = _sql_filter(parsed)
+        page: list[pb.SearchFlowsResponseEntry] = []
+        matched = 0
+        with self.engine.store.reader() as db:
+            rows = db.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE {where} ORDER BY uid DESC", parameters)
+            for row in rows:
+                flow = flow_from_row(row)
+                indexed = state.indexed_attributes(db, flow.uid)
+                if not all(_attribute_matches(indexed, *clause) for clause in on_attributes):
+                    continue
+                matched += 1
+                if matched > offset + size:
+                    break
+                if matched > offset:
+                    page.append(_entry(flow, indexed))
         response = pb.SearchFlowsResponse(flow_runs=page)
-        if offset + size < len(matched):
+        if matched > offset + size:
             response.next_page_token = str(offset + size)
         return response
-
-    @staticmethod
-    def _matches(flow: FlowRow, indexed: list[pb.KV], field: str, equal: bool, value: str) -> bool:
-        key = field.lower()
-        if key in ("flowtype", "dexflowtype", "workflowtype", "flow_type"):
-            actual = flow.flow_type
-        elif key in ("flowid", "workflowid", "flow_id"):
-            actual = flow.flow_id
-        elif key in ("flowstatus", "executionstatus", "status", "flow_status"):
-            wanted = _STATUS_NAMES.get(value.lower())
-            return (flow.status == wanted) == equal
-        else:
-            found = next((kv.value for kv in indexed if kv.key == field), None)
-            if found is None:
-                return not equal
-            kind = found.WhichOneof("kind")
-            actual = str(getattr(found, kind)).lower() if kind in ("bool_value",) else str(getattr(found, kind)) if kind else ""
-        return (actual == value) == equal
 
     def history(self, request: pb.GetHistoryEventsRequest) -> pb.GetHistoryEventsResponse:
         self.engine.assert_locked()
@@ -202,7 +242,7 @@ class Queries:
 
     def _wait_until(self, deadline: float, is_request: bool, what: str, key: WaitKey, poll: LongPoll | None) -> None:
         if poll is not None and poll.abandoned:
-            raise long_poll_timeout(ABANDONED)
+            raise long_poll_timeout(poll.reason)
         remaining = deadline - time.monotonic()
         if remaining <= 0 or self.engine.stopped:
             raise request_timeout(what) if is_request else long_poll_timeout(what)

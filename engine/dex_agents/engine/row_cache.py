@@ -22,7 +22,8 @@ from google.protobuf.message import Message
 
 from dex.dexpb import dex_pb2 as pb
 
-from .rows import ACTIVE_PHASES, FLOW_COLUMNS, STEP_COLUMNS, FlowRow, StepRow, flow_from_row, kv_blob, step_from_row
+from .step_phase import ACTIVE_PHASES, MOVES, Phase, check_move
+from .rows import FLOW_COLUMNS, STEP_COLUMNS, FlowRow, StepRow, flow_from_row, kv_blob, step_from_row
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -30,7 +31,7 @@ V = TypeVar("V")
 StepValue = str | int | bool | Message | list[pb.KV] | None
 """A value of a StepRow field (a protobuf is stored serialized, ``locals`` as a KV list)."""
 
-DEFAULT_LIMIT = 20_000
+DEFAULT_LIMIT = 4_096
 """Rows of each kind kept at most (the oldest cached entry is dropped first)."""
 
 
@@ -108,6 +109,10 @@ class RowCache:
     def update_step(self, db: sqlite3.Connection, uid: int, seid: str, **changes: StepValue) -> None:
         """Write ``changes`` (StepRow field names and values) to one Step execution's row; a cached
         copy of the row gets the same changes."""
+        if "phase" in changes:
+            current = self.step(uid, seid)
+            if current is not None:
+                check_move(seid, current.phase, cast(Phase, changes["phase"]))
         columns = ", ".join(f"{name}=?" for name in changes)
         db.execute(f"UPDATE steps SET {columns} WHERE uid=? AND seid=?",
                    (*(_column_value(value) for value in changes.values()), uid, seid))
@@ -116,7 +121,8 @@ class RowCache:
             self._steps[(uid, seid)] = replace(cached, **cast(dict[str, Any], changes))
 
     def cancel_active_steps(self, db: sqlite3.Connection, uid: int) -> None:
-        """Mark every active Step execution of the run ``canceled``."""
+        """Mark every active Step execution of the run ``canceled`` (every active phase may move there)."""
+        assert all("canceled" in MOVES[phase] for phase in ACTIVE_PHASES)
         changing = db.execute("SELECT seid FROM steps WHERE uid=? AND phase IN (?, ?, ?)", (uid, *ACTIVE_PHASES)).fetchall()
         db.execute("UPDATE steps SET phase='canceled' WHERE uid=? AND phase IN (?, ?, ?)", (uid, *ACTIVE_PHASES))
         for (seid,) in changing:

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from google.protobuf.message import Message
 
 from dex.dexpb import dex_pb2 as pb
 
+from .step_phase import Phase
+from .step_phase import parse as parse_phase
+
 M = TypeVar("M", bound=Message)
-Phase = Literal["wait_for", "waiting", "execute", "done", "failed", "canceled"]
-ACTIVE_PHASES = ("wait_for", "waiting", "execute")
 FLOW_COLUMNS = (
     "uid, flow_id, run_id, flow_type, status, start_ms, close_ms, request_id, config, closing, timeout_ms"
 )
 STEP_COLUMNS = (
     "uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, attempt, "
-    "first_attempt_ms, waiting, results, locals, heartbeat, output_seen, not_before_ms"
+    "first_attempt_ms, waiting, results, locals, heartbeat, output_seen, not_before_ms, last_failure"
 )
 
 
@@ -66,6 +67,8 @@ class StepRow:
     heartbeat: pb.Value | None
     output_seen: bool
     not_before_ms: int
+    last_failure: pb.StepMethodFailure | None = None
+    """The current method's last failed attempt while it retries (None once the method completes)."""
 
 
 def _parse(message: M, blob: bytes | None) -> M:
@@ -88,7 +91,7 @@ def flow_from_row(row: sqlite3.Row | tuple[object, ...]) -> FlowRow:
 def step_from_row(row: tuple[object, ...]) -> StepRow:
     """Build a StepRow from a ``SELECT STEP_COLUMNS`` row."""
     (uid, seid, step_type, n, seq, input_, options, from_seid, recovery, phase, attempt,
-     first_attempt_ms, waiting, results, locals_, heartbeat, output_seen, not_before_ms) = row
+     first_attempt_ms, waiting, results, locals_, heartbeat, output_seen, not_before_ms, last_failure) = row
 
     def blob(value: object) -> bytes | None:
         return value if isinstance(value, bytes) else None
@@ -98,26 +101,19 @@ def step_from_row(row: tuple[object, ...]) -> StepRow:
         input=_parse(pb.Value(), blob(input_)), options=_parse(pb.StepOptions(), blob(options)),
         from_seid=str(from_seid),
         recovery=_parse(pb.RecoveryErrorInfo(), blob(recovery)) if recovery is not None else None,
-        phase=_phase(str(phase)), attempt=int(str(attempt)), first_attempt_ms=int(str(first_attempt_ms)),
+        phase=parse_phase(str(phase)), attempt=int(str(attempt)), first_attempt_ms=int(str(first_attempt_ms)),
         waiting=_parse(pb.WaitingCondition(), blob(waiting)) if waiting is not None else None,
         results=_parse(pb.ConditionResults(), blob(results)) if results is not None else None,
         locals=list(_parse(pb.GetAttributesQueryResponse(), blob(locals_)).attributes),
         heartbeat=_parse(pb.Value(), blob(heartbeat)) if heartbeat is not None else None,
         output_seen=bool(output_seen), not_before_ms=int(str(not_before_ms)),
+        last_failure=_parse(pb.StepMethodFailure(), blob(last_failure)) if last_failure is not None else None,
     )
 
 
 def kv_blob(entries: list[pb.KV]) -> bytes:
     """Serialize a KV list (Step-execution locals) for the ``steps.locals`` column."""
     return pb.GetAttributesQueryResponse(attributes=entries).SerializeToString()
-
-
-def _phase(value: str) -> Phase:
-    match value:
-        case "wait_for" | "waiting" | "execute" | "done" | "failed" | "canceled":
-            return value
-        case _:
-            raise ValueError(f"unknown step phase {value!r}")
 
 
 @dataclass(slots=True)
@@ -130,6 +126,8 @@ class Effects:
     wait_checks: set[int] = field(default_factory=set)
     closed: set[int] = field(default_factory=set)
     touched: set[int] = field(default_factory=set)
+    flow_timeouts: list[tuple[int, int, int]] = field(default_factory=list)
+    """Flow timeouts to arm: (run, due time in ms, timeout policy)."""
     written: set[tuple[int, str]] = field(default_factory=set)
     """Attributes (run, key) the transaction wrote (wakes the waits on them)."""
     """Runs whose state the transaction changed otherwise (wakes their long polls)."""

@@ -60,7 +60,7 @@ class RpcOps:
         keys = sorted(set(request.lock_attribute_keys))
         if any(not key for key in keys):
             raise invalid("empty lock attribute key")
-        with engine.lock:
+        with engine.locked():
             flow = engine.current_flow(request.flow_id, request.run_id)
             if flow is None:
                 raise flow_not_found(request.flow_id)
@@ -69,10 +69,10 @@ class RpcOps:
             task_id = new_task_id()
             holder = f"rpc:{task_id}"
             if keys:
-                held = engine.held(flow.uid, keys, holder)
+                held = engine.attribute_locks.held(flow.uid, keys, holder)
                 if held:
                     raise lock_conflict(held)
-                engine.acquire(flow.uid, keys, holder)
+                engine.attribute_locks.acquire(flow.uid, keys, holder)
             message = pb.PollWorkerTask(task_id=task_id)
             rpc = message.rpc
             rpc.context.CopyFrom(pb.Context(flow_id=flow.flow_id, run_id=flow.run_id,
@@ -104,7 +104,7 @@ class RpcOps:
             return self._await(task, pending, request.timeout_seconds or policy.DEFAULT_RPC_TIMEOUT)
         finally:
             if not pending.done.is_set():
-                with engine.lock:
+                with engine.locked():
                     self._pending.pop(task_id, None)
                     engine.untrack(task)
                     engine.release(flow.uid, holder)
@@ -113,14 +113,14 @@ class RpcOps:
         started = time.monotonic()
         dispatch_wait = min(timeout, self.engine.timing.dispatch_wait)
         if not pending.done.wait(dispatch_wait):
-            with self.engine.lock:
+            with self.engine.locked():
                 if task.stream is None and not pending.done.is_set() and self.engine.dispatcher.withdraw(task):
                     if dispatch_wait < self.engine.timing.dispatch_wait:
                         raise ServiceError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                            f"rpc timed out after {timeout:.0f}s before a worker took it")
                     raise worker_failure(f"no worker available for flow type {task.flow_type}", None)
             if not pending.done.wait(max(timeout - (time.monotonic() - started), 0)):
-                with self.engine.lock:
+                with self.engine.locked():
                     if not pending.done.is_set():  # else its outcome came in while the lock was taken
                         self._pending.pop(task.task_id, None)
                         self.engine.dispatcher.cancel(task)

@@ -115,7 +115,7 @@ class EngineServer:
         self._port = port
         engine.scheduler.start()
         self._schedule_deadline_checks(engine)
-        with engine.lock:
+        with engine.locked():
             self.recovered = recover(engine)
         server.start()
         self._engine = engine
@@ -140,7 +140,7 @@ class EngineServer:
         server, engine = self._server, self._engine
         if server is None or engine is None:
             return
-        with engine.lock:
+        with engine.locked():
             engine.stopped = True
             engine.rpcs.abort_all()
             for stream in list(engine.dispatcher.streams):
@@ -150,7 +150,7 @@ class EngineServer:
         if self._worker_service is not None:
             self._worker_service.close()
         engine.scheduler.stop()
-        with engine.lock:
+        with engine.locked():
             engine.store.close()
         self._server = None
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from typing import NoReturn, TypeVar
 
@@ -21,10 +20,12 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from . import state
-from .core import LongPoll
+from . import history, state
+from .admission import LongPollAdmission
+from .core import ABANDONED, PREEMPTED, LongPoll
 from .engine import Engine
 from .errors import ServiceError, invalid
+from .flow_state import FlowStateQuery
 from .queries import Queries, parse_search
 from .rows import Effects
 
@@ -33,13 +34,14 @@ SERVER_VERSION = "dex-agents-local-engine/0.1.0"
 R = TypeVar("R")
 MAX_LONG_POLLS = 448
 """Long polls (WaitForFlow, ReadStream, WaitForStepCompletion, WaitForAttribute) served at once;
-each holds a server thread, so the bound keeps threads for short calls. One more is refused with
-RESOURCE_EXHAUSTED at once."""
+each holds a server thread, so the bound keeps threads for short calls. At the bound a client
+holding fewer polls than the heaviest one takes that client's oldest place; otherwise one more is
+refused with RESOURCE_EXHAUSTED at once (see ``admission``)."""
 SERVED = frozenset({
     "GetServerInfo", "HealthCheck", "SyncAttributeIndexes", "StartFlow", "StopFlow", "InvokeRPC", "WriteStream",
     "ReadStream", "ListStreamMessages", "GetFlowSummary", "WaitForFlow", "SearchFlows", "SkipTimer",
     "WaitForStepCompletion", "WaitForAttribute", "GetHistoryEvents", "LoadBlobs", "GetAttributes", "PublishToChannel",
-    "GetChannelMessages", "DeleteChannelMessage",
+    "GetChannelMessages", "DeleteChannelMessage", "SetAttributes", "GetFlowState", "ResetFlow",
 })
 
 
@@ -54,29 +56,37 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.queries = Queries(engine)
-        self._long_polls = threading.BoundedSemaphore(MAX_LONG_POLLS)
+        self.flow_state = FlowStateQuery(engine)
+        self._long_polls = LongPollAdmission(MAX_LONG_POLLS)
 
     def _long_poll(self, context: grpc.ServicerContext, body: Callable[[LongPoll], R]) -> R:
-        """Run a long poll within the bound; the client's cancel wakes it at once."""
-        if not self._long_polls.acquire(blocking=False):
+        """Run a long poll within the fair bound (see ``admission``); the client's cancel, or its
+        preemption for a lighter client, wakes it at once."""
+        engine = self.engine
+        poll = engine.long_poll()
+
+        def wake(reason: str) -> None:
+            # Runs on gRPC's polling thread or a refused caller's: hand the wake-up to the scheduler
+            # thread rather than wait for the engine lock there.
+            engine.scheduler.call_later(0.0, lambda: engine.abandon(poll, reason))
+
+        ticket = self._long_polls.admit(context.peer(), lambda: wake(PREEMPTED))
+        if ticket is None:
             _abort(context, ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                         f"too many concurrent long polls (at most {MAX_LONG_POLLS}); retry later"))
+                                         f"too many concurrent long polls (at most {self._long_polls.limit}, "
+                                         "shared fairly between clients); retry later"))
         try:
-            poll = LongPoll(self.engine.lock)
-            engine = self.engine
-            # The callback runs on gRPC's polling thread: hand the wake-up to the scheduler thread
-            # rather than wait for the engine lock there.
-            if not context.add_callback(lambda: engine.scheduler.call_later(0.0, lambda: engine.abandon(poll))):
+            if not context.add_callback(lambda: wake(ABANDONED)):
                 poll.abandoned = True
             return self._run(context, lambda: body(poll))
         finally:
-            self._long_polls.release()
+            self._long_polls.release(ticket)
 
     def _run(self, context: grpc.ServicerContext, body: Callable[[], R], *, locked: bool = True) -> R:
         try:
             if not locked:
                 return body()
-            with self.engine.lock:
+            with self.engine.locked():
                 return body()
         except ServiceError as error:
             _abort(context, error)
@@ -132,7 +142,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def SearchFlows(self, request: pb.SearchFlowsRequest, context: grpc.ServicerContext) -> pb.SearchFlowsResponse:  # noqa: N802
         clauses = self._run(context, lambda: parse_search(request.query), locked=False)
-        return self._run(context, lambda: self.queries.search(request, clauses))
+        return self._run(context, lambda: self.queries.search(request, clauses), locked=False)
 
     def SkipTimer(self, request: pb.SkipTimerRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
         def skip() -> None:
@@ -161,6 +171,18 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
                          context: grpc.ServicerContext) -> pb.GetHistoryEventsResponse:
         return self._run(context, lambda: self.queries.history(request))
 
+    def SetAttributes(self, request: pb.SetAttributesRequest,  # noqa: N802
+                      context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._run(context, lambda: self.engine.flows.set_attributes(request))
+        return empty_pb2.Empty()
+
+    def GetFlowState(self, request: pb.GetFlowStateRequest,  # noqa: N802
+                     context: grpc.ServicerContext) -> pb.GetFlowStateResponse:
+        return self._run(context, lambda: self.flow_state.get(request))
+
+    def ResetFlow(self, request: pb.ResetFlowRequest, context: grpc.ServicerContext) -> pb.ResetFlowResponse:  # noqa: N802
+        return self._run(context, lambda: self.engine.resets.reset(request))
+
     def GetAttributes(self, request: pb.GetAttributesRequest,  # noqa: N802
                       context: grpc.ServicerContext) -> pb.GetAttributesResponse:
         return self._run(context, lambda: self.queries.get_attributes(request))
@@ -172,8 +194,10 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             if not flow.running:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
                                    pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
+            messages = list(request.messages)
             with self.engine.store.transaction() as db:
-                state.publish(db, flow.uid, request.messages)
+                state.publish(db, flow.uid, messages)
+                history.channel_published(db, flow.uid, messages)
             self.engine.apply(Effects(wait_checks={flow.uid}))
         self._run(context, publish)
         return empty_pb2.Empty()
@@ -198,12 +222,13 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             if not flow.running:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
                                    pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
+            deletion = pb.ChannelMessageDeletion(channel_name=request.channel_name, message_id=request.message_id)
             with self.engine.store.transaction() as db:
-                missing = state.delete_messages(db, flow.uid, [pb.ChannelMessageDeletion(
-                    channel_name=request.channel_name, message_id=request.message_id)])
+                missing = state.delete_messages(db, flow.uid, [deletion])
                 if missing:
                     raise ServiceError(grpc.StatusCode.NOT_FOUND, f"channel message not found: {request.message_id}",
                                        pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
+                history.channel_deleted(db, flow.uid, [deletion])
             self.engine.apply(Effects(touched={flow.uid}))
         self._run(context, delete)
         return empty_pb2.Empty()

@@ -61,6 +61,44 @@ def indexed_attributes(db: sqlite3.Connection, uid: int) -> list[pb.KV]:
     ]
 
 
+def all_attributes(db: sqlite3.Connection, uid: int) -> list[pb.KV]:
+    """Every Attribute of the run (singletons and map instances), by key."""
+    return [pb.KV(key=key, value=_value(blob))
+            for key, blob in db.execute("SELECT key, value FROM attributes WHERE uid=? ORDER BY key", (uid,))]
+
+
+def pending_messages(db: sqlite3.Connection, uid: int) -> dict[str, pb.ChannelValues]:
+    """Every pending Channel message of the run, by Channel (oldest first)."""
+    out: dict[str, pb.ChannelValues] = {}
+    for name, message_id, blob in db.execute(
+            "SELECT name, message_id, value FROM channels WHERE uid=? ORDER BY seq", (uid,)):
+        out.setdefault(name, pb.ChannelValues()).messages.add(channel_name=name, message_id=message_id,
+                                                              value=_value(blob))
+    return out
+
+
+def sub_flow_results(db: sqlite3.Connection, uid: int, seid: str) -> dict[int, pb.FlowResult]:
+    """The terminal results of the Step execution's SubFlows that have one, by condition index."""
+    out: dict[int, pb.FlowResult] = {}
+    for idx, blob in db.execute("SELECT idx, result FROM subflows WHERE parent_uid=? AND seid=? AND result IS NOT NULL",
+                                (uid, seid)):
+        result = pb.FlowResult()
+        result.ParseFromString(blob)
+        out[int(idx)] = result
+    return out
+
+
+def report_sub_flow_result(db: sqlite3.Connection, child_uid: int, result: pb.FlowResult) -> set[int]:
+    """A run closed: store its result with every Wait that started or attached to it as a SubFlow;
+    returns the parent runs (their Waits are checked again)."""
+    parents = {int(uid) for (uid,) in db.execute(
+        "SELECT parent_uid FROM subflows WHERE child_uid=? AND result IS NULL", (child_uid,))}
+    if parents:
+        db.execute("UPDATE subflows SET result=? WHERE child_uid=? AND result IS NULL",
+                   (result.SerializeToString(), child_uid))
+    return parents
+
+
 def validate_writes(writes: Sequence[pb.AttributeWrite]) -> None:
     """Reject malformed Attribute writes before anything is applied."""
     for write in writes:
@@ -124,7 +162,8 @@ def loaded_messages(
 
 
 def publish(db: sqlite3.Connection, uid: int, messages: Sequence[pb.ChannelMessage]) -> set[str]:
-    """Append messages to their Channels; returns the Channel names touched."""
+    """Append messages to their Channels (a message without an id gets one, set on the message
+    itself); returns the Channel names touched."""
     seen: set[str] = set()
     for message in messages:
         if not message.channel_name:
@@ -134,9 +173,11 @@ def publish(db: sqlite3.Connection, uid: int, messages: Sequence[pb.ChannelMessa
         if message.message_id:
             seen.add(message.message_id)
     for message in messages:
+        if not message.message_id:  # assigned here, so history records the id the message has
+            message.message_id = uuid.uuid4().hex
         db.execute(
             "INSERT INTO channels (uid, name, message_id, value) VALUES (?, ?, ?, ?)",
-            (uid, message.channel_name, message.message_id or uuid.uuid4().hex, message.value.SerializeToString()),
+            (uid, message.channel_name, message.message_id, message.value.SerializeToString()),
         )
     return {message.channel_name for message in messages}
 
@@ -182,6 +223,6 @@ def record(db: sqlite3.Connection, uid: int, event: pb.FlowHistoryEvent) -> None
     if not event.HasField("event_time"):
         event.event_time.CopyFrom(now_timestamp())
     db.execute(
-        "INSERT INTO history (uid, event_id, event) VALUES (?, ?, ?)",
+        "INSERT INTO history (uid, event_id, event, txn) VALUES (?, ?, ?, engine_txn())",
         (uid, event.event_id, event.SerializeToString()),
     )

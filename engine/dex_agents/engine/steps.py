@@ -51,12 +51,9 @@ class StepOps(Outcomes):
         keys = list(step.options.wait_for_lock_attribute_keys if step.phase == "wait_for"
                     else step.options.execute_lock_attribute_keys)
         holder = f"step:{seid}"
-        if keys:
-            if engine.held(uid, keys, holder):
-                if (uid, seid) not in engine.lock_waiters:
-                    engine.lock_waiters.append((uid, seid))
-                return
-            engine.acquire(uid, keys, holder)
+        if keys and engine.attribute_locks.held(uid, keys, holder):
+            engine.attribute_locks.wait(uid, seid)
+            return
         method: policy.Method = "wait_for" if step.phase == "wait_for" else "execute"
         message = pb.PollWorkerTask(task_id=new_task_id())
         self._fill_request(message, flow, step)
@@ -71,11 +68,13 @@ class StepOps(Outcomes):
         else:
             task.timeout = policy.method_timeout(step.options, method) * second
             task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
-        engine.track(task)
         too_large = policy.oversized_task(message)
-        if too_large is not None:
+        if too_large is not None:  # fails before it takes a lock or a slot
             self.on_failure(task, too_large, "dex.TaskTooLarge", 0)
             return
+        if keys:
+            engine.attribute_locks.acquire(uid, keys, holder)
+        engine.track(task)
         engine.dispatcher.submit(task)
 
     def _fill_request(self, message: pb.PollWorkerTask, flow: FlowRow, step: StepRow) -> None:
@@ -118,55 +117,53 @@ class StepOps(Outcomes):
 
     # ---- progress frames
     def on_progress(self, task: Task, heartbeat: pb.StepMethodHeartbeat | None, write: pb.StepStreamWrite | None) -> None:
-        """A heartbeat or Stream write of a running Step method."""
+        """A heartbeat or Stream write of a running Step method (any output frame is a heartbeat);
+        the task's memory changes only after the frame's commit."""
         self.engine.assert_locked()
         engine = self.engine
         first = not task.output_seen
-        task.output_seen = True
         flow = engine.flow(task.uid)
         if flow is None:
             return
         if heartbeat is not None and task.local_phase:
-            if first:
+            if first:  # the local phase keeps no checkpoint
                 with engine.store.transaction() as db:
                     engine.rows.update_step(db, task.uid, task.seid, output_seen=True)
         elif heartbeat is not None:
             with engine.store.transaction() as db:
                 engine.rows.update_step(db, task.uid, task.seid, output_seen=True,
                                         heartbeat=heartbeat.value if heartbeat.HasField("value") else None)
-        if task.heartbeat_timeout is not None:  # any output frame is a heartbeat (Stream writes implicitly)
-            task.heartbeat_deadline = engine.clock.time() + task.heartbeat_timeout
         if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
             with engine.store.transaction(durable=first) as db:
                 if first:
                     engine.rows.update_step(db, task.uid, task.seid, output_seen=True)
                 try:
                     self.streams.write(flow.flow_type, write.stream_name, flow.flow_id,
-                                         write.stream_capacity_bytes, write.value, f"#{task.seid}")
+                                       write.stream_capacity_bytes, write.value, f"#{task.seid}")
                 except ServiceError:
                     _LOGGER.warning("dropped an invalid Stream write from %s", task.seid)
+        task.output_seen = True
+        if task.heartbeat_timeout is not None:
+            task.heartbeat_deadline = engine.clock.time() + task.heartbeat_timeout
 
     def check_deadlines(self) -> None:
-        """Fail Step attempts past their method or heartbeat deadline (run every quarter second); one
-        attempt whose failure cannot be applied is logged and never keeps the others from timing out."""
+        """Fail Step attempts past their method or heartbeat deadline (run every quarter second, over
+        the delivered tasks only); one attempt whose failure cannot be applied is logged and never
+        keeps the others from timing out (it is tried again at the next check)."""
         self.engine.assert_locked()
         now = self.engine.clock.time()
-        for task in [t for t in self.engine.running.values() if not t.done]:
+        for task in self.engine.dispatcher.delivered():
+            if task.kind == "rpc" or self.engine.tasks.get(task.task_id) is not task:
+                continue
             try:
-                if task.deadline and task.stream is not None and now >= task.deadline:
-                    self._timed_out(task, f"{task.kind} method timed out", "dex.MethodTimeout")
-                elif task.heartbeat_timeout is not None and task.stream is not None and now >= task.heartbeat_deadline:
+                if task.deadline and now >= task.deadline:
+                    self.method_timeout(task)
+                elif task.heartbeat_timeout is not None and now >= task.heartbeat_deadline:
                     seconds = task.heartbeat_timeout / self.engine.timing.policy_second
-                    self._timed_out(task, f"heartbeat timed out after {seconds:.0f}s",
-                                    "dex.HeartbeatTimeout")
+                    self.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
+                                    "dex.HeartbeatTimeout", 0, cancel=True)
             except Exception:
                 _LOGGER.exception("timing out %s failed", task.seid)
-
-    def _timed_out(self, task: Task, detail: str, error_type: str) -> None:
-        if task.done or self.engine.tasks.get(task.task_id) is not task:
-            return
-        self.engine.dispatcher.cancel(task)  # CANCELED: its Worker is told; the failure is the outcome
-        self.on_failure(task, detail, error_type, 0)
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
@@ -177,33 +174,35 @@ class StepOps(Outcomes):
                               clean_close=clean_close):
             self.engine.dispatcher.requeue(task)
             return
-        self.finish_task(task)
         detail = "worker stream broke while the task was running"
         if task.redeliveries >= policy.MAX_REDELIVERIES and not task.output_seen:
             detail = f"worker stream broke on each of {task.redeliveries + 1} deliveries of the task"
         self.on_failure(task, detail, "dex.WorkerLost", 0)
 
-    def no_worker_available(self, task: Task) -> None:
-        """Scheduled a dispatch wait after a Worker first refused the task as an unknown Step type:
-        unless another Worker took it meanwhile, fail the attempt with NO_WORKER_AVAILABLE (it
-        retries by policy)."""
+    def no_worker_available(self, task: Task, since: float) -> None:
+        """Scheduled a dispatch wait after a Worker first refused the task (an unknown Step type) or
+        an idle Worker first declined it: unless a Worker took it meanwhile (or the refusals were
+        withdrawn), fail the attempt with NO_WORKER_AVAILABLE (it retries by policy)."""
         self.engine.assert_locked()
-        if task.done or task.stream is not None or self.engine.tasks.get(task.task_id) is not task:
+        if (task.done or task.stream is not None or self.engine.tasks.get(task.task_id) is not task
+                or task.unavailable_since != since):
             return
-        self.engine.dispatcher.withdraw(task)
-        self.finish_task(task)
         step_type = task.seid.rsplit("-", 1)[0]
         self.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
                         f"step type {step_type} within the dispatch wait "
-                        f"({self.engine.timing.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0)
+                        f"({self.engine.timing.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0, cancel=True)
 
     def drop_task(self, uid: int, seid: str) -> None:
-        """Cancel the running task of a Step execution that was canceled or closed."""
+        """Stop the task of a Step execution that was canceled or closed (after that commit).
+
+        As in Dex, a regular attempt learns of it only when it records a heartbeat (or writes to a
+        Stream), completes or fails: a handler that never heartbeats runs to its end and its result
+        is discarded. An ASYNC local-phase attempt is told at once."""
         self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
-        self.engine.lock_waiters = [w for w in self.engine.lock_waiters if w != (uid, seid)]
+        self.engine.attribute_locks.stop_waiting(uid, seid)
         if task is None:
             return
-        self.engine.dispatcher.cancel(task)
-        self.finish_task(task)
+        self.engine.dispatcher.cancel(task, tell_worker=task.local_phase)
+        self.engine.untrack(task)
         self.engine.release(uid, f"step:{seid}")

@@ -18,7 +18,10 @@ Protobuf values are stored as serialized bytes; times are Unix milliseconds.
 from __future__ import annotations
 
 import fcntl
+import os
+import queue
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +49,7 @@ CREATE TABLE IF NOT EXISTS flows (
 );
 CREATE INDEX IF NOT EXISTS flows_by_id ON flows (flow_id, uid);
 CREATE INDEX IF NOT EXISTS flows_by_status ON flows (status);
+CREATE INDEX IF NOT EXISTS flows_by_type ON flows (flow_type, uid);
 CREATE TABLE IF NOT EXISTS steps (
     uid INTEGER NOT NULL,
     seid TEXT NOT NULL,
@@ -115,7 +119,24 @@ CREATE TABLE IF NOT EXISTS streams (
 );
 CREATE INDEX IF NOT EXISTS streams_by_instance ON streams (flow_type, stream, flow_id, seq);
 CREATE INDEX IF NOT EXISTS streams_by_type ON streams (flow_type, stream, seq);
+CREATE TABLE IF NOT EXISTS subflows (
+    parent_uid INTEGER NOT NULL,
+    seid TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    child_flow_id TEXT NOT NULL,
+    child_uid INTEGER NOT NULL,
+    result BLOB,
+    PRIMARY KEY (parent_uid, seid, idx)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS subflows_by_child ON subflows (child_uid);
 """
+
+_ADDED_COLUMNS = (
+    ("steps", "last_failure", "BLOB"),
+    ("history", "txn", "INTEGER NOT NULL DEFAULT 0"),
+    ("flows", "parent_flow_id", "TEXT NOT NULL DEFAULT ''"),
+)
+"""Columns added after the first release: a database created before them gets them on open."""
 
 
 class DatabaseError(RuntimeError):
@@ -132,7 +153,8 @@ class Store:
     Invariants: every state change happens inside :meth:`transaction`; a failure inside rolls the
     whole change back, so bad input never leaves partial state. At most one open ``Store`` per
     database file on the machine: an exclusive lock on ``<db>.lock`` is held until :meth:`close`
-    (the OS drops it when the process dies). A constructed ``Store`` can write: opening proves it
+    (the OS drops it when the process dies), which removes the file while still holding the lock; an
+    engine that locked the removed file sees it is no longer the one at ``<db>.lock`` and locks anew. A constructed ``Store`` can write: opening proves it
     with a rolled-back write, so a read-only file fails here rather than on the first call.
     """
 
@@ -141,7 +163,8 @@ class Store:
         self._synchronous = durability.sqlite_synchronous
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock_file = _lock_exclusively(path.with_name(path.name + ".lock"))
+            self._lock_path = path.with_name(path.name + ".lock")
+            self._lock_file = _lock_exclusively(self._lock_path)
         except OSError as error:
             raise DatabaseError(f"database {path} cannot be opened: {error}") from error
         try:
@@ -152,15 +175,27 @@ class Store:
             self.db.execute(f"PRAGMA synchronous={self._synchronous}")
             self.db.execute("PRAGMA foreign_keys=OFF")
             self.db.executescript(_SCHEMA)
+            _add_columns(self.db)
             _prove_writable(self.db)
         except sqlite3.Error as error:
-            self._lock_file.close()
+            _release(self._lock_path, self._lock_file)
             raise DatabaseError(f"database {path} cannot be used: {error}") from error
         except BaseException:
-            self._lock_file.close()
+            _release(self._lock_path, self._lock_file)
             raise
+        self._path = path
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._depth = 0
         self._rollback_listeners: list[Callable[[], None]] = []
+        self._txn = 0
+        self.db.create_function("engine_txn", 0, lambda: self._txn)
+
+    @property
+    def txn(self) -> int:
+        """The open (or last) transaction's number: increasing, also across restarts (it counts
+        microseconds of the wall clock); SQL reads it as ``engine_txn()`` (history rows keep it, so
+        the events one transaction recorded are known)."""
+        return self._txn
 
     def on_rollback(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after every rolled-back transaction (in-memory copies of rows forget
@@ -185,6 +220,7 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")
         try:
             self.db.execute("BEGIN IMMEDIATE")
+            self._txn = max(self._txn + 1, time.time_ns() // 1000)
             self._depth = 1
             try:
                 yield self.db
@@ -208,14 +244,42 @@ class Store:
             for forget in self._rollback_listeners:
                 forget()
 
+    @contextmanager
+    def reader(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection of the caller's own, for a long read without the engine lock:
+        it sees the last committed state (WAL readers never block the writer, nor it them).
+        Connections are pooled and closed with the store."""
+        try:
+            connection = self._readers.get_nowait()
+        except queue.Empty:
+            connection = sqlite3.connect(f"{self._path.resolve().as_uri()}?mode=ro", uri=True,
+                                         check_same_thread=False, isolation_level=None)
+        try:
+            yield connection
+        finally:
+            self._readers.put(connection)
+
     def synchronous(self) -> int:
         """SQLite's ``synchronous`` setting in force (1 NORMAL, 2 FULL), for tests and diagnostics."""
         return int(self.db.execute("PRAGMA synchronous").fetchone()[0])
 
     def close(self) -> None:
-        """Close the connection (the WAL is checkpointed by SQLite) and release the database."""
+        """Close the connections (the WAL is checkpointed by SQLite) and release the database."""
+        while True:
+            try:
+                self._readers.get_nowait().close()
+            except queue.Empty:
+                break
         self.db.close()
-        self._lock_file.close()
+        _release(self._lock_path, self._lock_file)
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    for table, column, declaration in _ADDED_COLUMNS:
+        present = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    db.execute("CREATE INDEX IF NOT EXISTS flows_by_parent ON flows (parent_flow_id, uid)")
 
 
 def _prove_writable(db: sqlite3.Connection) -> None:
@@ -230,10 +294,31 @@ def _prove_writable(db: sqlite3.Connection) -> None:
 
 
 def _lock_exclusively(lock_path: Path) -> IO[bytes]:
-    lock_file = open(lock_path, "ab")  # noqa: SIM115 - held open for the Store's lifetime
-    try:
-        fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    """Hold an exclusive lock on the file at ``lock_path``: the file there now, not one a stopping
+    engine removed between this open and this lock (then the new file is locked instead)."""
+    while True:
+        lock_file = open(lock_path, "ab")  # noqa: SIM115 - held open for the Store's lifetime
+        try:
+            fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_file.close()
+            raise DatabaseInUseError(f"database {lock_path.with_suffix('')} is in use by another engine") from None
+        except BaseException:
+            lock_file.close()
+            raise
+        opened = os.fstat(lock_file.fileno())
+        try:
+            current = os.stat(lock_path)
+        except FileNotFoundError:
+            current = None
+        if current is not None and (current.st_dev, current.st_ino) == (opened.st_dev, opened.st_ino):
+            return lock_file
         lock_file.close()
-        raise DatabaseInUseError(f"database {lock_path.with_suffix('')} is in use by another engine") from None
-    return lock_file
+
+
+def _release(lock_path: Path, lock_file: IO[bytes]) -> None:
+    """Remove the lock file while still holding its lock, then let the lock go."""
+    try:
+        lock_path.unlink(missing_ok=True)
+    finally:
+        lock_file.close()

@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
-from .core import ABANDONED, EngineCore, LongPoll, WaitKey, long_poll_seconds
+from .core import EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import invalid, long_poll_timeout
 from .request_checks import parse_token
 
@@ -34,6 +34,9 @@ class StreamOps:
     def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
         self._usage: dict[tuple[str, str], int] = {}
+        """Retained bytes per (Flow type, Stream), as committed: a rolled-back transaction (a failed
+        COMMIT included) forgets them all, and they are summed again on the next append."""
+        engine.store.on_rollback(self._usage.clear)
 
     def write(self, flow_type: str, stream: str, flow_id: str, capacity: int, value: pb.Value, source: str) -> None:
         """Append one message and evict the oldest of the Flow type beyond ``capacity`` bytes."""
@@ -91,7 +94,7 @@ class StreamOps:
                 return pb.ReadStreamResponse(message=self._message(row))
             remaining = deadline - time.monotonic()
             if poll is not None and poll.abandoned:
-                raise long_poll_timeout(ABANDONED)
+                raise long_poll_timeout(poll.reason)
             if remaining <= 0 or self.engine.stopped:
                 raise long_poll_timeout("no stream message before the wait expired")
             self.engine.wait_change(key, remaining, poll)

@@ -19,7 +19,7 @@ import enum
 import itertools
 import queue
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
@@ -56,7 +56,7 @@ class IllegalTaskTransition(RuntimeError):
     """A task was moved along a transition its lifecycle does not allow (an engine bug)."""
 
 
-@dataclass(eq=False, kw_only=True)
+@dataclass(eq=False, kw_only=True, slots=True)
 class Task:
     """One invocation of a Step method or an RPC handler on a Worker.
 
@@ -85,8 +85,20 @@ class Task:
     heartbeat_timeout: float | None = None
     heartbeat_deadline: float = 0.0
     redeliveries: int = 0
-    refused_by: set[str] = field(default_factory=set)
+    refused_by: frozenset[str] = frozenset()
     """App worker ids that declined the task as an unknown Step type; it is not offered to them again."""
+    unavailable_since: float | None = None
+    """Monotonic time of the first refusal (unknown Step type) or decline by an idle Worker since the
+    task was last accepted or declined for capacity: a dispatch wait later the attempt fails with
+    NO_WORKER_AVAILABLE unless a Worker took it (see ``Dispatcher.reject``)."""
+    cancel_unsent: bool = False
+    """CANCELED while delivered, its Worker not yet told: the Worker gets ``cancel_task`` with the
+    task's next heartbeat or Stream write (Dex delivers a cancellation with a heartbeat)."""
+    frame: bytes | None = None
+    """The task's frame, serialized, while the task waits in its queue (``message`` is then an
+    empty stand-in, parsed back at delivery): a waiting task keeps the snapshot of the state taken
+    when its method was scheduled, as Dex does, at the cost of its bytes, without the parsed
+    message's overhead."""
 
     @property
     def done(self) -> bool:
@@ -141,6 +153,9 @@ class WorkerStream:
         self.declined_until = 0.0
         self.saturated_at: float | None = None
         """When this stream's decline marked its Worker saturated (withdrawn if it then retires)."""
+        self.idle_decline: tuple[Task, float] | None = None
+        """The task this stream last declined while its Worker ran nothing, with the start of that
+        task's NO_WORKER_AVAILABLE count (withdrawn if the stream then retires)."""
 
     def send(self, response: pb.PollWorkerTaskResponse) -> None:
         """Queue one response frame for the stream's writer."""

@@ -1,11 +1,11 @@
 """Pure evaluation of a Step's Wait: is it satisfied, and what does it consume?
 
 Rules (Dex's documented semantics):
-- a Timer condition is ready once fired or skipped;
+- a Timer condition is ready once fired or skipped; a SubFlow condition once its run closed;
 - a Channel condition needs ``at_least`` queued messages (0 when unset) and then consumes the
   messages queued at that moment up to ``at_most`` (all when unset), oldest first;
 - ``all_of`` needs every condition; ``any_of`` picks the first ready condition in canonical order
-  (Timers, then Channels, argument order within each kind); ``any_combination_of`` picks the first
+  (Timers, then Channels, then SubFlows, argument order within each kind); ``any_combination_of`` picks the first
   combination whose conditions are all ready. Only the chosen conditions consume messages;
 - conditions on the same Channel share its queue in argument order.
 """
@@ -27,12 +27,16 @@ class Selection:
     consume: Mapping[int, int]
 
 
+NO_SUB_FLOWS: Sequence[bool] = ()
+
+
 def validate(waiting: pb.WaitingCondition) -> str | None:
     """A reason the Wait cannot be served by this engine, or None."""
-    if waiting.sub_flow_conditions:
-        return "SubFlow conditions are not supported by the local engine"
-    if not waiting.timer_conditions and not waiting.channel_conditions:
+    if not waiting.timer_conditions and not waiting.channel_conditions and not waiting.sub_flow_conditions:
         return "Wait requires at least one condition"
+    for sub_flow in waiting.sub_flow_conditions:
+        if not sub_flow.sub_flow_type or not sub_flow.start_step_type:
+            return "SubFlow condition requires a Flow type and a start Step type"
     for timer in waiting.timer_conditions:
         if timer.duration_seconds < 0:
             return "timer duration must not be negative"
@@ -59,11 +63,15 @@ def evaluate(
     waiting: pb.WaitingCondition,
     timer_status: Sequence[int],
     available: Mapping[str, int],
+    sub_flow_done: Sequence[bool] = NO_SUB_FLOWS,
 ) -> Selection | None:
-    """The selection when the Wait is satisfied now, else None."""
+    """The selection when the Wait is satisfied now, else None (``sub_flow_done[i]``: the run of
+    SubFlow condition ``i`` closed)."""
     kind = waiting.waiting_condition_type
     timers = list(range(len(waiting.timer_conditions)))
     channels = list(range(len(waiting.channel_conditions)))
+    sub_flows = list(range(len(waiting.sub_flow_conditions)))
+    done = [index < len(sub_flow_done) and sub_flow_done[index] for index in sub_flows]
     if kind == pb.WAITING_CONDITION_TYPE_ANY_COMPLETED:
         for index in timers:
             if timer_status[index] in _TIMER_DONE:
@@ -72,15 +80,19 @@ def evaluate(
             chosen = _allocate(waiting, [], [index], timer_status, available)
             if chosen is not None:
                 return chosen
-        return None
+        return Selection(consume={}) if any(done) else None
     if kind == pb.WAITING_CONDITION_TYPE_ANY_COMBINATION_COMPLETED:
         by_id = _ids(waiting)
         for combination in waiting.condition_combinations:
-            picked_timers = [i for c in combination.condition_ids if (k := by_id.get(c)) and k[0] == "t" for i in [k[1]]]
-            picked_channels = [i for c in combination.condition_ids if (k := by_id.get(c)) and k[0] == "c" for i in [k[1]]]
-            chosen = _allocate(waiting, picked_timers, picked_channels, timer_status, available)
+            picked = [by_id[c] for c in combination.condition_ids if c in by_id]
+            if not all(done[i] for k, i in picked if k == "s"):
+                continue
+            chosen = _allocate(waiting, [i for k, i in picked if k == "t"], [i for k, i in picked if k == "c"],
+                               timer_status, available)
             if chosen is not None:
                 return chosen
+        return None
+    if not all(done):
         return None
     return _allocate(waiting, timers, channels, timer_status, available)
 
@@ -90,9 +102,14 @@ def results(
     timer_status: Sequence[int],
     selection: Selection,
     consumed: Mapping[int, Sequence[pb.Value]],
+    sub_flow_results: Mapping[int, pb.FlowResult] | None = None,
 ) -> pb.ConditionResults:
-    """The ConditionResults handed to ``execute`` (timers by index, chosen channels' values)."""
+    """The ConditionResults handed to ``execute`` (timers by index, chosen channels' values, and
+    every SubFlow's result by index: its terminal result, or a RUNNING snapshot without outputs)."""
     out = pb.ConditionResults()
+    for index in range(len(waiting.sub_flow_conditions)):
+        result = (sub_flow_results or {}).get(index)
+        out.sub_flow_results.append(result if result is not None else pb.FlowResult(flow_status=pb.FLOW_STATUS_RUNNING))
     for index, timer in enumerate(waiting.timer_conditions):
         done = timer_status[index] in _TIMER_DONE
         out.timer_results.add(
@@ -118,6 +135,9 @@ def _ids(waiting: pb.WaitingCondition) -> dict[str, tuple[str, int]]:
     for index, channel in enumerate(waiting.channel_conditions):
         if channel.condition_id:
             ids[channel.condition_id] = ("c", index)
+    for index, sub_flow in enumerate(waiting.sub_flow_conditions):
+        if sub_flow.condition_id:
+            ids[sub_flow.condition_id] = ("s", index)
     return ids
 
 

@@ -79,7 +79,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         register = first.register
         stream = WorkerStream(register.queue, register.app_worker_id or f"anonymous-{id(context)}")
         context.add_callback(stream.close)
-        with self.engine.lock:
+        with self.engine.locked():
             if self.engine.stopped:
                 return
             self.engine.dispatcher.register(stream)
@@ -94,7 +94,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         clean_close = False  # the Worker half-closed its side (rather than the stream breaking)
         try:
             for request in requests:
-                with self.engine.lock:
+                with self.engine.locked():
                     if self.engine.stopped:
                         break
                     try:
@@ -108,7 +108,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         except Exception:
             _LOGGER.exception("worker stream reader failed")
         finally:
-            with self.engine.lock:
+            with self.engine.locked():
                 self._on_closed(stream, clean_close)
             stream.close()
 
@@ -129,13 +129,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                 return
             if reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP and task is not None and (
                     task.task_id == reject.task_id and task.kind != "rpc"):
-                refused = self.engine.dispatcher.refuse(stream, reject.task_id)
-                if refused is not None:
-                    steps = self.engine.steps
-                    self.engine.scheduler.call_later(self.engine.timing.dispatch_wait,
-                                                     lambda: steps.no_worker_available(refused))
-                return
-            self.engine.dispatcher.reject(stream, reject.task_id)
+                started = self.engine.dispatcher.refuse(stream, reject.task_id)
+            else:
+                started = self.engine.dispatcher.reject(stream, reject.task_id)
+            if started is not None:
+                steps, (unavailable, since) = self.engine.steps, started
+                self.engine.scheduler.call_later(self.engine.timing.dispatch_wait,
+                                                 lambda: steps.no_worker_available(unavailable, since))
 
     def _on_frame(self, stream: WorkerStream, frame: pb.PollWorkerTaskFrame) -> None:
         task = stream.task
@@ -147,10 +147,12 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             output = frame.wait_for if kind == "wait_for" else frame.execute
             which = output.WhichOneof("output")
             if which == "heartbeat" or which == "stream_write":
+                self.engine.dispatcher.progress(task)
                 if not task.done and task.kind != "rpc":
                     steps.on_progress(task, output.heartbeat if which == "heartbeat" else None,
                                       output.stream_write if which == "stream_write" else None)
                 return
+        task.unavailable_since = None
         self.engine.dispatcher.finish(task)
         if task.done:
             return
@@ -158,7 +160,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             self.engine.rpcs.on_frame(task, frame, stream)
         elif kind == "worker_error":
             error = frame.worker_error
-            steps.on_failure(task, error.detail, error.error_type, error.retry_after_seconds)
+            steps.on_failure(task, error.detail, error.error_type, error.retry_after_seconds, worker_error=error)
         elif kind == "wait_for" and task.kind == "wait_for" and frame.wait_for.HasField("result"):
             steps.on_wait_for_result(task, frame.wait_for.result)
         elif kind == "execute" and task.kind == "execute" and frame.execute.HasField("result"):

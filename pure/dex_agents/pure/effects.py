@@ -1,26 +1,39 @@
-"""Effects: the closed union of everything a reducer asks the shell to do, named after the Dex verb
-(or runner call) each one becomes. The shell interprets these and nothing else.
+"""Effects: what a reducer asks the shell to do, named after the Dex verb (or runner call) each one
+becomes, in three closed unions by where they may appear. The shell interprets these and nothing else.
 
-Order matters: the shell performs a transition's effects in the order given. Within one Step
-invocation Dex stages writes and commits them atomically with the Step decision, so the order only
-shows in the live event Stream and in the decision, which is always last.
+| Union | Members | Where |
+| --- | --- | --- |
+| ``Write`` | ``SetAttribute``, ``DeleteAttribute``, ``SetMapInstance``, ``DeleteMapInstance``, ``PublishToChannel``, ``PublishToChannelInstance`` | Steps and RPCs, before the ending |
+| ``StepEffect`` | ``Write``, ``WriteEvent`` | a Step's effects, before its ending |
+| ``StepEnding`` | a decision (``GoToSteps``, ``DeadEnd``), a request (``BuildUserMessage``, ``CallModel``, ``SendHeartbeat``, ``ExecuteDeferredToolCall``) or ``FailAttempt`` | a Step transition's last element |
+| ``ApprovalWait`` | ``WaitForResolution``, ``SkipWait`` | the ending of ``AwaitToolApproval``'s ``wait_for`` |
+| ``RpcEnding`` | ``AnswerRpc``, ``RefuseRpc`` | an RPC transition's last element |
+
+A transition holds its effects and its ending apart (``transition.StepTransition``,
+``RpcTransition``, ``WaitTransition``), so an effect after the ending, a Stream write in an RPC, or
+an RPC answer in a Step cannot be built: the types decide where an effect may appear.
+
+A request asks the shell for work whose result comes back as a follow-up input, reduced in the same
+attempt from the state the request left: ``BuildUserMessage`` -> ``UserMessageBuilt``, ``CallModel`` ->
+``ModelCallFinished`` or ``ModelCallFailed``, ``SendHeartbeat`` -> ``HeartbeatSent``,
+``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` or ``ToolExecutionFailed``.
+
+Order matters: the shell performs a transition's effects in the order given, then its ending. Within
+one Step invocation Dex stages writes and commits them atomically with the Step decision, so the order
+only shows in the live event Stream.
 
 The persistence effects are generic over the typed key they write (``persistence.AGENT_STATE`` and so
 on): ``SetAttribute.of(AGENT_STATE, value)`` type-checks only when ``value`` is an ``AgentState``. Build
 them with their ``of`` constructors, which pin the value type to the key's and return the effect as it
-sits in the ``Effect`` union (``SetAttribute[object]``): a bare constructor call inside a list of
-``Effect`` would make mypy infer ``object`` and refuse the key, which is invariant in its type.
+sits in the ``Write`` union (``SetAttribute[object]``): a bare constructor call inside a list of
+effects would make mypy infer ``object`` and refuse the key, which is invariant in its type.
 
 Invariants:
-    * A Step transition ends with exactly one decision (``GoToSteps``, ``DeadEnd``), except a
-      transition that asks the shell for work and a follow-up input: a tool Step's
-      ``ToolStepStarted`` ends with ``ExecuteDeferredToolCall`` (the shell runs the tool), and
-      ``RunModel`` failing its turn ends with ``BuildTurnFailureNote`` (the runner builds the note).
-    * ``FailAttempt`` is always last. A rejection is ``FailAttempt`` alone (state unchanged); only a
-      failed model call (``ModelCallFailed``) puts a ``WriteEvent`` before it: the shell raises at
+    * A transition that ends in a request changes no state and writes nothing but events before it;
+      its follow-up's transition does the rest.
+    * ``FailAttempt`` and ``RefuseRpc`` leave the state unchanged. A rejection has no effects before
+      it; only a failed model call (``ModelCallFailed``) writes an event first: the shell raises at
       ``FailAttempt``, Dex keeps the Stream writes of the failed attempt and commits nothing else.
-    * An RPC transition ends with exactly one ``AnswerRpc`` (or is a rejection: the caller gets an
-      error) and never writes the event Stream.
     * A persistence effect's value has its key's type (checked by mypy, and again on construction).
 """
 
@@ -33,8 +46,9 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey
 from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot
+from dex_agents.pure.step_inputs import UserMessagePurpose
 from dex_agents.pure.step_options import StepMovement
-from dex_agents.pure.values import AgentEvent, AgentToolCall
+from dex_agents.pure.values import AgentEvent, AgentMessage, AgentToolCall
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -150,6 +164,17 @@ class PublishToChannelInstance(Generic[T_co]):
         return effect
 
 
+Write: TypeAlias = (
+    SetAttribute[object]
+    | DeleteAttribute[object]
+    | SetMapInstance[object]
+    | DeleteMapInstance[object]
+    | PublishToChannel[object]
+    | PublishToChannelInstance[object]
+)
+"""A staged write: Steps and RPCs both stage them; Dex commits them with the ending."""
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WriteEvent:
@@ -158,33 +183,8 @@ class WriteEvent:
     event: AgentEvent
 
 
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Heartbeat:
-    """Send a heartbeat and wait until it is out, before the tool runs (the single-attempt guard)."""
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecuteDeferredToolCall:
-    """Call ``runner.execute_deferred_tool_call`` with this record, idempotency key and the turn's
-    ``framework_run_state`` (that of the ``ToolCallsRequested`` that deferred the call), then feed the
-    outcome back as ``ToolCallSucceeded`` or ``ToolExecutionFailed`` (anything else the runner raises
-    is raised to Dex, which retries or takes the failure route)."""
-
-    tool_call: AgentToolCall
-    idempotency_key: str
-    framework_run_state: str | None
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BuildTurnFailureNote:
-    """``RunModel`` fails its turn after tool calls finished: call ``runner.build_user_message(note)``,
-    then feed back ``TurnFailed(recovery_error, that message)`` (``note`` is ``turn_failure_note``)."""
-
-    note: str
-    recovery_error: str
+StepEffect: TypeAlias = Write | WriteEvent
+"""What a Step transition performs before its ending."""
 
 
 @final
@@ -205,15 +205,99 @@ class DeadEnd:
     """``dead_end()``: end this branch of the Flow; the session keeps running."""
 
 
+Decision: TypeAlias = GoToSteps | DeadEnd
+"""What a Step's ``execute`` returns to Dex."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildUserMessage:
+    """Call ``runner.build_user_message(text)``, then feed back ``UserMessageBuilt(purpose, message)``.
+
+    ``purpose`` says what the message is for (the initial message, a queued message, the turn failure
+    note); the follow-up's reducer acts on it."""
+
+    text: str
+    purpose: UserMessagePurpose
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallModel:
+    """Call ``runner.run_model_step`` with this view of the running turn, then feed back
+    ``ModelCallFinished`` (the checked outcome) or ``ModelCallFailed`` (it raised).
+
+    Attributes:
+        turn_id: The running turn.
+        messages: Every stored message, in sequence order (this turn's user message included).
+        framework_run_state: The turn's run state (``None`` for the turn's first model call).
+        tool_calls: The turn's tool call records, in deferral order.
+    """
+
+    turn_id: str
+    messages: PVector[AgentMessage]
+    framework_run_state: str | None
+    tool_calls: PVector[AgentToolCall]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendHeartbeat:
+    """Send a heartbeat and wait until it is out (the single-attempt guard before ``tool_call_id``
+    runs), then feed back ``HeartbeatSent``; when it cannot be proven sent, the attempt fails."""
+
+    tool_call_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecuteDeferredToolCall:
+    """Call ``runner.execute_deferred_tool_call`` with this record, idempotency key and the turn's
+    ``framework_run_state`` (that of the ``ToolCallsRequested`` that deferred the call), then feed the
+    outcome back as ``ToolCallSucceeded`` or ``ToolExecutionFailed`` (anything else the runner raises
+    is raised to Dex, which retries or takes the failure route)."""
+
+    tool_call: AgentToolCall
+    idempotency_key: str
+    framework_run_state: str | None
+
+
+Request: TypeAlias = BuildUserMessage | CallModel | SendHeartbeat | ExecuteDeferredToolCall
+"""Work the shell performs and reports back as a follow-up input, in the same attempt."""
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailAttempt:
-    """Raise so that Dex fails this attempt (retry, then the failure route); in an RPC, the call fails
-    and its caller gets an error with this text. Nothing staged is committed (events written before it
-    stay in the Stream). ``error`` says what was wrong (a runner defect, a failed model call, an input
-    that does not fit the state or cannot be encoded)."""
+    """Raise so that Dex fails this attempt (retry, then the failure route). Nothing staged is committed
+    (events written before it stay in the Stream). ``error`` says what was wrong (a runner defect, a
+    failed model call, an input that does not fit the state)."""
 
     error: str
+
+
+StepEnding: TypeAlias = Decision | Request | FailAttempt
+"""The last element of a Step transition."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitForResolution:
+    """Wait for one message on ``InterruptResolutions[interrupt_id]``, or a Timer of ``timer_seconds``
+    (whole seconds, rounded up) when one is set; the Timer comes first in Dex's canonical order."""
+
+    interrupt_id: str
+    timer_seconds: int | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkipWait:
+    """Nothing to wait for (``Wait.skip_immediately``); execute then sees no Timer and no resolution."""
+
+
+ApprovalWait: TypeAlias = WaitForResolution | SkipWait
+"""What ``AwaitToolApproval``'s ``wait_for`` waits on: the ending of its ``WaitTransition``."""
 
 
 RpcOutput: TypeAlias = bool | AgentSnapshot | AgentMessagePage
@@ -228,39 +312,43 @@ class AnswerRpc:
     output: RpcOutput
 
 
-Effect: TypeAlias = (
-    SetAttribute[object]
-    | DeleteAttribute[object]
-    | SetMapInstance[object]
-    | DeleteMapInstance[object]
-    | PublishToChannel[object]
-    | PublishToChannelInstance[object]
-    | WriteEvent
-    | Heartbeat
-    | ExecuteDeferredToolCall
-    | BuildTurnFailureNote
-    | GoToSteps
-    | DeadEnd
-    | FailAttempt
-    | AnswerRpc
-)
-"""Every effect a reducer can ask for."""
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefuseRpc:
+    """Fail the RPC: its caller gets an error with this text and nothing is written (text that cannot
+    be encoded)."""
+
+    error: str
+
+
+RpcEnding: TypeAlias = AnswerRpc | RefuseRpc
+"""The last element of an RPC transition."""
 
 __all__ = [
     "AnswerRpc",
-    "BuildTurnFailureNote",
+    "ApprovalWait",
+    "BuildUserMessage",
+    "CallModel",
     "DeadEnd",
+    "Decision",
     "DeleteAttribute",
     "DeleteMapInstance",
-    "Effect",
     "ExecuteDeferredToolCall",
     "FailAttempt",
     "GoToSteps",
-    "Heartbeat",
     "PublishToChannel",
     "PublishToChannelInstance",
+    "RefuseRpc",
+    "Request",
+    "RpcEnding",
     "RpcOutput",
+    "SendHeartbeat",
     "SetAttribute",
     "SetMapInstance",
+    "SkipWait",
+    "StepEffect",
+    "StepEnding",
+    "WaitForResolution",
+    "Write",
     "WriteEvent",
 ]

@@ -18,7 +18,8 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 ``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
 failure before the next attempt starts; ``retrying`` says whether another attempt follows.
 
-``text_delta`` and ``reasoning_delta`` come from the runner's event writer (see ``coalescing``).
+``text_delta`` and ``reasoning_delta`` come from the runner's event writer (see ``coalescing``), which
+also writes ``tool_call_started`` and ``tool_call_finished`` for a runner, with the payloads built here.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pyrsistent import pmap
 
 from dex_agents.pure.json_value import JsonObject, JsonValue
 from dex_agents.pure.step_inputs import Invocation
-from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentToolCall, AgentUsage
+from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentToolCall, AgentUsage, ToolCallStatus
 
 TURN_STARTED = "turn_started"
 TURN_COMPLETED = "turn_completed"
@@ -94,20 +95,26 @@ def tool_call_deferred(invocation: Invocation, record: AgentToolCall) -> AgentEv
     return _event(TOOL_CALL_DEFERRED, record.turn_id, invocation, payload)
 
 
+def tool_call_started_payload(tool_call_id: str, tool_name: str) -> JsonObject:
+    """The payload of ``tool_call_started``."""
+    return pmap({"tool_call_id": tool_call_id, "tool_name": tool_name})
+
+
+def tool_call_finished_payload(tool_call_id: str, tool_name: str, status: ToolCallStatus) -> JsonObject:
+    """The payload of ``tool_call_finished``."""
+    return pmap({"tool_call_id": tool_call_id, "tool_name": tool_name, "status": status.value})
+
+
 def tool_call_started(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
     """``tool_call_started``: the tool Step is about to run the tool."""
-    payload: dict[str, JsonValue] = {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name}
-    return _event(TOOL_CALL_STARTED, record.turn_id, invocation, payload)
+    return _event(TOOL_CALL_STARTED, record.turn_id, invocation,
+                  tool_call_started_payload(record.tool_call_id, record.tool_name))
 
 
 def tool_call_finished(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
     """``tool_call_finished``: the record became final (including a rejection)."""
-    payload: dict[str, JsonValue] = {
-        "tool_call_id": record.tool_call_id,
-        "tool_name": record.tool_name,
-        "status": record.status.value,
-    }
-    return _event(TOOL_CALL_FINISHED, record.turn_id, invocation, payload)
+    return _event(TOOL_CALL_FINISHED, record.turn_id, invocation,
+                  tool_call_finished_payload(record.tool_call_id, record.tool_name, record.status))
 
 
 def interrupt_raised(invocation: Invocation, interrupt: AgentInterrupt) -> AgentEvent:
@@ -162,7 +169,9 @@ __all__ = [
     "model_call_failed",
     "tool_call_deferred",
     "tool_call_finished",
+    "tool_call_finished_payload",
     "tool_call_started",
+    "tool_call_started_payload",
     "turn_completed",
     "turn_failed",
     "turn_started",

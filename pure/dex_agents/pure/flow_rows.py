@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeAlias, final
+from typing import Final, TypeAlias, final
 
 from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName, RpcName, StepType
+
+
+DEX_DEFAULT_METHOD_TIMEOUT_SECONDS: Final = 2 * 60 * 60
+"""Dex's method timeout of a Step whose options set none (a row's ``None``)."""
 
 
 @final
@@ -100,7 +104,7 @@ class ForInputCountMessages:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ForResolutionOrDeadline:
     """Wait for one message on the call's interrupt instance of ``channel_map`` or the interrupt's
-    deadline Timer, whichever comes first (``reducers.approval_wait`` decides the instance and Timer)."""
+    deadline Timer, whichever comes first (the core decides the instance and Timer: ``ApprovalWait``)."""
 
     channel_map: ChannelMapName
 
@@ -151,6 +155,7 @@ class RpcRow:
 
 
 __all__ = [
+    "DEX_DEFAULT_METHOD_TIMEOUT_SECONDS",
     "Durability",
     "ForInputCountMessages",
     "ForOneMessage",

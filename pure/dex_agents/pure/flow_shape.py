@@ -13,8 +13,13 @@ from dex_agents.pure.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
+    HeartbeatSent,
+    InitialMessage,
+    ModelAttemptsExhausted,
     ModelCallFailed,
     ModelCallFinished,
+    ModelStepStarted,
+    QueuedMessage,
     ResolveInterruptCalled,
     RpcCall,
     SendUserMessageCalled,
@@ -26,8 +31,10 @@ from dex_agents.pure.step_inputs import (
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
+    TurnFailureNote,
     UserMessageArrived,
+    UserMessageBuilt,
+    UserMessagePurpose,
 )
 from dex_agents.pure.values import ToolEffect
 
@@ -35,20 +42,38 @@ _TOOL_STEPS: Final = frozenset(tool_step_type(effect) for effect in ToolEffect)
 """The Steps that run a tool call (the Effects table's "Step" column)."""
 
 
+def _building(purpose: UserMessagePurpose) -> frozenset[StepType]:
+    """The Steps that ask for a user message with ``purpose``."""
+    match purpose:
+        case InitialMessage():
+            return frozenset({StepType.START_AGENT_SESSION})
+        case QueuedMessage():
+            return frozenset({StepType.AWAIT_USER_MESSAGE})
+        case TurnFailureNote():
+            return frozenset({StepType.RECORD_TURN_FAILURE, StepType.RUN_MODEL})
+        case _:
+            assert_never(purpose)
+
+
 def steps_producing(step_input: StepInput) -> frozenset[StepType]:
     """The Step (or, for a tool outcome, the two tool Steps) whose invocation produces ``step_input``
-    (``TurnFailed``: ``RecordTurnFailure``, or ``RunModel`` failing its turn itself)."""
+    (a turn failure note's ``UserMessageBuilt``: ``RecordTurnFailure``, or ``RunModel`` failing its turn
+    itself)."""
     match step_input:
         case SessionStarted():
             return frozenset({StepType.START_AGENT_SESSION})
         case UserMessageArrived():
             return frozenset({StepType.AWAIT_USER_MESSAGE})
-        case ModelCallFinished() | ModelCallFailed():
+        case UserMessageBuilt(purpose=purpose):
+            return _building(purpose)
+        case ModelStepStarted() | ModelCallFinished() | ModelCallFailed():
             return frozenset({StepType.RUN_MODEL})
         case ApprovalWaitEnded():
             return frozenset({StepType.AWAIT_TOOL_APPROVAL})
         case ToolStepStarted():
             return frozenset({step_input.step_type}) & _TOOL_STEPS
+        case HeartbeatSent():
+            return frozenset({StepType.CALL_SINGLE_ATTEMPT_TOOL})
         case ToolCallSucceeded() | ToolExecutionFailed():
             return _TOOL_STEPS
         case ToolAttemptsExhausted():
@@ -57,8 +82,8 @@ def steps_producing(step_input: StepInput) -> frozenset[StepType]:
             return frozenset({StepType.RECORD_TOOL_OUTCOME_UNKNOWN})
         case ToolResultsArrived():
             return frozenset({StepType.RESUME_TURN})
-        case TurnFailed():
-            return frozenset({StepType.RECORD_TURN_FAILURE, StepType.RUN_MODEL})
+        case ModelAttemptsExhausted():
+            return frozenset({StepType.RECORD_TURN_FAILURE})
         case _:
             assert_never(step_input)
 

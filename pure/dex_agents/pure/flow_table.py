@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Final
 
 from dex_agents.pure.flow_rows import (
+    DEX_DEFAULT_METHOD_TIMEOUT_SECONDS,
     ForInputCountMessages,
     ForOneMessage,
     ForResolutionOrDeadline,
@@ -181,4 +182,24 @@ def execute_attempts(step_type: StepType) -> int | None:
     return None if retry is None else retry.maximum_attempts
 
 
-__all__ = ["RPC_TABLE", "START_INPUT_TYPE", "STEP_TABLE", "execute_attempts", "steps_with_input"]
+def method_timeout_seconds(step_type: StepType) -> int:
+    """How long one ``execute`` attempt of the Step may run: its row's method timeout, else Dex's default."""
+    timeout = STEP_TABLE[step_type].execute_method_timeout_seconds
+    return DEX_DEFAULT_METHOD_TIMEOUT_SECONDS if timeout is None else timeout
+
+
+def attempt_deadline_ms(step_type: StepType, started_ms: int) -> int:
+    """When an ``execute`` attempt of the Step that started at ``started_ms`` reaches its method
+    timeout, in epoch milliseconds (the runner's ``deadline``)."""
+    return started_ms + method_timeout_seconds(step_type) * 1000
+
+
+__all__ = [
+    "RPC_TABLE",
+    "START_INPUT_TYPE",
+    "STEP_TABLE",
+    "attempt_deadline_ms",
+    "execute_attempts",
+    "method_timeout_seconds",
+    "steps_with_input",
+]

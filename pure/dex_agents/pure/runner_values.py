@@ -1,5 +1,7 @@
-"""The runner contract as data: what a framework runner returns from a model call, and the tool
-policies it applies. The shell turns runner objects into these values before any reducer sees them."""
+"""The runner contract's values: what a framework runner returns from a model call, and the tool
+policies it applies. They live in the core, which reads them; the contract itself (the protocol, what
+the runner receives, its errors) is ``dex_agents.shell.runner``, which re-exports these. The shell
+checks a runner's objects into these values before any reducer sees them."""
 
 from __future__ import annotations
 

@@ -1,25 +1,31 @@
-"""Session inputs: past-tense facts the shell observed, one per Step outcome and per RPC call.
+"""Session inputs: what ``reduce`` takes (``SessionInput``), one per Step start, per request's result
+and per RPC call; nothing else reaches the core. Each is a past-tense fact the shell observed, named
+for what happened (``SessionStarted``, ``ModelCallFinished``); "input" is the one word for them in the
+code (the Flow option ``fact_observer`` sees every one).
 
 A Step input carries an ``Invocation`` (flow ID, Step execution ID, attempt, and the Worker clock in
-epoch milliseconds) plus what the Step saw: a consumed Channel message, a runner result (already
+epoch milliseconds) plus what the Step saw: a consumed Channel message, a request's result (already
 turned into data), a recovery error. The core reads no clock and mints no id: everything it needs
 arrives here, so folding recorded inputs (``replay``) reproduces a session exactly.
 
-Which Step produces which input:
-    * ``StartAgentSession``: ``SessionStarted``.
-    * ``AwaitUserMessage``: ``UserMessageArrived``.
-    * ``RunModel``: ``ModelCallFinished`` (``TurnCompleted`` or ``ToolCallsRequested``), or
-      ``ModelCallFailed`` (``run_model_step`` raised); ``TurnFailed`` when it fails the turn itself
-      after asking for the turn failure note (``BuildTurnFailureNote``).
-    * ``AwaitToolApproval``: ``ApprovalWaitEnded`` (a resolution, the deadline Timer, or a skipped wait).
-    * ``CallTool`` / ``CallSingleAttemptTool``: ``ToolStepStarted`` before the tool runs, then
-      ``ToolCallSucceeded`` or ``ToolExecutionFailed`` (a ``ToolExecutionError``).
-    * ``RecordToolFailure``: ``ToolAttemptsExhausted``; ``RecordToolOutcomeUnknown``:
-      ``SingleAttemptToolFailed`` (both with the recovery error text).
-    * ``ResumeTurn``: ``ToolResultsArrived``.
-    * ``RecordTurnFailure``: ``TurnFailed``.
-    * RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
-      ``AgentMessagesListed``.
+Every Step runs one protocol: the shell reduces the Step's *started* input; the core answers with
+effects that may end in a request (``effects.Request``); the shell performs it and reduces its
+*follow-up* input from the state the request left, until a decision ends the attempt.
+
+| Step | Started input | Follow-ups (request -> input) |
+| --- | --- | --- |
+| ``StartAgentSession`` | ``SessionStarted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` |
+| ``AwaitUserMessage`` | ``UserMessageArrived`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` |
+| ``RunModel`` | ``ModelStepStarted`` | ``CallModel`` -> ``ModelCallFinished`` / ``ModelCallFailed``; then maybe ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn failure note) |
+| ``AwaitToolApproval`` | ``ApprovalWaitStarted`` (``wait_for``), ``ApprovalWaitEnded`` (``execute``) | |
+| ``CallTool`` / ``CallSingleAttemptTool`` | ``ToolStepStarted`` | ``SendHeartbeat`` -> ``HeartbeatSent``; ``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` / ``ToolExecutionFailed`` |
+| ``RecordToolFailure`` | ``ToolAttemptsExhausted`` | |
+| ``RecordToolOutcomeUnknown`` | ``SingleAttemptToolFailed`` | |
+| ``ResumeTurn`` | ``ToolResultsArrived`` | |
+| ``RecordTurnFailure`` | ``ModelAttemptsExhausted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn failure note) |
+
+RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
+``AgentMessagesListed``.
 """
 
 from __future__ import annotations
@@ -27,16 +33,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias, final
 
+from pyrsistent.typing import PVector
+
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.rpc_values import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
 from dex_agents.pure.runner_values import AgentTurnOutcome
-from dex_agents.pure.values import AgentInterruptResolution, AgentSessionStartInput, AgentUserMessage, FrameworkMessage
+from dex_agents.pure.values import (
+    AgentInterruptResolution,
+    AgentSessionStartInput,
+    AgentUsage,
+    AgentUserMessage,
+    FrameworkMessage,
+)
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Invocation:
-    """Facts of the running Step invocation.
+    """The running Step invocation, as the shell read it.
 
     Attributes:
         flow_id: The session ID (non-empty).
@@ -53,23 +67,79 @@ class Invocation:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryError:
+    """The failure that routed a Step to its failure route (Dex's ``RecoveryErrorInfo``): the failed
+    attempt's message and error type, as Dex recorded them (either may be empty)."""
+
+    detail: str
+    error_type: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitialMessage:
+    """The user message ``StartAgentSession`` starts ``turn-1`` with."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueuedMessage:
+    """The user message ``AwaitUserMessage`` starts the next turn with (from the consumed queued one)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFailureNote:
+    """The note that ends a failed turn whose tool calls finished; the turn fails with ``error``.
+
+    Attributes:
+        error: The turn's ``last_turn_error`` (the recovery error, or why ``RunModel`` failed it).
+        recorded_usage: The failing model call's usage, recorded with the failure (the model call cap:
+            the call that reached it returned usage); ``None`` when no model call returned.
+    """
+
+    error: str
+    recorded_usage: AgentUsage | None
+
+
+UserMessagePurpose: TypeAlias = InitialMessage | QueuedMessage | TurnFailureNote
+"""What a ``BuildUserMessage`` request builds the message for (its follow-up carries it back)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStarted:
-    """``StartAgentSession`` ran. ``initial_user_message`` is ``runner.build_user_message`` of a
-    non-blank ``initial_message`` (``None`` otherwise)."""
+    """``StartAgentSession`` began with the Flow's start input."""
 
     invocation: Invocation
     start_input: AgentSessionStartInput
-    initial_user_message: FrameworkMessage | None
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UserMessageArrived:
-    """``AwaitUserMessage`` consumed one queued message; ``user_message`` is ``runner.build_user_message(text)``."""
+    """``AwaitUserMessage``'s wait delivered ``consumed`` (it waits for exactly one queued message)."""
 
     invocation: Invocation
-    message: AgentUserMessage
-    user_message: FrameworkMessage
+    consumed: PVector[AgentUserMessage]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessageBuilt:
+    """``runner.build_user_message`` returned ``message`` for a ``BuildUserMessage(text, purpose)``."""
+
+    invocation: Invocation
+    purpose: UserMessagePurpose
+    message: FrameworkMessage
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelStepStarted:
+    """``RunModel`` began, before calling the model."""
+
+    invocation: Invocation
 
 
 @final
@@ -99,35 +169,24 @@ class ModelCallFailed:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ResolutionReceived:
-    """The wait consumed this resolution from the call's ``InterruptResolutions`` instance."""
+class ApprovalWaitStarted:
+    """``AwaitToolApproval(tool_call_id)``'s ``wait_for`` runs: what should it wait on?"""
 
-    resolution: AgentInterruptResolution
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeadlineTimerFired:
-    """The deadline Timer won the wait (Dex ranks Timers first; a resolution may still be queued)."""
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WaitSkipped:
-    """The wait was skipped because the call needed no waiting (see ``approval_wait``)."""
-
-
-ApprovalWaitOutcome: TypeAlias = ResolutionReceived | DeadlineTimerFired | WaitSkipped
+    invocation: Invocation
+    tool_call_id: str
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalWaitEnded:
-    """``AwaitToolApproval(tool_call_id)`` finished waiting."""
+    """``AwaitToolApproval(tool_call_id)`` finished waiting. Both endings of the wait, as Dex reported
+    them: whether the deadline Timer fired, and the resolutions the wait consumed from the call's
+    ``InterruptResolutions`` instance (both can happen in one wait; neither, when it was skipped)."""
 
     invocation: Invocation
     tool_call_id: str
-    outcome: ApprovalWaitOutcome
+    timer_fired: bool
+    resolutions: PVector[AgentInterruptResolution]
 
 
 @final
@@ -138,6 +197,15 @@ class ToolStepStarted:
     invocation: Invocation
     tool_call_id: str
     step_type: StepType
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatSent:
+    """The heartbeat a ``SendHeartbeat`` asked for before ``tool_call_id`` runs is out of the Worker."""
+
+    invocation: Invocation
+    tool_call_id: str
 
 
 @final
@@ -167,7 +235,7 @@ class ToolAttemptsExhausted:
 
     invocation: Invocation
     tool_call_id: str
-    recovery_error: str
+    recovery_error: RecoveryError | None
 
 
 @final
@@ -177,7 +245,7 @@ class SingleAttemptToolFailed:
 
     invocation: Invocation
     tool_call_id: str
-    recovery_error: str
+    recovery_error: RecoveryError | None
 
 
 @final
@@ -191,35 +259,35 @@ class ToolResultsArrived:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TurnFailed:
-    """``RecordTurnFailure`` runs: ``RunModel`` ran out of attempts with ``recovery_error``. Or
-    ``RunModel`` fails the turn itself (a ``NonRetryableModelError``, the model call cap) and this is
-    the follow-up of its ``BuildTurnFailureNote``.
-
-    ``failure_note_message`` is ``runner.build_user_message(note)`` where ``note`` is
-    ``turn_failure_note(state)``; it is ``None`` exactly when that note is ``None``.
-    """
+class ModelAttemptsExhausted:
+    """``RecordTurnFailure`` runs: ``RunModel`` ran out of attempts (errors, crashes or timeouts)."""
 
     invocation: Invocation
-    recovery_error: str
-    failure_note_message: FrameworkMessage | None
+    recovery_error: RecoveryError | None
 
 
 StepInput: TypeAlias = (
     SessionStarted
     | UserMessageArrived
+    | UserMessageBuilt
+    | ModelStepStarted
     | ModelCallFinished
     | ModelCallFailed
     | ApprovalWaitEnded
     | ToolStepStarted
+    | HeartbeatSent
     | ToolCallSucceeded
     | ToolExecutionFailed
     | ToolAttemptsExhausted
     | SingleAttemptToolFailed
     | ToolResultsArrived
-    | TurnFailed
+    | ModelAttemptsExhausted
 )
-"""Every Step fact."""
+"""Every input of a Step's ``execute`` (started inputs and follow-ups)."""
+
+WaitInput: TypeAlias = ApprovalWaitStarted
+"""Every input of a Step's ``wait_for`` that the core decides (only ``AwaitToolApproval``'s wait
+depends on the state; the other waits are the flow table's)."""
 
 
 @final
@@ -254,21 +322,25 @@ class AgentMessagesListed:
 
 
 RpcCall: TypeAlias = SendUserMessageCalled | ResolveInterruptCalled | AgentSnapshotRequested | AgentMessagesListed
-"""Every RPC fact."""
+"""Every RPC's input."""
 
-SessionInput: TypeAlias = StepInput | RpcCall
+SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 """Everything ``reduce`` accepts, and what ``replay`` folds."""
 
 __all__ = [
     "AgentMessagesListed",
     "AgentSnapshotRequested",
     "ApprovalWaitEnded",
-    "ApprovalWaitOutcome",
-    "DeadlineTimerFired",
+    "ApprovalWaitStarted",
+    "HeartbeatSent",
+    "InitialMessage",
     "Invocation",
+    "ModelAttemptsExhausted",
     "ModelCallFailed",
     "ModelCallFinished",
-    "ResolutionReceived",
+    "ModelStepStarted",
+    "QueuedMessage",
+    "RecoveryError",
     "ResolveInterruptCalled",
     "RpcCall",
     "SendUserMessageCalled",
@@ -281,7 +353,9 @@ __all__ = [
     "ToolExecutionFailed",
     "ToolResultsArrived",
     "ToolStepStarted",
-    "TurnFailed",
+    "TurnFailureNote",
     "UserMessageArrived",
-    "WaitSkipped",
+    "UserMessageBuilt",
+    "UserMessagePurpose",
+    "WaitInput",
 ]

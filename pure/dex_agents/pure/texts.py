@@ -1,4 +1,5 @@
-"""Model-facing texts: the result text of a final tool call record, and the turn failure note.
+"""Texts the session writes: the result text of a final tool call record, the turn failure note, and
+the recovery error text of a failure route.
 
 Outcome texts (an interpretation: the spec fixes only the ``outcome_unknown`` prefix and the note's
 layout). Each final status maps to one text, and every non-success text is a sentence prefix followed
@@ -36,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final, assert_never
 
+from dex_agents.pure.step_inputs import RecoveryError
 from dex_agents.pure.values import AgentToolCall, ToolCallStatus
 
 approval_deadline_passed_message: Final = "approval deadline passed"
@@ -49,6 +51,22 @@ def approval_deadline_unreadable_message(deadline: str | None) -> str:
     "approval deadline unreadable: 'tomorrow'"
     """
     return f"approval deadline unreadable: {deadline!r}"
+
+NO_RECOVERY_ERROR: Final = "the failed Step reported no error"
+"""The recovery error text of a failure route that Dex gave no error (or an empty one)."""
+
+
+def recovery_error_text(recovery_error: RecoveryError | None) -> str:
+    """The text of the failure that routed a Step to its failure route: the failed attempt's message,
+    else its error type, else ``NO_RECOVERY_ERROR``.
+
+    >>> recovery_error_text(RecoveryError(detail="", error_type="WorkerLost"))
+    'WorkerLost'
+    """
+    if recovery_error is None:
+        return NO_RECOVERY_ERROR
+    return recovery_error.detail or recovery_error.error_type or NO_RECOVERY_ERROR
+
 
 OUTCOME_UNKNOWN_PREFIX: Final = "The tool call's outcome is unknown: "
 FAILED_PREFIX: Final = "The tool call failed: "
@@ -122,6 +140,7 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
 __all__ = [
     "FAILED_PREFIX",
     "NO_ERROR_TEXT",
+    "NO_RECOVERY_ERROR",
     "NO_REJECTION_REASON",
     "OUTCOME_UNKNOWN_PREFIX",
     "REJECTED_PREFIX",
@@ -132,4 +151,5 @@ __all__ = [
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "outcome_unknown_tool_result",
+    "recovery_error_text",
 ]

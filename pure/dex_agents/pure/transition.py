@@ -1,56 +1,137 @@
-"""``Transition``: what every reducer returns, a new state plus the effects that realise it.
+"""Transitions: what every reducer returns, a new state plus the effects that realise it and, last,
+its ending, held apart so that nothing can follow the ending.
 
-Invariant: a transition that fails the attempt (``FailAttempt``, always last) leaves the state
-unchanged, so it loses nothing and the retried attempt starts from the same committed state. A
-rejected input is ``FailAttempt`` alone; a failed model call writes its event first.
+| Transition | Reduces | Effects | Ending |
+| --- | --- | --- | --- |
+| ``StepTransition`` | a ``StepInput`` | ``StepEffect`` (writes, events) | ``StepEnding``: a decision, a request or ``FailAttempt`` |
+| ``WaitTransition`` | a ``WaitInput`` | none | ``ApprovalWait`` |
+| ``RpcTransition`` | an ``RpcCall`` | ``Write`` | ``AnswerRpc`` or ``RefuseRpc`` |
+
+Invariant: a transition that fails the attempt (``FailAttempt``) or refuses the RPC (``RefuseRpc``)
+leaves the state unchanged, so it loses nothing and the retried attempt starts from the same committed
+state. A rejected input has no effects; a failed model call writes its event first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import final
+from typing import TypeAlias, final
 
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.effects import AnswerRpc, Effect, FailAttempt, RpcOutput
+from dex_agents.pure.effects import (
+    AnswerRpc,
+    ApprovalWait,
+    FailAttempt,
+    RefuseRpc,
+    RpcEnding,
+    RpcOutput,
+    StepEffect,
+    StepEnding,
+    Write,
+)
 from dex_agents.pure.state import SessionState
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Transition:
-    """The reducers' one return type: the state after the input, and the effects, in order."""
+class StepTransition:
+    """A Step input's transition: the state after it, the effects in order, then the ending."""
 
     state: SessionState
-    effects: PVector[Effect]
-
-    @property
-    def is_rejection(self) -> bool:
-        """True when the input was rejected (the transition is one ``FailAttempt``)."""
-        return len(self.effects) == 1 and isinstance(self.effects[0], FailAttempt)
+    effects: PVector[StepEffect]
+    ending: StepEnding
 
     @property
     def fails_attempt(self) -> bool:
-        """True when the attempt fails (the last effect is ``FailAttempt``): a rejection, or a failed
-        model call's event then ``FailAttempt``. Only the events are kept; nothing is committed."""
-        return len(self.effects) > 0 and isinstance(self.effects[-1], FailAttempt)
+        """True when the attempt fails (``FailAttempt``): a rejection, or a failed model call's event
+        then ``FailAttempt``. Only the events are kept; nothing is committed."""
+        return isinstance(self.ending, FailAttempt)
+
+    @property
+    def is_rejection(self) -> bool:
+        """True when the input was rejected (``FailAttempt`` with no effect before it)."""
+        return self.fails_attempt and len(self.effects) == 0
 
 
-def transition(state: SessionState, effects: Iterable[Effect]) -> Transition:
-    """Build a ``Transition`` from any iterable of effects."""
-    return Transition(state=state, effects=pvector(effects))
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitTransition:
+    """A ``wait_for`` input's transition: the state (unchanged: a wait writes nothing) and the wait."""
+
+    state: SessionState
+    ending: ApprovalWait
+
+    @property
+    def fails_attempt(self) -> bool:
+        """Never: a wait always has something to wait on (or skips)."""
+        return False
+
+    @property
+    def is_rejection(self) -> bool:
+        """Never (see ``fails_attempt``)."""
+        return False
 
 
-def reject(state: SessionState, error: str) -> Transition:
-    """Reject an input: state unchanged, one ``FailAttempt(error)``."""
-    return Transition(state=state, effects=pvector([FailAttempt(error=error)]))
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RpcTransition:
+    """An RPC call's transition: the state after it, the writes in order, then the answer or refusal."""
+
+    state: SessionState
+    effects: PVector[Write]
+    ending: RpcEnding
+
+    @property
+    def fails_attempt(self) -> bool:
+        """True when the call is refused (``RefuseRpc``): the caller gets an error, nothing is written."""
+        return isinstance(self.ending, RefuseRpc)
+
+    @property
+    def is_rejection(self) -> bool:
+        """True when the call is refused (an RPC has no partial failure)."""
+        return self.fails_attempt
 
 
-def answer(state: SessionState, output: RpcOutput, effects: Iterable[Effect] = ()) -> Transition:
+Transition: TypeAlias = StepTransition | WaitTransition | RpcTransition
+"""What ``reduce`` returns for any ``SessionInput``."""
+
+
+def step(state: SessionState, effects: Iterable[StepEffect], ending: StepEnding) -> StepTransition:
+    """A Step transition: ``effects`` in order, then ``ending``."""
+    return StepTransition(state=state, effects=pvector(effects), ending=ending)
+
+
+def reject(state: SessionState, error: str) -> StepTransition:
+    """Reject a Step input: state unchanged, no effects, ``FailAttempt(error)``."""
+    return StepTransition(state=state, effects=pvector(), ending=FailAttempt(error=error))
+
+
+def wait(state: SessionState, ending: ApprovalWait) -> WaitTransition:
+    """A ``wait_for`` transition that waits on ``ending``."""
+    return WaitTransition(state=state, ending=ending)
+
+
+def answer(state: SessionState, output: RpcOutput, effects: Iterable[Write] = ()) -> RpcTransition:
     """An RPC transition: ``effects`` then ``AnswerRpc(output)``."""
-    return Transition(state=state, effects=pvector([*effects, AnswerRpc(output=output)]))
+    return RpcTransition(state=state, effects=pvector(effects), ending=AnswerRpc(output=output))
 
 
-__all__ = ["Transition", "answer", "reject", "transition"]
+def refuse(state: SessionState, error: str) -> RpcTransition:
+    """Refuse an RPC call: state unchanged, nothing written, ``RefuseRpc(error)``."""
+    return RpcTransition(state=state, effects=pvector(), ending=RefuseRpc(error=error))
+
+
+__all__ = [
+    "RpcTransition",
+    "StepTransition",
+    "Transition",
+    "WaitTransition",
+    "answer",
+    "refuse",
+    "reject",
+    "step",
+    "wait",
+]

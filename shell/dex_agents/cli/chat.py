@@ -1,122 +1,174 @@
 """``dex-agents chat``: an interactive session with the demo agent or a user's agent.
 
-``--agent module:attribute`` names an ``AgentSessionFlow`` or a callable returning one (called with
-no arguments); a Worker child serves it. Without ``--server`` (or ``DEX_SERVER_ADDRESS``) the chat
-runs its own local engine. Everything it starts is stopped at the end, Ctrl-C included.
+Invariants:
+    * Before anything starts, the agent loads (``--agent module:attribute``, default the demo agent;
+      a missing extra gets an install hint) and ``--model`` is checked.
+    * Without ``--server`` (or ``DEX_SERVER_ADDRESS``) the chat runs its own local engine and a Worker
+      child (``dex-agents worker --agent ...``); the session ends with the chat, and everything it
+      started is stopped at the end, Ctrl-C included.
+    * With ``--server`` the chat starts nothing: the Workers already serving the agent there run the
+      session (without one it fails within about a second, naming the command that starts one, and
+      removes the empty session it made). The session stays open when the chat ends, and the chat
+      says how to continue it (``--session ID``, or ``dex-agents sessions``).
+    * Input that is not a terminal is echoed after the prompt, so a transcript reads like a chat.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Final
 
+from dex import Credential
 from rich.console import Console
 from rich.prompt import Prompt
 
-from dex_agents.cli.connection import DEFAULT_FLOW_TYPE, SERVER_ENV, check_server_address, client_flow, open_sessions
-from dex_agents.cli.demo import (
-    DEMO_WORKER_MODULE,
-    MODEL_ENV,
-    STATE_DIR_ENV,
-    WorkerChildren,
-    local_engine,
-    scratch_directory,
+from dex_agents.cli.children import WorkerChildren, local_engine, scratch_directory
+from dex_agents.cli.connection import (
+    DEFAULT_FLOW_TYPE,
+    DEMO_AGENT,
+    SERVER_ENV,
+    check_server_address,
+    open_session,
+    require_worker,
 )
+from dex_agents.cli.demo import MODEL_ENV, STATE_DIR_ENV, check_model, load_agent_module
 from dex_agents.cli.driver import SessionDriver, auto_approver, terminal_approver
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.view import EventView
-from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.cli.worker import load_agent_flows
+from dex_agents.client import SessionClient
 
-__all__ = ["AGENT_ENV", "load_agent", "run_chat"]
+__all__ = ["ChatOptions", "run_chat"]
 
-AGENT_ENV: Final = "DEX_AGENTS_CLI_AGENT"
-AGENT_WORKER_MODULE: Final = "dex_agents.cli.agent_worker"
 _QUIT: Final = frozenset({"/quit", "/exit", "exit", "quit"})
 
 
-def load_agent(reference: str) -> AgentSessionFlow:
-    """The Flow named by ``module:attribute`` (a Flow, or a callable returning one)."""
-    module_name, _, attribute = reference.partition(":")
-    if not module_name or not attribute:
-        raise CliError(f"bad --agent {reference!r}", hint="expected module:attribute, e.g. my_app.agents:build_flow",
+@dataclass(frozen=True)
+class ChatOptions:
+    """The chat's flags (``server`` falls back to ``DEX_SERVER_ADDRESS`` in ``run_chat``)."""
+
+    agent: str | None = None
+    server: str | None = None
+    session: str | None = None
+    auto_approve: bool = False
+    model: str | None = None
+    credential: Credential | None = None
+
+
+def _flow_type(options: ChatOptions) -> str:
+    """The agent's Flow type, loading the agent (and checking ``--model``) before anything starts."""
+    if options.agent is None:
+        check_model(load_agent_module(DEMO_AGENT), options.model)
+        return DEFAULT_FLOW_TYPE
+    if options.model is not None:
+        raise CliError("--model applies to the demo agent only", hint="drop --model, or drop --agent", exit_code=2)
+    flows = load_agent_flows([options.agent])
+    if len(flows) != 1:
+        raise CliError(f"--agent {options.agent!r} names {len(flows)} agents; a chat talks to one", exit_code=2)
+    return flows[0].get_flow_type()
+
+
+def _read_line(console: Console) -> str | None:
+    """The user's next line, or ``None`` at end of input; piped input is echoed after the prompt."""
+    if sys.stdin.isatty():
+        try:
+            return Prompt.ask("[bold cyan]you[/]", console=console)
+        except EOFError:
+            return None
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    text = line.rstrip("\r\n")
+    console.print(f"you: {text}", style="bold cyan", markup=False, highlight=False)
+    return text
+
+
+def run_chat(options: ChatOptions, console: Console, *, debug: bool = False) -> int:
+    """Chat until end of input or ``/quit``; returns the exit status."""
+    options = replace(options, server=options.server or os.environ.get(SERVER_ENV) or None)
+    if options.session is not None and options.server is None:
+        raise CliError("--session continues a session on a Dex server", hint="pass --server HOST:PORT too",
                        exit_code=2)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise CliError(f"--agent: cannot import {module_name!r}: {error}", exit_code=2) from error
-    try:
-        value = getattr(module, attribute)
-    except AttributeError:
-        raise CliError(f"--agent: {module_name!r} has no attribute {attribute!r}", exit_code=2) from None
-    if not isinstance(value, AgentSessionFlow) and callable(value):
-        value = value()
-    if not isinstance(value, AgentSessionFlow):
-        raise CliError(f"--agent {reference!r} is a {type(value).__name__}, not an AgentSessionFlow",
-                       hint="name a Flow from create_agent_session_flow, or a function returning one", exit_code=2)
-    return value
-
-
-@contextlib.contextmanager
-def _server(server: str | None, directory: object, console: Console) -> Iterator[str]:
-    if server:
-        yield check_server_address(server)
-        return
-    from pathlib import Path
-
-    assert isinstance(directory, Path)
-    with local_engine(directory, console) as address:
-        yield address
-
-
-def run_chat(agent: str | None, server: str | None, console: Console, *, auto_approve: bool, model: str | None,
-             debug: bool = False) -> int:
-    """Chat until end of input or ``/quit``."""
-    server = server or os.environ.get(SERVER_ENV) or None
-    if agent is None:
-        flow_type = DEFAULT_FLOW_TYPE
-        module, environment = DEMO_WORKER_MODULE, {}
-    else:
-        flow_type = load_agent(agent).get_flow_type()
-        module, environment = AGENT_WORKER_MODULE, {AGENT_ENV: agent}
-    approver = auto_approver(console) if auto_approve else terminal_approver(console)
-    with scratch_directory(debug, console) as directory, _server(server, directory, console) as address:
-        if agent is None:
+    if options.server is not None:
+        address = check_server_address(options.server)
+        flow_type = None if options.session is not None else _flow_type(options)
+        return _chat_on_server(address, flow_type, options, console)
+    flow_type = _flow_type(options)
+    with scratch_directory(debug, console) as directory, local_engine(directory, console) as address:
+        environment: dict[str, str] = {}
+        if options.agent is None:
             state_directory = directory / "state"
             state_directory.mkdir()
             environment[STATE_DIR_ENV] = str(state_directory)
-            if model is not None:
-                environment[MODEL_ENV] = model
-        workers = WorkerChildren(address, directory, environment, console, module=module)
+            if options.model is not None:
+                environment[MODEL_ENV] = options.model
+        workers = WorkerChildren(options.agent or DEMO_AGENT, address, directory, environment, console)
         try:
             workers.start()
-            with open_sessions(address, client_flow(flow_type)) as sessions:
+            with SessionClient.connect(address, flow_type) as sessions:
                 session_id = f"chat-{uuid.uuid4().hex[:8]}"
-                view = EventView(console)
-                driver = SessionDriver(sessions, session_id, view, approver, check=workers.check_alive)
-                console.print(f"session {session_id} ({flow_type}); /quit or end of input to leave",
-                              style="bold", highlight=False)
-                turns = 0
-                while True:
-                    try:
-                        text = Prompt.ask("[bold cyan]you[/]", console=console)
-                    except EOFError:
-                        break
-                    if text.strip() in _QUIT:
-                        break
-                    if not text.strip():
-                        continue
-                    if turns == 0:
-                        sessions.start_session(session_id, text)
-                    elif not sessions.send_user_message(session_id, text):
-                        continue
-                    turns += 1
-                    driver.wait_for_turns(turns)
-                if turns:
-                    sessions.stop_session(session_id)
+                sessions.start(session_id)
+                try:
+                    _converse(sessions, session_id, options, console, workers.check_alive)
+                finally:
+                    sessions.stop(session_id)
         finally:
             workers.stop_all()
     return 0
+
+
+@contextlib.contextmanager
+def _server_session(address: str, flow_type: str | None, options: ChatOptions) -> Iterator[tuple[SessionClient, str]]:
+    """A new session of ``flow_type`` (removed again if no Worker answers), or ``--session``'s."""
+    if options.session is not None:
+        with open_session(address, options.session, credential=options.credential) as sessions:
+            require_worker(sessions, options.session)
+            yield sessions, options.session
+        return
+    assert flow_type is not None
+    with SessionClient.connect(address, flow_type, credential=options.credential) as sessions:
+        session_id = f"chat-{uuid.uuid4().hex[:8]}"
+        sessions.start(session_id)
+        try:
+            require_worker(sessions, session_id)
+        except BaseException:
+            sessions.stop(session_id)
+            raise
+        yield sessions, session_id
+
+
+def _chat_on_server(address: str, flow_type: str | None, options: ChatOptions, console: Console) -> int:
+    with _server_session(address, flow_type, options) as (sessions, session_id):
+        try:
+            _converse(sessions, session_id, options, console, lambda: None,
+                      cursor=sessions.events(session_id).cursor)
+        finally:
+            console.print(f"session {session_id} stays open on {address}; continue it with: dex-agents chat "
+                          f"--server {address} --session {session_id}  (or: dex-agents sessions send {session_id} "
+                          f"TEXT --server {address})", style="dim", markup=False, highlight=False)
+    return 0
+
+
+def _converse(sessions: SessionClient, session_id: str, options: ChatOptions, console: Console,
+              check: Callable[[], None], *, cursor: str = "") -> None:
+    approver = auto_approver(console) if options.auto_approve else terminal_approver(console)
+    view = EventView(console)
+    driver = SessionDriver(sessions, session_id, view, approver, check=check)
+    driver.cursor = cursor
+    console.print(f"session {session_id} ({sessions.flow_type}); /quit or end of input to leave", style="bold",
+                  highlight=False)
+    turns = 0
+    while True:
+        text = _read_line(console)
+        if text is None or text.strip() in _QUIT:
+            break
+        if not text.strip() or not sessions.send(session_id, text):
+            continue
+        turns += 1
+        driver.wait_for_turns(turns)
+

@@ -1,13 +1,12 @@
-"""A session Client for the command line: a Flow of the right type, its Registry, and the RPCs.
-
-The RPCs run on the Worker; the command line only needs a Flow of the same Flow type for the
-Registry's codecs, so ``client_flow`` builds one with a runner that refuses to run.
+"""The command line's way to a Dex server: the address, the credential, a session client.
 
 Invariants:
-    * ``open_sessions`` yields an ``AgentSessionTestClient`` whose environment (Client, BlobCache,
-      temporary directory) is closed when the ``with`` block ends, errors included.
-    * ``server_address`` accepts ``host:port`` only; anything else is a ``CliError`` before a
-      connection is made.
+    * ``check_server_address`` accepts ``host:port`` only; anything else is a ``CliError`` before a
+      connection is made. ``credential_from`` reads a token file or fails with a ``CliError``.
+    * ``open_session`` yields a ``SessionClient`` of the session's own Flow type (read from the
+      server; ``--flow-type``, when given, must match it), closed when the ``with`` block ends.
+    * ``require_worker`` fails within about a second when no Worker serves the session's Flow type,
+      with a hint naming the command that starts one; nothing was sent then.
 """
 
 from __future__ import annotations
@@ -15,42 +14,34 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Final
 
-from dex_agents.cli.errors import CliError
-from dex_agents.pure.runner_values import AgentTurnOutcome
-from dex_agents.pure.values import FrameworkMessage
-from dex_agents.shell.flow import AgentSessionFlow, create_agent_session_flow
-from dex_agents.shell.runner import AgentTurnContext, DeferredToolExecution, ToolExecutionResult
-from dex_agents.testing.environment import AgentTestEnvironment
-from dex_agents.testing.session_client import AgentSessionTestClient
+from dex import Credential, FileCredential
 
-__all__ = ["DEFAULT_FLOW_TYPE", "SERVER_ENV", "check_server_address", "client_flow", "open_sessions"]
+from dex_agents.cli.errors import CliError
+from dex_agents.client import SERVER_ADDRESS_ENV, NoWorkerError, SessionClient
+from dex_agents.client.sessions import describe_session
+
+__all__ = [
+    "DEFAULT_FLOW_TYPE",
+    "DEMO_AGENT",
+    "SERVER_ENV",
+    "check_server_address",
+    "credential_from",
+    "open_session",
+    "require_worker",
+    "worker_hint",
+]
 
 DEFAULT_FLOW_TYPE: Final = "SupportAgent"
-SERVER_ENV: Final = "DEX_SERVER_ADDRESS"
+"""The demo agent's Flow type."""
+
+DEMO_AGENT: Final = "dex_agents.demo.support_agent:support_flow"
+"""The demo agent, as ``dex-agents worker --agent`` names it."""
+
+SERVER_ENV: Final = SERVER_ADDRESS_ENV
 _ADDRESS: Final = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
-
-
-class ClientOnlyRunner:
-    """A runner for a client-side Flow: the session's Steps run on a Worker, never here."""
-
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        raise RuntimeError("the command line's Flow only encodes RPCs; a Worker runs the session")
-
-    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        raise RuntimeError("the command line's Flow only encodes RPCs; a Worker runs the session")
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        raise RuntimeError("the command line's Flow only encodes RPCs; a Worker runs the session")
-
-
-def client_flow(flow_type: str) -> AgentSessionFlow:
-    """A Flow of ``flow_type`` whose runner never runs: enough for the Client's codecs."""
-    try:
-        return create_agent_session_flow(ClientOnlyRunner(), flow_type)
-    except (TypeError, ValueError) as error:
-        raise CliError(f"bad --flow-type {flow_type!r}: {error}", exit_code=2) from error
 
 
 def check_server_address(address: str | None) -> str:
@@ -65,13 +56,44 @@ def check_server_address(address: str | None) -> str:
     return address
 
 
-@contextlib.contextmanager
-def open_sessions(server_address: str, flow: AgentSessionFlow, *, timeout: float = 30.0,
-                  poll_interval: float = 0.05) -> Iterator[AgentSessionTestClient]:
-    """A session client for ``flow`` on the server at ``server_address``; closed on exit."""
-    environment = AgentTestEnvironment.start(server_address=server_address, flows=[flow], is_worker_in_process=False)
+def credential_from(token_file: Path | None) -> Credential | None:
+    """The bearer credential in ``token_file`` (the SDK's ``FileCredential`` format), if one is given."""
+    if token_file is None:
+        return None
     try:
-        yield AgentSessionTestClient(environment.client, flow, server_address=server_address, timeout=timeout,
-                                     poll_interval=poll_interval)
-    finally:
-        environment.close()
+        return FileCredential(token_file)
+    except (OSError, UnicodeError, ValueError) as error:
+        raise CliError(f"--token-file {token_file}: {error}", exit_code=2) from error
+
+
+def worker_hint(flow_type: str, server_address: str) -> str:
+    """How to start a Worker serving ``flow_type`` on the server."""
+    if flow_type == DEFAULT_FLOW_TYPE:
+        return f"start the demo agent's Worker: dex-agents worker --agent {DEMO_AGENT} --server {server_address}"
+    return (f"start a Worker serving {flow_type}: dex-agents worker --agent MODULE:ATTRIBUTE "
+            f"--server {server_address}")
+
+
+@contextlib.contextmanager
+def open_session(server_address: str, session_id: str, *, flow_type: str | None = None,
+                 credential: Credential | None = None) -> Iterator[SessionClient]:
+    """A session client for the Flow type of ``session_id``; closed on exit.
+
+    Raises:
+        FlowNotFoundError: The session does not exist.
+        CliError: ``flow_type`` is not the session's.
+    """
+    actual = describe_session(server_address, session_id, credential=credential).flow_type
+    if flow_type is not None and flow_type != actual:
+        raise CliError(f"session {session_id} is a {actual} session, not {flow_type}",
+                       hint="drop --flow-type: the session's own type is used", exit_code=2)
+    with SessionClient.connect(server_address, actual, credential=credential) as sessions:
+        yield sessions
+
+
+def require_worker(sessions: SessionClient, session_id: str) -> None:
+    """Fail fast, with a hint, unless a Worker serving the session's Flow type answers."""
+    try:
+        sessions.check_worker(session_id)
+    except NoWorkerError as error:
+        raise CliError(str(error), hint=worker_hint(error.flow_type, error.server_address)) from error

@@ -4,7 +4,9 @@ Invariants:
     * Every ``interrupt_raised`` event is answered once, through ``approver``, with the committed
       pending interrupt (so the prompt shows the call's arguments); an interrupt that is no longer
       pending when its event is read (answered elsewhere) is skipped.
-    * ``wait_for_turns(n)`` returns once ``n`` distinct turns of the session ended (completed or failed).
+    * ``wait_for_turns(n)`` returns once ``n`` distinct turns of the session ended (completed or failed)
+      in its events and the last of them ended in its committed state too (the end event is written
+      before that commit), so what the turn stored can be read.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from rich.prompt import Confirm, Prompt
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView
+from dex_agents.client import SessionClient, turn_ended
 from dex_agents.pure import events as kinds
 from dex_agents.pure.values import AgentEvent, AgentInterrupt
-from dex_agents.testing.session_client import AgentSessionTestClient
 
 __all__ = ["Approval", "SessionDriver", "auto_approver", "terminal_approver"]
 
 _PENDING_READ_SECONDS: Final = 10.0
+COMMIT_WAIT_SECONDS: Final = 60.0
+"""How long a turn's end may take to commit after its end event was read."""
 NO_TTY_HINT: Final = "stdin is not a terminal, so approvals cannot be asked; rerun with --auto-approve"
 
 
@@ -66,7 +70,7 @@ def terminal_approver(console: Console) -> Callable[[AgentInterrupt], Approval]:
 class SessionDriver:
     """One session followed live; answers approvals and runs hooks on events."""
 
-    def __init__(self, sessions: AgentSessionTestClient, session_id: str, view: EventView,
+    def __init__(self, sessions: SessionClient, session_id: str, view: EventView,
                  approver: Callable[[AgentInterrupt], Approval], *,
                  hook: Callable[[AgentEvent], None] = lambda event: None,
                  check: Callable[[], None] = lambda: None, idle_timeout: float | None = 120.0) -> None:
@@ -78,14 +82,17 @@ class SessionDriver:
         self._check = check
         self._idle_timeout = idle_timeout
         self._answered: set[str] = set()
-        self.resume_token = ""
+        self.cursor = ""
 
     def wait_for_turns(self, count: int) -> None:
         """Follow events until ``count`` turns ended."""
-        self.resume_token = follow_events(
-            self.sessions, self.session_id, self._on_event, resume_token=self.resume_token,
+        self.cursor = follow_events(
+            self.sessions, self.session_id, self._on_event, cursor=self.cursor,
             until=lambda: len(self.view.ended_turns) >= count, check=self._check, idle_timeout=self._idle_timeout)
         self.view.finish_line()
+        last = list(self.view.ended_turns)[-1]
+        if last.startswith("turn-"):
+            self.sessions.wait_for(self.session_id, turn_ended(last), timeout=COMMIT_WAIT_SECONDS)
 
     def _on_event(self, event: AgentEvent) -> None:
         self.view.show(event)
@@ -99,7 +106,7 @@ class SessionDriver:
     def _answer(self, interrupt_id: str) -> None:
         deadline = time.monotonic() + _PENDING_READ_SECONDS
         while True:
-            pending = next((interrupt for interrupt in self.sessions.read_pending_interrupts(self.session_id)
+            pending = next((interrupt for interrupt in self.sessions.pending_interrupts(self.session_id)
                             if interrupt.interrupt_id == interrupt_id), None)
             if pending is not None:
                 break

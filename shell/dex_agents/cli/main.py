@@ -1,24 +1,30 @@
 """The ``dex-agents`` command line.
 
 Commands: ``engine`` (the local Dex engine, unchanged: its arguments go to
-``dex_agents.engine.cli``), ``demo``, ``chat`` and ``sessions list|show|tail|approve|reject|send``.
+``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat`` and
+``sessions list|show|tail|approve|reject|send``.
 
 Invariants:
     * A failure prints one line ``dex-agents: error: <message> (hint: <hint>)`` to stderr and exits
       non-zero; a traceback only with ``--debug``. Ctrl-C exits 130 after cleaning up.
+    * Output that is not a terminal is never wrapped (a line is as long as its text).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Annotated, Final, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Final, TypeVar
 
 import typer
 from rich.console import Console
 
 from dex_agents.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from dex import Credential
 
 __all__ = ["app", "main"]
 
@@ -36,12 +42,18 @@ _debug_flags: list[bool] = []
 
 ServerOption = Annotated[str | None, typer.Option("--server", envvar="DEX_SERVER_ADDRESS",
                                                   help="Dex server HOST:PORT (or DEX_SERVER_ADDRESS)")]
-FlowTypeOption = Annotated[str, typer.Option("--flow-type", help="the sessions' Flow type")]
+FlowTypeOption = Annotated[str | None, typer.Option("--flow-type", help="the session's Flow type, checked "
+                                                                        "(default: the session's own)")]
+TokenFileOption = Annotated[Path | None, typer.Option("--token-file", help="the Dex server's bearer token "
+                                                                           "(the SDK's FileCredential format)")]
 DebugOption = Annotated[bool, typer.Option("--debug", help="show tracebacks; keep the temporary directory")]
 
 
 def _console() -> Console:
-    return Console(highlight=False)
+    """Standard output; not wrapped at the console's width when it is not a terminal."""
+    console = Console(highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 def _error_console() -> Console:
@@ -75,18 +87,34 @@ def _run(body: Callable[[], T], *, debug: bool = False, server: str | None = Non
         raise typer.Exit(1) from None
 
 
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
 def _describe(error: Exception, server: str | None) -> str:
     """One line for an unexpected failure, with a hint where the cause is recognisable."""
     import grpc
-    from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError
+    from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError, WorkerInvocationError
 
     if isinstance(error, FlowNotFoundError | FlowNotActiveOrNotFoundError):
         session = f"session {error.flow_id}" if error.flow_id else "the session"
         return f"{session} was not found or is not running (hint: see the sessions with: dex-agents sessions list)"
-    if isinstance(error, DexServiceError) and error.code in (grpc.StatusCode.UNAVAILABLE,
-                                                              grpc.StatusCode.DEADLINE_EXCEEDED):
-        where = f" at {server}" if server is not None else ""
-        return f"the Dex server{where} does not answer: {_one_line(error)} (hint: is a Dex server running there?)"
+    if isinstance(error, WorkerInvocationError) and not error.worker_error_type:
+        return (f"no Worker answered: {_one_line(error)} (hint: start one: dex-agents worker --agent "
+                f"MODULE:ATTRIBUTE --server {server or 'HOST:PORT'})")
+    unavailable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    for cause in _causes(error):
+        code = cause.code if isinstance(cause, DexServiceError) else (
+            cause.code() if isinstance(cause, grpc.RpcError) and callable(getattr(cause, "code", None)) else None)
+        if code in unavailable:
+            where = f" at {server}" if server is not None else ""
+            return (f"the Dex server{where} does not answer: {_one_line(cause)} (hint: is a Dex server running "
+                    f"there? dex-agents engine runs the local one)")
     return f"{type(error).__name__}: {_one_line(error)} (hint: rerun with --debug for the traceback)"
 
 
@@ -94,6 +122,12 @@ def _server(address: str | None) -> str:
     from dex_agents.cli.connection import check_server_address
 
     return _run(lambda: check_server_address(address))
+
+
+def _credential(token_file: Path | None) -> Credential | None:
+    from dex_agents.cli.connection import credential_from
+
+    return _run(lambda: credential_from(token_file))
 
 
 @app.callback()
@@ -130,79 +164,121 @@ def chat(
     agent: Annotated[str | None, typer.Option("--agent", help="module:attribute of an AgentSessionFlow or "
                                                              "a function returning one (default: the demo agent)")] = None,
     server: Annotated[str | None, typer.Option("--server", envvar="DEX_SERVER_ADDRESS",
-                                               help="Dex server HOST:PORT (default: a local engine)")] = None,
+                                               help="Dex server HOST:PORT whose Workers serve the agent "
+                                                    "(default: a local engine and Worker of its own)")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="continue this session (with --server)")] = None,
     auto_approve: Annotated[bool, typer.Option("--auto-approve", help="approve every tool call without asking")] = False,
     model: Annotated[str | None, typer.Option("--model", help="the demo agent's model as provider:name")] = None,
+    token_file: TokenFileOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Chat with an agent in a durable session."""
-    from dex_agents.cli.chat import run_chat
+    from dex_agents.cli.chat import ChatOptions, run_chat
 
-    raise typer.Exit(_run(lambda: run_chat(agent, server, _console(), auto_approve=auto_approve, model=model,
-                                           debug=debug), debug=debug, server=server))
+    credential = _credential(token_file)
+    options = ChatOptions(agent=agent, server=server, session=session, auto_approve=auto_approve, model=model,
+                          credential=credential)
+    raise typer.Exit(_run(lambda: run_chat(options, _console(), debug=debug), debug=debug, server=server))
+
+
+@app.command()
+def worker(
+    agent: Annotated[list[str], typer.Option("--agent", help="module:attribute of an AgentSessionFlow, a list of "
+                                                            "them, or a function returning either (repeatable)")],
+    server: ServerOption = None,
+    task_slots: Annotated[int, typer.Option("--task-slots", min=1, help="tasks run at once (one is kept for "
+                                                                        "RPCs)")] = 8,
+    app_dir: Annotated[Path, typer.Option("--app-dir", help="directory the agent modules are imported from, "
+                                                            "first on sys.path")] = Path("."),
+    token_file: TokenFileOption = None,
+    stop_on_stdin_eof: Annotated[bool, typer.Option("--stop-on-stdin-eof", hidden=True)] = False,
+) -> None:
+    """Serve agents' sessions until SIGTERM or Ctrl-C (running tasks drain first)."""
+    from dex_agents.cli.worker import serve
+
+    address = _server(server)
+    credential = _credential(token_file)
+    raise typer.Exit(_run(lambda: serve(agent, address, task_slots=task_slots, app_dir=app_dir,
+                                        credential=credential, stop_on_stdin_eof=stop_on_stdin_eof),
+                          server=address))
 
 
 @sessions_app.command("list")
-def sessions_list(server: ServerOption = None, flow_type: FlowTypeOption = "SupportAgent",
-                  limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many")] = 100) -> None:
-    """List the sessions of a Flow type, newest first."""
+def sessions_list(server: ServerOption = None,
+                  flow_type: Annotated[str | None, typer.Option("--flow-type", help="only sessions of this Flow "
+                                                                                    "type (default: all)")] = None,
+                  limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many")] = 100,
+                  token_file: TokenFileOption = None) -> None:
+    """List sessions, newest first."""
     from dex_agents.cli import sessions
 
     address = _server(server)
-    _run(lambda: sessions.list_sessions(address, flow_type, _console(), limit=limit), server=address)
+    credential = _credential(token_file)
+    _run(lambda: sessions.list_sessions(address, flow_type, _console(), limit=limit, credential=credential),
+         server=address)
 
 
 @sessions_app.command("show")
-def sessions_show(session: str, server: ServerOption = None, flow_type: FlowTypeOption = "SupportAgent") -> None:
-    """Print a session's state, messages, pending interrupts, tool calls and usage."""
+def sessions_show(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                  token_file: TokenFileOption = None) -> None:
+    """Print a session's state, messages, pending interrupts, tool calls and usage (needs a Worker)."""
     from dex_agents.cli import sessions
 
     address = _server(server)
-    _run(lambda: sessions.show(address, flow_type, session, _console()), server=address)
+    credential = _credential(token_file)
+    _run(lambda: sessions.show(address, flow_type, session, _console(), credential=credential), server=address)
 
 
 @sessions_app.command("tail")
-def sessions_tail(session: str, server: ServerOption = None, flow_type: FlowTypeOption = "SupportAgent",
+def sessions_tail(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
                   follow: Annotated[bool, typer.Option("--follow/--no-follow",
-                                                       help="keep following new events")] = True) -> None:
+                                                       help="keep following new events")] = True,
+                  token_file: TokenFileOption = None) -> None:
     """Print a session's events grouped by turn and attempt, and follow new ones."""
     from dex_agents.cli import sessions
 
     address = _server(server)
-    _run(lambda: sessions.tail(address, flow_type, session, _console(), follow=follow), server=address)
+    credential = _credential(token_file)
+    _run(lambda: sessions.tail(address, flow_type, session, _console(), follow=follow, credential=credential),
+         server=address)
 
 
 @sessions_app.command("approve")
 def sessions_approve(session: str, interrupt_id: str, server: ServerOption = None,
-                     flow_type: FlowTypeOption = "SupportAgent") -> None:
-    """Approve a pending interrupt."""
+                     flow_type: FlowTypeOption = None, token_file: TokenFileOption = None) -> None:
+    """Approve a pending interrupt (needs a Worker)."""
     from dex_agents.cli import sessions
 
     address = _server(server)
-    _run(lambda: sessions.approve(address, flow_type, session, interrupt_id, True, None, _console()), server=address)
+    credential = _credential(token_file)
+    _run(lambda: sessions.approve(address, flow_type, session, interrupt_id, True, None, _console(),
+                                  credential=credential), server=address)
 
 
 @sessions_app.command("reject")
 def sessions_reject(session: str, interrupt_id: str, server: ServerOption = None,
-                    flow_type: FlowTypeOption = "SupportAgent",
+                    flow_type: FlowTypeOption = None,
                     message: Annotated[str | None, typer.Option("--message", help="what the model is told")] = None,
-                    ) -> None:
-    """Reject a pending interrupt."""
+                    token_file: TokenFileOption = None) -> None:
+    """Reject a pending interrupt (needs a Worker)."""
     from dex_agents.cli import sessions
 
     address = _server(server)
-    _run(lambda: sessions.approve(address, flow_type, session, interrupt_id, False, message, _console()),
-         server=address)
+    credential = _credential(token_file)
+    _run(lambda: sessions.approve(address, flow_type, session, interrupt_id, False, message, _console(),
+                                  credential=credential), server=address)
 
 
 @sessions_app.command("send")
-def sessions_send(session: str, text: str, server: ServerOption = None,
-                  flow_type: FlowTypeOption = "SupportAgent") -> None:
-    """Send a user message to a session."""
+def sessions_send(session: str, text: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                  token_file: TokenFileOption = None) -> None:
+    """Send a user message to a session (needs a Worker)."""
     from dex_agents.cli import sessions
 
     address = _server(server)
-    _run(lambda: sessions.send(address, flow_type, session, text, _console()), server=address)
+    credential = _credential(token_file)
+    _run(lambda: sessions.send(address, flow_type, session, text, _console(), credential=credential),
+         server=address)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,40 +1,52 @@
 """``dex-agents sessions``: list, show, tail and answer sessions on any Dex server.
 
 Invariants:
-    * Every command needs the server (``--server`` or ``DEX_SERVER_ADDRESS``) and a Flow type
-      (default ``SupportAgent``); reads that do not need a Worker (list, tail, the pending
-      interrupts) work while no Worker runs, the RPCs (show, send, approve, reject) need one.
+    * Every command needs the server (``--server`` or ``DEX_SERVER_ADDRESS``). A command on one
+      session uses that session's own Flow type (``--flow-type``, when given, must match it).
+    * ``list`` and ``tail`` read the server only; ``show``, ``send``, ``approve`` and ``reject`` are
+      RPCs that a Worker serving the Flow type runs: without one they fail within about a second,
+      naming the command that starts one, and nothing is sent.
     * ``tail`` prints the retained events grouped by turn, keeping only the highest attempt's text
       within one Step execution, then follows new events until Ctrl-C (or returns at once with
       ``--no-follow``).
+    * ``list`` prints one line per session with full timestamps, never cut to the terminal's width.
 """
 
 from __future__ import annotations
 
+from dex import Credential, SearchFlowEntry
 from rich.console import Console
-from rich.table import Table
 
-from dex_agents.cli.connection import client_flow, open_sessions
+from dex_agents.cli.connection import open_session, require_worker
 from dex_agents.cli.errors import CliError
-from dex_agents.cli.follow import follow_events, retained_events
+from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
+from dex_agents.client.sessions import search_sessions
 from dex_agents.pure.rpc_values import AgentSnapshot
 
-__all__ = ["approve", "list_sessions", "send", "show", "tail"]
+__all__ = ["approve", "list_sessions", "print_snapshot", "send", "session_lines", "show", "tail"]
 
 
-def list_sessions(server: str, flow_type: str, console: Console, *, limit: int = 100) -> None:
-    """A table of the Flow type's sessions, newest first."""
-    with open_sessions(server, client_flow(flow_type)) as sessions:
-        page = sessions.client.search_flows(f"FlowType = '{flow_type}'", limit)
-    if not page.flows:
-        console.print(f"no {flow_type} sessions", highlight=False)
+def session_lines(entries: list[SearchFlowEntry], *, with_flow_type: bool) -> list[str]:
+    """The sessions as aligned lines under a header: ID, (Flow type,) status, started, closed."""
+    header = ["SESSION", *(["FLOW TYPE"] if with_flow_type else []), "STATUS", "STARTED", "CLOSED"]
+    rows = [[entry.flow_id, *([entry.flow_type] if with_flow_type else []), entry.status.name.lower(),
+             entry.started_at.isoformat(timespec="seconds"),
+             "" if entry.closed_at is None else entry.closed_at.isoformat(timespec="seconds")] for entry in entries]
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in [header, *rows]]
+
+
+def list_sessions(server: str, flow_type: str | None, console: Console, *, limit: int = 100,
+                  credential: Credential | None = None) -> None:
+    """The sessions of ``flow_type`` (of every Flow type when ``None``), newest first."""
+    entries = search_sessions(server, flow_type=flow_type, limit=limit, credential=credential)
+    if not entries:
+        console.print("no sessions" if flow_type is None else f"no {flow_type} sessions", highlight=False)
         return
-    table = Table("session", "status", "started", "closed")
-    for entry in page.flows:
-        table.add_row(entry.flow_id, entry.status.name.lower(), entry.started_at.isoformat(timespec="seconds"),
-                      "" if entry.closed_at is None else entry.closed_at.isoformat(timespec="seconds"))
-    console.print(table)
+    for line in session_lines(entries, with_flow_type=flow_type is None):
+        console.print(line, markup=False, highlight=False)
 
 
 def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console) -> None:
@@ -76,26 +88,31 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console) -
     console.print(f"usage: {format_usage(snapshot.usage)}", highlight=False)
 
 
-def show(server: str, flow_type: str, session_id: str, console: Console) -> None:
+def show(server: str, flow_type: str | None, session_id: str, console: Console, *,
+         credential: Credential | None = None) -> None:
     """Print the session's snapshot (an RPC: needs a Worker)."""
-    with open_sessions(server, client_flow(flow_type)) as sessions:
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        require_worker(sessions, session_id)
         with console.status("reading the snapshot..."):
             snapshot = sessions.snapshot(session_id)
     print_snapshot(snapshot, session_id, console)
 
 
-def send(server: str, flow_type: str, session_id: str, text: str, console: Console) -> None:
-    """Queue a user message."""
-    with open_sessions(server, client_flow(flow_type)) as sessions:
-        if not sessions.send_user_message(session_id, text):
+def send(server: str, flow_type: str | None, session_id: str, text: str, console: Console, *,
+         credential: Credential | None = None) -> None:
+    """Queue a user message (an RPC: needs a Worker)."""
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        require_worker(sessions, session_id)
+        if not sessions.send(session_id, text):
             raise CliError("the message was not accepted", hint="a message must not be blank")
     console.print(f"sent to {session_id}", highlight=False)
 
 
-def approve(server: str, flow_type: str, session_id: str, interrupt_id: str, approved: bool,
-            message: str | None, console: Console) -> None:
-    """Approve or reject a pending interrupt."""
-    with open_sessions(server, client_flow(flow_type)) as sessions:
+def approve(server: str, flow_type: str | None, session_id: str, interrupt_id: str, approved: bool,
+            message: str | None, console: Console, *, credential: Credential | None = None) -> None:
+    """Approve or reject a pending interrupt (an RPC: needs a Worker)."""
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        require_worker(sessions, session_id)
         accepted = sessions.resolve_interrupt(session_id, interrupt_id, approved, message)
     if not accepted:
         raise CliError(f"interrupt {interrupt_id} is not pending",
@@ -103,14 +120,14 @@ def approve(server: str, flow_type: str, session_id: str, interrupt_id: str, app
     console.print(f"interrupt {interrupt_id} {'approved' if approved else 'rejected'}", highlight=False)
 
 
-def tail(server: str, flow_type: str, session_id: str, console: Console, *, follow: bool) -> None:
+def tail(server: str, flow_type: str | None, session_id: str, console: Console, *, follow: bool,
+         credential: Credential | None = None) -> None:
     """Print the session's events grouped by turn and attempt, then follow new ones."""
-    with open_sessions(server, client_flow(flow_type)) as sessions:
-        sessions.client.describe_flow(session_id)  # an unknown session fails here instead of waiting forever
-        events, token = retained_events(sessions, session_id)
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        page = sessions.events(session_id)
         view = EventView(console)
-        for event in latest_attempts_only(events):
+        for event in latest_attempts_only(item.event for item in page.events):
             view.show(event)
         view.finish_line()
         if follow:
-            follow_events(sessions, session_id, view.show, resume_token=token)
+            follow_events(sessions, session_id, view.show, cursor=page.cursor)

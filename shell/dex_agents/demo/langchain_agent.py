@@ -53,7 +53,7 @@ from dex_agents.adapters.langchain import DEX_EFFECT_METADATA_KEY, create_langch
 from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
 from dex_agents.pure.values import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
-from dex_agents.testing.coordination import FileGate
+from dex_agents.serving.gate import FileGate
 
 # The same values as dex_agents.demo.support_agent (not imported: that module needs Pydantic AI).
 DEMO_TURNS: Final[tuple[str, ...]] = ("Where is order 42?", "Please refund order 42")

@@ -4,6 +4,11 @@ Public API:
     ``DEMO_TURNS: tuple[str, ...]``: the demo conversation's user messages, in order.
     ``build_support_flow(*, model: str | None = None, state_directory: Path,
     flow_type: str = "SupportAgent") -> AgentSessionFlow``: the agent's session Flow.
+    ``support_flow() -> AgentSessionFlow``: the same from the environment, for
+    ``dex-agents worker --agent dex_agents.demo.support_agent:support_flow``: ``DEX_AGENTS_DEMO_STATE_DIR``
+    (default: the working directory) and ``DEX_AGENTS_DEMO_MODEL`` (default: the scripted model).
+    ``check_model(model: str) -> None``: raises ``ValueError`` saying why the agent cannot use
+    ``model`` (not ``provider:name``, a provider Pydantic AI does not know, a missing key).
         * ``model=None``: a scripted ``FunctionModel`` (no key) that makes the calls a real model
           makes for ``DEMO_TURNS``: "Where is order 42?" -> ``lookup_order(42)`` -> answer;
           "Please refund order 42" -> ``refund_order(42, 19.99)`` -> an answer reporting the tool
@@ -15,7 +20,7 @@ Public API:
     required). Every real refund appends one line to ``refunds.log`` in ``state_directory``. With
     ``DEX_AGENTS_DEMO_CRASH_GATE=1`` in the environment the refund then waits at
     ``FileGate(state_directory, "refund")`` before it returns (performed, not yet reported).
-    ``MissingModelKeyError``: a ``RuntimeError`` for a real model without its key.
+    ``MissingModelKeyError``: a ``ValueError`` for a real model without its key.
 """
 
 from __future__ import annotations
@@ -25,18 +30,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
 
-from pydantic_ai import Agent, Tool
+from pydantic_ai import Agent, Tool, UserError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.models import infer_model
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
 from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
 from dex_agents.pure.values import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
-from dex_agents.testing.coordination import FileGate
+from dex_agents.serving.gate import FileGate
 
 DEMO_TURNS: Final[tuple[str, ...]] = ("Where is order 42?", "Please refund order 42")
 CRASH_GATE_ENV: Final = "DEX_AGENTS_DEMO_CRASH_GATE"
+STATE_DIR_ENV: Final = "DEX_AGENTS_DEMO_STATE_DIR"
+MODEL_ENV: Final = "DEX_AGENTS_DEMO_MODEL"
 REFUNDS_LOG: Final = "refunds.log"
 REFUND_GATE: Final = "refund"
 REFUND_AMOUNT: Final = 19.99
@@ -57,7 +65,7 @@ PROVIDER_KEYS: Final = {
 }
 
 
-class MissingModelKeyError(RuntimeError):
+class MissingModelKeyError(ValueError):
     """A real model was asked for without its provider's key in the environment."""
 
 
@@ -70,6 +78,15 @@ def _check_model_key(model: str) -> None:
         return  # a provider we do not know the key of: Pydantic AI reports what it needs
     if not os.environ.get(variable):
         raise MissingModelKeyError(f"model {model!r} needs the environment variable {variable}, which is not set")
+
+
+def check_model(model: str) -> None:
+    """Raise ``ValueError`` (with the reason) unless the agent can be built on ``model``; no request is made."""
+    _check_model_key(model)
+    try:
+        infer_model(model)
+    except (UserError, ImportError) as error:  # an unknown provider, or its package is not installed
+        raise ValueError(str(error)) from error
 
 
 def _last_request(messages: list[ModelMessage]) -> ModelRequest | None:
@@ -175,4 +192,11 @@ def build_support_flow(
     return create_pydantic_ai_session_flow(build_support_agent(model=model, state_directory=state_directory), flow_type)
 
 
-__all__ = ["DEMO_TURNS", "MissingModelKeyError", "build_support_agent", "build_support_flow"]
+def support_flow() -> AgentSessionFlow:
+    """The demo agent's Flow from the environment (see the module docstring), for ``dex-agents worker``."""
+    state_directory = Path(os.environ.get(STATE_DIR_ENV) or ".")
+    return build_support_flow(model=os.environ.get(MODEL_ENV) or None, state_directory=state_directory)
+
+
+__all__ = ["DEMO_TURNS", "MissingModelKeyError", "build_support_agent", "build_support_flow", "check_model",
+           "support_flow"]

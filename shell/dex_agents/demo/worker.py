@@ -1,24 +1,14 @@
-"""Worker child of the demo: ``python -m dex_agents.demo.worker``.
-
-Reads ``DEX_SERVER_ADDRESS``, ``DEX_AGENTS_DEMO_STATE_DIR`` and ``DEX_AGENTS_DEMO_MODEL`` (optional).
+"""``python -m dex_agents.demo.worker``: the demo agent's Worker, the same as
+``dex-agents worker --agent dex_agents.demo.support_agent:support_flow`` (server from
+``DEX_SERVER_ADDRESS``; ``DEX_AGENTS_DEMO_STATE_DIR`` and ``DEX_AGENTS_DEMO_MODEL`` as
+``support_flow`` reads them).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import sys
 
-from dex_agents.demo.support_agent import build_support_flow
-from dex_agents.testing import run_agent_worker_process
-
-
-def main() -> None:
-    state_directory = os.environ.get("DEX_AGENTS_DEMO_STATE_DIR")
-    if not state_directory:
-        raise SystemExit("DEX_AGENTS_DEMO_STATE_DIR is not set")
-    model = os.environ.get("DEX_AGENTS_DEMO_MODEL") or None
-    run_agent_worker_process([build_support_flow(model=model, state_directory=Path(state_directory))])
-
+from dex_agents.cli.main import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(["worker", "--agent", "dex_agents.demo.support_agent:support_flow", *sys.argv[1:]]))

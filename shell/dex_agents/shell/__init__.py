@@ -1,9 +1,11 @@
 """The imperative shell: the agent session Flow on Dex.
 
 ``create_agent_session_flow(runner, flow_type, ...)`` returns an ``AgentSessionFlow`` whose Steps and
-RPCs gather committed values, call the pure reducers (``dex_agents.pure``), call the runner where a
-Step needs it, and perform the effects against Dex. ``session_registry`` and ``session_worker`` build
-the Registry (with the session codecs) and the ``AsyncWorker`` the Flow runs on.
+RPCs gather committed values, call the pure reducers (``dex_agents.pure``), and perform what they
+answer against Dex; the core's requests (a model call, a user message, a tool run) are performed in
+``requests``, the one module that calls the runner. The runner contract is ``runner``.
+``session_registry`` and ``session_worker`` build the Registry (with the session codecs) and the
+``AsyncWorker`` the Flow runs on.
 """
 
 from dex_agents.shell.codecs import StoredValueError as StoredValueError
@@ -11,6 +13,7 @@ from dex_agents.shell.codecs import session_codec_registry as session_codec_regi
 from dex_agents.shell.flow import DEFAULT_EVENT_STREAM_CAPACITY_BYTES as DEFAULT_EVENT_STREAM_CAPACITY_BYTES
 from dex_agents.shell.flow import AgentSessionFlow as AgentSessionFlow
 from dex_agents.shell.flow import create_agent_session_flow as create_agent_session_flow
+from dex_agents.shell.flow import session_flow_definition as session_flow_definition
 from dex_agents.shell.runner import AgentEventWriter as AgentEventWriter
 from dex_agents.shell.runner import AgentFrameworkRunner as AgentFrameworkRunner
 from dex_agents.shell.runner import AgentTurnContext as AgentTurnContext
@@ -19,7 +22,7 @@ from dex_agents.shell.runner import NonRetryableModelError as NonRetryableModelE
 from dex_agents.shell.runner import ToolExecutionError as ToolExecutionError
 from dex_agents.shell.runner import ToolExecutionResult as ToolExecutionResult
 from dex_agents.shell.timing import SessionTiming as SessionTiming
-from dex_agents.shell.tool_steps import DEADLINE_CONDITION_ID as DEADLINE_CONDITION_ID
+from dex_agents.shell.perform import DEADLINE_CONDITION_ID as DEADLINE_CONDITION_ID
 from dex_agents.shell.worker import session_registry as session_registry
 from dex_agents.shell.worker import session_worker as session_worker
 
@@ -38,6 +41,7 @@ __all__ = [
     "ToolExecutionResult",
     "create_agent_session_flow",
     "session_codec_registry",
+    "session_flow_definition",
     "session_registry",
     "session_worker",
 ]

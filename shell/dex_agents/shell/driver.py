@@ -1,11 +1,12 @@
-"""The one shape of every Step and RPC: gather committed values -> build the fact -> ``reduce`` ->
-perform the effects (calling the runner only where an effect or the fact needs it).
+"""The one shape of every Step method and RPC: gather the committed values its row loads, build its
+started input from what the invocation saw, ``reduce``, perform; a Step performs each request its
+transition ends in and reduces the request's follow-up input, until a decision ends the attempt.
 
 Invariants:
-    * The core decides; the shell gathers, observes and performs. ``reduce`` sees each fact once.
-    * A tool Step's ``ExecuteDeferredToolCall`` (and ``RunModel``'s ``BuildTurnFailureNote``) yields a
-      follow-up fact, reduced from the state the first transition left; every Step transition ends in
-      a decision or raises.
+    * The core decides; the shell gathers, performs and reports. Building a started input reads the
+      invocation (its input, a fired Timer, consumed messages, the recovery error) and decides nothing.
+    * Each follow-up input is reduced from the state the previous transition left; every Step
+      attempt ends in a decision or raises.
     * A stored value that cannot be decoded fails the session with ``force_fail`` and a message naming
       the value: decoding is deterministic, so retrying could never succeed.
     * The attempt's event writer is closed when the handler returns (later writes are dropped).
@@ -14,29 +15,30 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar, cast
+from collections.abc import Callable
+from typing import TypeAlias, TypeVar, cast
 
-from dex import AsyncContext, Context, RPCResult, StepDecision, force_fail
+from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 
-from dex_agents.pure.effects import AnswerRpc, RpcOutput
+from dex_agents.pure.effects import RpcOutput
 from dex_agents.pure.flow_shape import rpc_of
-from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
+from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput
+from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput, WaitInput
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.gather import gather_for
-from dex_agents.shell.perform import Await, perform
+from dex_agents.shell.perform import perform_rpc, perform_step, perform_wait
+from dex_agents.shell.requests import perform_request
 from dex_agents.shell.runtime import SessionRuntime
-from dex_agents.shell.step_run import StepRun, attempt_deadline
+from dex_agents.shell.step_run import StepRun, instant
 
-DEX_DEFAULT_METHOD_TIMEOUT_SECONDS: Final = 2 * 60 * 60
-"""Dex's method timeout of a Step whose options set none (the attempt deadline's fallback)."""
+Started: TypeAlias = Callable[[Invocation, SessionState], StepInput]
+"""Builds a Step's started input from the invocation and the state it loaded (reading the Context)."""
 
-Observe = Callable[[StepRun, SessionState], Awaitable[StepInput]]
-"""Builds a Step's fact from what the invocation sees (calling the runner when the Step needs it)."""
+WaitStarted: TypeAlias = Callable[[Invocation], WaitInput]
+"""Builds a ``wait_for``'s input from the invocation."""
 
 OutputT = TypeVar("OutputT", bound=RpcOutput)
 
@@ -46,46 +48,49 @@ def cannot_continue(context: Context, error: StoredValueError) -> StepDecision:
     return force_fail(f"session {context.flow_id} cannot continue: {error}")
 
 
+def _invocation(context: Context, now_ms: int) -> Invocation:
+    return Invocation(
+        flow_id=context.flow_id, step_execution_id=context.step_execution_id, attempt=context.attempt, now_ms=now_ms
+    )
+
+
 async def drive_step(
-    runtime: SessionRuntime, context: AsyncContext, step_type: StepType, tool_call_id: str | None, observe: Observe
+    runtime: SessionRuntime, context: AsyncContext, step_type: StepType, tool_call_id: str | None, started: Started
 ) -> StepDecision:
-    """Run one Step ``execute``: gather what its row loads, observe its fact, reduce and perform."""
-    row = STEP_TABLE[step_type]
+    """Run one Step ``execute``: gather what its row loads, reduce its started input, perform, and
+    reduce each request's follow-up until a decision."""
     try:
-        state = gather_for(context, row.execute, tool_call_id)
+        state = gather_for(context, STEP_TABLE[step_type].execute, tool_call_id)
+        invocation = _invocation(context, runtime.timing.now_ms())
+        step_input = started(invocation, state)
     except StoredValueError as error:
         return cannot_continue(context, error)
-    now_ms = runtime.timing.now_ms()
     run = StepRun(
         context=context,
         runtime=runtime,
         writer=StreamAgentEventWriter(context, runtime.events, state.current_turn_id, runtime.timing.now_ms),
-        invocation=Invocation(
-            flow_id=context.flow_id, step_execution_id=context.step_execution_id, attempt=context.attempt, now_ms=now_ms
-        ),
-        deadline=attempt_deadline(now_ms, row.execute_method_timeout_seconds or DEX_DEFAULT_METHOD_TIMEOUT_SECONDS),
+        invocation=invocation,
+        deadline=instant(attempt_deadline_ms(step_type, invocation.now_ms)),
     )
     try:
-        return await _reduce_and_perform(run, state, await observe(run, state))
+        cause: BaseException | None = None
+        while True:
+            transition = runtime.reduce_step(state, step_input)
+            performed = perform_step(transition, run, cause)
+            if isinstance(performed, StepDecision):
+                return performed
+            follow_up = await perform_request(performed, run)
+            state, step_input, cause = transition.state, follow_up.input, follow_up.cause
     finally:
         run.writer.close()
 
 
-async def _reduce_and_perform(run: StepRun, state: SessionState, fact: StepInput) -> StepDecision:
-    while True:
-        transition = run.runtime.reduce(state, fact)
-        follow_up: StepInput | None = None
-        for effect in transition.effects:
-            performed = perform(effect, run.context, run)
-            if isinstance(performed, StepDecision):
-                return performed
-            if isinstance(performed, Await):
-                follow_up = await performed.action
-                if follow_up is not None:
-                    break
-        if follow_up is None:
-            raise RuntimeError(f"the core's transition of {type(fact).__name__} ended without a Step decision")
-        state, fact = transition.state, follow_up
+def drive_wait(
+    runtime: SessionRuntime, context: Context, step_type: StepType, tool_call_id: str | None, started: WaitStarted
+) -> Wait:
+    """Run one Step ``wait_for`` the core decides: gather what its row loads, reduce, return the Wait."""
+    state = gather_for(context, STEP_TABLE[step_type].wait_for, tool_call_id)
+    return perform_wait(runtime.reduce_wait(state, started(_invocation(context, runtime.timing.now_ms()))))
 
 
 def off_the_loop(body: Callable[[], RPCResult[OutputT]]) -> RPCResult[OutputT]:
@@ -108,20 +113,15 @@ def drive_rpc(
     call: RpcCall,
     output_type: type[OutputT],
 ) -> RPCResult[OutputT]:
-    """Run one RPC: gather what its row loads, reduce its call fact and perform; answer the output
+    """Run one RPC: gather what its row loads, reduce its call and perform; answer the output
     (``output_type``, the row's output type, binds the handler's static result type)."""
     row = RPC_TABLE[rpc_of(call)]
     if output_type is not row.output_type:
         raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
-    state = gather_for(context, row.access)
-    transition = runtime.reduce(state, call)
-    for effect in transition.effects:
-        performed = perform(effect, context, None)
-        if isinstance(performed, AnswerRpc):
-            if not isinstance(performed.output, output_type):
-                raise RuntimeError(f"the core answered {type(performed.output).__name__}, not {output_type.__name__}")
-            return RPCResult(performed.output)
-    raise RuntimeError("the core's RPC transition ended without an answer")
+    output = perform_rpc(runtime.reduce_rpc(gather_for(context, row.access), call), context)
+    if not isinstance(output, output_type):
+        raise RuntimeError(f"the core answered {type(output).__name__}, not {output_type.__name__}")
+    return RPCResult(output)
 
 
-__all__ = ["DEX_DEFAULT_METHOD_TIMEOUT_SECONDS", "Observe", "cannot_continue", "drive_rpc", "drive_step", "off_the_loop"]
+__all__ = ["Started", "WaitStarted", "cannot_continue", "drive_rpc", "drive_step", "drive_wait", "off_the_loop"]

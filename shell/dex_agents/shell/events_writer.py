@@ -6,6 +6,8 @@ Invariants:
       (``dex_agents.pure.coalescing``): up to 100 ms or 1,024 characters. Any other event first
       flushes the buffered deltas, so events keep the order they were written in.
     * After ``close()`` (the Step handler returns) every write is dropped.
+    * The payloads of the session's own events a runner writes (``tool_call_started``,
+      ``tool_call_finished``) come from ``dex_agents.pure.events``, the builders the core uses.
     * Events are best effort: an event larger than the Stream's byte budget, or one the SDK refuses,
       is dropped and logged; a write never fails the Step.
 """
@@ -30,7 +32,12 @@ from dex_agents.pure.coalescing import (
     flush_due_at,
     flush_if_due,
 )
-from dex_agents.pure.events import TOOL_CALL_FINISHED, TOOL_CALL_STARTED
+from dex_agents.pure.events import (
+    TOOL_CALL_FINISHED,
+    TOOL_CALL_STARTED,
+    tool_call_finished_payload,
+    tool_call_started_payload,
+)
 from dex_agents.pure.json_value import JsonObject
 from dex_agents.pure.values import AgentEvent, ToolCallStatus
 from dex_agents.pure.wire import JSON_VALUE_TYPE, encode, from_json_data
@@ -72,10 +79,10 @@ class StreamAgentEventWriter:
         self._add_delta(DeltaKind.REASONING, text)
 
     def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None:
-        self.write_event(TOOL_CALL_STARTED, {"tool_call_id": tool_call_id, "tool_name": tool_name})
+        self.write_event(TOOL_CALL_STARTED, tool_call_started_payload(tool_call_id, tool_name))
 
     def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: ToolCallStatus) -> None:
-        payload = {"tool_call_id": tool_call_id, "tool_name": tool_name, "status": ToolCallStatus(status).value}
+        payload = tool_call_finished_payload(tool_call_id, tool_name, ToolCallStatus(status))
         self.write_event(TOOL_CALL_FINISHED, payload)
 
     def write_event(self, event_type: str, payload: Mapping[str, object]) -> None:

@@ -8,6 +8,9 @@ Invariants:
       Stream; the other persistence definitions are shared module-level objects.
     * The options are validated when the Flow is created; a bad option raises ``ValueError`` or
       ``TypeError`` with what was wrong.
+    * ``session_flow_definition`` builds the same Flow without a runner, for Clients: its schema,
+      RPC handles and codecs are those of every Flow of its type, ``serves_sessions`` is false, and
+      a Step run by mistake on a Worker fails with an error naming the mistake.
     * RPC bodies (gather, reduce, perform) run on a worker thread (``off_the_loop``): a snapshot of a
       long session decodes every message, and the Worker's event loop must keep serving the
       heartbeats and event flushes of the Steps running beside it. Each RPC owns its Context.
@@ -29,7 +32,7 @@ from dex_agents.pure.rpc_values import (
     ResolveInterruptInput,
     SendUserMessageInput,
 )
-from dex_agents.pure.runner_values import ToolPolicy
+from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.step_inputs import (
     SessionInput,
@@ -38,7 +41,7 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     SendUserMessageCalled,
 )
-from dex_agents.pure.values import AgentEvent, AgentSessionStartInput, ToolEffect
+from dex_agents.pure.values import AgentEvent, AgentSessionStartInput, FrameworkMessage, ToolEffect
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -54,12 +57,21 @@ from dex_agents.shell.definitions import (
     event_stream,
 )
 from dex_agents.shell.driver import drive_rpc, off_the_loop
-from dex_agents.shell.flow_options import session_config, validate_flow_type, validate_runner, validate_stream_capacity
-from dex_agents.shell.options import session_rpc
-from dex_agents.shell.runner import AgentFrameworkRunner
+from dex_agents.shell.dex_options import session_rpc
+from dex_agents.shell.flow_validation import (
+    session_config,
+    validate_flow_type,
+    validate_runner,
+    validate_stream_capacity,
+)
+from dex_agents.shell.runner import (
+    AgentFrameworkRunner,
+    AgentTurnContext,
+    DeferredToolExecution,
+    ToolExecutionResult,
+)
 from dex_agents.shell.runtime import SessionRuntime
-from dex_agents.shell.session_step import SessionStep
-from dex_agents.shell.session_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel, StartAgentSession
+from dex_agents.shell.step_base import SessionStep
 from dex_agents.shell.timing import SessionTiming
 from dex_agents.shell.tool_steps import (
     AwaitToolApproval,
@@ -68,6 +80,7 @@ from dex_agents.shell.tool_steps import (
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
+from dex_agents.shell.turn_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel, StartAgentSession
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES: Final = 10 * 1024 * 1024
 """The ``AgentEvents`` Stream's byte budget by default (shared by every session of the Flow type)."""
@@ -105,6 +118,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     ) -> None:
         """Use ``create_agent_session_flow``, which validates the options first."""
         self._flow_type = flow_type
+        self.serves_sessions: Final = not isinstance(runner, _NoRunner)
+        """Whether a Worker can serve this Flow (``False`` for ``session_flow_definition``)."""
         self.agent_events: Stream[AgentEvent] = event_stream(event_stream_capacity_bytes)
         step_classes: dict[StepType, type[Step[Any]]] = {cls.step_type: cls for cls in _STEP_CLASSES}
         self.runtime = SessionRuntime(
@@ -201,10 +216,11 @@ def create_agent_session_flow(
             reaches it and still asks for tools fails the turn (``last_turn_error`` says so) instead
             of deferring them.
         timing: The clock and heartbeat period (tests inject a clock; default the Worker's wall clock).
-        fact_observer: Called in the Worker with every fact (Step input or RPC call) the session reduces
-            (RPC facts on a worker thread, Step facts on the event loop),
-            before its effects are performed, including facts of attempts that later fail. For
-            recording a session to ``dex_agents.pure.replay`` it offline, and for tests.
+        fact_observer: Called in the Worker with every input (``SessionInput``: a Step's started input,
+            each request's follow-up, a ``wait_for`` input, an RPC call) the session reduces (RPC
+            calls on a worker thread, the others on the event loop), before its effects are
+            performed, including inputs of attempts that later fail. For recording a session to
+            ``dex_agents.pure.replay`` it offline, and for tests.
 
     Raises:
         ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
@@ -220,4 +236,45 @@ def create_agent_session_flow(
     )
 
 
-__all__ = ["DEFAULT_EVENT_STREAM_CAPACITY_BYTES", "AgentSessionFlow", "create_agent_session_flow"]
+class _NoRunner:
+    """The runner of a Client's definition: a Worker that serves it by mistake fails each Step."""
+
+    def __init__(self, flow_type: str) -> None:
+        self._refusal = (f"Flow type {flow_type!r} here is a Client's definition (session_flow_definition), "
+                         f"which has no runner; serve the agent's Flow from create_agent_session_flow")
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        raise RuntimeError(self._refusal)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        raise RuntimeError(self._refusal)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        raise RuntimeError(self._refusal)
+
+
+def session_flow_definition(
+    flow_type: str, *, event_stream_capacity_bytes: int = DEFAULT_EVENT_STREAM_CAPACITY_BYTES
+) -> AgentSessionFlow:
+    """The session Flow of type ``flow_type`` as a Client needs it, without a runner.
+
+    Its persistence definitions, RPC handles (``flow.send_user_message``, ...) and codecs are those
+    of the Flow a Worker serves, so ``session_registry([definition])`` is a Client's Registry and
+    ``Client.invoke_rpc(definition.get_agent_snapshot, session_id)`` reaches that Worker. It does not
+    serve sessions (``serves_sessions`` is false): ``dex-agents worker`` refuses it.
+
+    Args:
+        flow_type: The agent's Dex Flow type (non-empty, no ``/``).
+        event_stream_capacity_bytes: The ``AgentEvents`` budget (> 0); only Workers use it.
+
+    Raises:
+        ValueError, TypeError: a bad Flow type or capacity, as ``create_agent_session_flow`` raises.
+    """
+    validate_flow_type(flow_type)
+    validate_stream_capacity(event_stream_capacity_bytes)
+    return AgentSessionFlow(_NoRunner(flow_type), flow_type, SessionConfig(), SessionTiming(),
+                            event_stream_capacity_bytes)
+
+
+__all__ = ["DEFAULT_EVENT_STREAM_CAPACITY_BYTES", "AgentSessionFlow", "create_agent_session_flow",
+           "session_flow_definition"]

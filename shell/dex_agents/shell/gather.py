@@ -1,9 +1,11 @@
-"""Gather the ``SessionState`` one invocation can see from its Dex Context.
+"""Gather what one invocation can see from its Dex Context: the ``SessionState``, and what its wait
+delivered or its failure route received.
 
 Singleton Attributes and Channel sizes reach every invocation; AttributeMaps only as far as the
 invocation loaded them (whole maps or single instances): ``gather_for`` reads what one Step method or
 RPC loads from its row of the flow table (``MethodAccess``). The parts not loaded stay empty, and the
-reducer of that Step never reads them.
+reducer of that Step never reads them. ``consumed_messages``, ``consumed_resolutions`` and
+``recovery_error_of`` read the rest of what a Step's started input reports.
 
 Invariant: a stored value that cannot be decoded raises ``StoredValueError`` naming the persisted
 name (and map key), never a partial state.
@@ -22,7 +24,8 @@ from pyrsistent.typing import PMap, PVector
 from dex_agents.pure.flow_rows import MapInstanceRef, MethodAccess
 from dex_agents.pure.persistence import MapName
 from dex_agents.pure.state import SessionState
-from dex_agents.pure.values import AgentMessage, AgentToolCall, AgentUsage
+from dex_agents.pure.step_inputs import RecoveryError
+from dex_agents.pure.values import AgentInterruptResolution, AgentMessage, AgentToolCall, AgentUsage, AgentUserMessage
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
@@ -30,6 +33,7 @@ from dex_agents.shell.definitions import (
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
     FRAMEWORK_RUN_STATE,
+    INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
     TURN_MODEL_CALL_COUNT,
@@ -96,4 +100,36 @@ def gather_for(context: Context, access: MethodAccess, tool_call_id: str | None 
     return gather_state(context, whole_maps=access.maps, instances=access.instances(tool_call_id))
 
 
-__all__ = ["gather_for", "gather_state", "read_stored"]
+def consumed_messages(context: Context) -> PVector[AgentUserMessage]:
+    """The ``QueuedUserMessages`` messages the Step's wait consumed."""
+    consumed = read_stored(QUEUED_USER_MESSAGES.name, lambda: QUEUED_USER_MESSAGES.results(context))
+    return pvector(consumed or ())
+
+
+def consumed_resolutions(context: Context, state: SessionState) -> PVector[AgentInterruptResolution]:
+    """The resolutions the Step's wait consumed from the interrupt instances of the records it loaded."""
+    consumed: list[AgentInterruptResolution] = []
+    for record in state.records_in_deferral_order():
+        interrupt_id = record.interrupt_id
+        if interrupt_id is not None:
+            what = f"{INTERRUPT_RESOLUTIONS.name}/{interrupt_id}"
+            consumed.extend(read_stored(what, partial(INTERRUPT_RESOLUTIONS.results, context, interrupt_id)) or ())
+    return pvector(consumed)
+
+
+def recovery_error_of(context: Context) -> RecoveryError | None:
+    """The failure that routed the Step here, as Dex reported it (``None`` outside a failure route)."""
+    info = context.recovery_error
+    if info is None:
+        return None
+    return RecoveryError(detail=info.detail or "", error_type=info.error_type or "")
+
+
+__all__ = [
+    "consumed_messages",
+    "consumed_resolutions",
+    "gather_for",
+    "gather_state",
+    "read_stored",
+    "recovery_error_of",
+]

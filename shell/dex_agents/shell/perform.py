@@ -1,48 +1,61 @@
-"""``perform``: one exhaustive match from a pure effect to the Dex call (or runner call) it names.
+"""The performs: each kind of transition the core returns, turned into the Dex calls it names.
+
+* ``perform_step(transition, run)``: the Step's writes and events, then its ending: a decision
+  becomes the SDK's ``StepDecision``, a request is handed back to the driver (``requests`` performs
+  it), ``FailAttempt`` raises ``AttemptRejectedError``.
+* ``perform_wait(transition)``: the ``Wait`` a ``wait_for`` returns.
+* ``perform_rpc(transition, context)``: the RPC's writes, then its answer (returned) or its refusal
+  (``RpcRefusedError``).
+
+Each is one exhaustive ``match`` over its own effect union (``effects.StepEffect`` and ``StepEnding``,
+``ApprovalWait``, ``Write`` and ``RpcEnding``), so an effect only an RPC may perform cannot reach a
+Step, and a Stream write cannot reach an RPC.
 
 Invariants:
-    * A persistence effect names its typed key; ``perform`` writes through that key's one definition
+    * A persistence effect names its typed key; it is written through that key's one definition
       (``definitions.attribute_of`` and its siblings), with the value the key's type pins.
     * Writes are staged on the Context; Dex commits them atomically with the handler's result.
-    * A Step-only effect (events, heartbeats, tool runs, decisions) inside an RPC is a programming
-      error of the core and raises.
-    * ``FailAttempt`` raises ``AttemptRejectedError`` in a Step (Dex fails the attempt; Stream writes
-      performed before it stay) and ``RpcRefusedError`` in an RPC (the caller gets the error); nothing
-      staged is kept.
+    * ``FailAttempt`` and ``RefuseRpc`` raise: Dex fails the attempt (Stream writes performed before it
+      stay) or the caller gets the error; nothing staged is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
-from dataclasses import dataclass
-from typing import TypeAlias, assert_never, final
+from datetime import timedelta
+from typing import Final, assert_never
 
-from dex import Context, StepDecision, dead_end, go_to_many
+from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many
 
 from dex_agents.pure.effects import (
     AnswerRpc,
-    BuildTurnFailureNote,
+    BuildUserMessage,
+    CallModel,
     DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
-    Effect,
     ExecuteDeferredToolCall,
     FailAttempt,
     GoToSteps,
-    Heartbeat,
     PublishToChannel,
     PublishToChannelInstance,
+    RefuseRpc,
+    Request,
+    RpcOutput,
+    SendHeartbeat,
     SetAttribute,
     SetMapInstance,
+    SkipWait,
+    WaitForResolution,
+    Write,
     WriteEvent,
 )
-from dex_agents.pure.step_inputs import StepInput, TurnFailed
-from dex_agents.shell.definitions import attribute_of, channel_map_of, channel_of, map_of
-from dex_agents.shell.heartbeats import heartbeat_sent
-from dex_agents.shell.options import dex_movement
-from dex_agents.shell.runner_calls import build_user_message
+from dex_agents.pure.transition import RpcTransition, StepTransition, WaitTransition
+from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, channel_map_of, channel_of, map_of
+from dex_agents.shell.dex_options import dex_movement
 from dex_agents.shell.step_run import StepRun
-from dex_agents.shell.tool_call import execute_tool_call
+
+DEADLINE_CONDITION_ID: Final = "deadline"
+"""Condition ID of the approval deadline Timer (``Client.skip_timer`` addresses it)."""
 
 
 class AttemptRejectedError(RuntimeError):
@@ -57,38 +70,9 @@ class RpcRefusedError(RuntimeError):
     class as ``worker_error_type``); nothing is written. Not a ``ValueError``: the SDK would rewrap it."""
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class Await:
-    """An effect whose work is asynchronous (a heartbeat proven sent, a tool run): the Step driver
-    awaits ``action``, which yields the follow-up fact or ``None``."""
-
-    action: Coroutine[None, None, StepInput | None]
-
-
-Performed: TypeAlias = StepDecision | Await | AnswerRpc | None
-"""What performing one effect yields: a decision, asynchronous work, the RPC answer, or nothing.
-``perform`` itself is synchronous, so RPC handlers (which only write and answer) are plain ``def``s."""
-
-
-async def _heartbeat_sent(run: StepRun) -> None:
-    await heartbeat_sent(run.context, deadline_seconds=run.runtime.timing.heartbeat_proof_seconds)
-
-
-async def _turn_failure_note_built(run: StepRun, asked: BuildTurnFailureNote) -> TurnFailed:
-    message = build_user_message(run.runtime.runner, asked.note)
-    return TurnFailed(invocation=run.now(), recovery_error=asked.recovery_error, failure_note_message=message)
-
-
-def _step_only(effect: Effect, run: StepRun | None) -> StepRun:
-    if run is None:
-        raise RuntimeError(f"{type(effect).__name__} is a Step effect; an RPC cannot perform it")
-    return run
-
-
-def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
-    """Perform ``effect`` on ``context``; ``run`` is the Step invocation (``None`` inside an RPC)."""
-    match effect:
+def perform_write(write: Write, context: Context) -> None:
+    """Stage one write on ``context``."""
+    match write:
         case SetAttribute(attribute=attribute, value=value):
             attribute_of(attribute).set(context, value)
         case DeleteAttribute(attribute=attribute):
@@ -101,31 +85,71 @@ def perform(effect: Effect, context: Context, run: StepRun | None) -> Performed:
             channel_of(channel).publish(context, value)
         case PublishToChannelInstance(channel_map=channel_map, key=key, value=value):
             channel_map_of(channel_map).publish(context, key, value)
-        case WriteEvent(event=event):
-            _step_only(effect, run).writer.write_session_event(event)
-        case Heartbeat():
-            return Await(_heartbeat_sent(_step_only(effect, run)))
-        case ExecuteDeferredToolCall(tool_call=tool_call, idempotency_key=key, framework_run_state=run_state):
-            return Await(execute_tool_call(_step_only(effect, run), tool_call, key, run_state))
-        case BuildTurnFailureNote():
-            return Await(_turn_failure_note_built(_step_only(effect, run), effect))
-        case GoToSteps(movements=movements):
-            step = _step_only(effect, run)
-            return go_to_many(*(dex_movement(m, step.runtime.step_class_of) for m in movements))
-        case DeadEnd():
-            _step_only(effect, run)
-            return dead_end()
-        case FailAttempt(error=error):
-            if run is None:
-                raise RpcRefusedError(error)
-            raise AttemptRejectedError(error)
-        case AnswerRpc():
-            if run is not None:
-                raise RuntimeError("AnswerRpc is an RPC effect; a Step cannot perform it")
-            return effect
         case _:
-            assert_never(effect)
-    return None
+            assert_never(write)
 
 
-__all__ = ["Await", "AttemptRejectedError", "Performed", "RpcRefusedError", "perform"]
+def perform_step(transition: StepTransition, run: StepRun, cause: BaseException | None = None) -> StepDecision | Request:
+    """Perform a Step transition's effects, then its ending: the SDK decision, or the request for the
+    driver to perform. ``FailAttempt`` raises ``AttemptRejectedError`` (chained to ``cause``, the
+    exception behind the input, if any)."""
+    for effect in transition.effects:
+        match effect:
+            case WriteEvent(event=event):
+                run.writer.write_session_event(event)
+            case _:
+                perform_write(effect, run.context)
+    ending = transition.ending
+    match ending:
+        case GoToSteps(movements=movements):
+            return go_to_many(*(dex_movement(movement, run.runtime.step_class_of) for movement in movements))
+        case DeadEnd():
+            return dead_end()
+        case BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall():
+            return ending
+        case FailAttempt(error=error):
+            raise AttemptRejectedError(error) from cause
+        case _:
+            assert_never(ending)
+
+
+def perform_wait(transition: WaitTransition) -> Wait:
+    """The ``Wait`` of a ``wait_for`` transition."""
+    ending = transition.ending
+    match ending:
+        case SkipWait():
+            return Wait.skip_immediately()
+        case WaitForResolution(interrupt_id=interrupt_id, timer_seconds=seconds):
+            resolution = INTERRUPT_RESOLUTIONS.for_one(interrupt_id)
+            if seconds is None:
+                return Wait.until(resolution)
+            deadline = Timer.by_duration(timedelta(seconds=seconds), condition_id=DEADLINE_CONDITION_ID)
+            return Wait.any_of(deadline, resolution)
+        case _:
+            assert_never(ending)
+
+
+def perform_rpc(transition: RpcTransition, context: Context) -> RpcOutput:
+    """Perform an RPC transition's writes, then answer its output; ``RefuseRpc`` raises
+    ``RpcRefusedError`` (its writes are never performed: a refusal has none)."""
+    ending = transition.ending
+    match ending:
+        case AnswerRpc(output=output):
+            for write in transition.effects:
+                perform_write(write, context)
+            return output
+        case RefuseRpc(error=error):
+            raise RpcRefusedError(error)
+        case _:
+            assert_never(ending)
+
+
+__all__ = [
+    "DEADLINE_CONDITION_ID",
+    "AttemptRejectedError",
+    "RpcRefusedError",
+    "perform_rpc",
+    "perform_step",
+    "perform_wait",
+    "perform_write",
+]

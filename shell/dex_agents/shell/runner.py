@@ -1,8 +1,12 @@
-"""The runner contract: what an agent framework adapter implements, and what the session hands it.
+"""The runner contract, whole: what an agent framework adapter implements, what the session hands it,
+and the values it returns.
 
 An adapter implements ``AgentFrameworkRunner`` and passes it to ``create_agent_session_flow``. The
 session owns Steps, persistence, RPCs, events, approvals and crash recovery; the runner only turns
-stored messages into one model call, and one deferred tool call into its output.
+stored messages into one model call, and one deferred tool call into its output. The values a runner
+returns (``TurnCompleted``, ``ToolCallsRequested``, ``DeferredToolCall``, the tool policies) are
+re-exported here from ``dex_agents.pure.runner_values``, where the core that reads them defines them.
+The session calls the runner from one module only, ``dex_agents.shell.requests``.
 
 Rules the session enforces (a violation fails the attempt with a clear error, nothing is stored):
     * ``build_user_message`` is synchronous, deterministic and free of side effects; it returns a
@@ -32,7 +36,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, final
 
-from dex_agents.pure.runner_values import AgentTurnOutcome, ResolvedToolPolicy
+from dex_agents.pure.runner_values import AgentTurnOutcome as AgentTurnOutcome
+from dex_agents.pure.runner_values import DeferredToolCall as DeferredToolCall
+from dex_agents.pure.runner_values import McpToolAnnotations as McpToolAnnotations
+from dex_agents.pure.runner_values import ResolvedToolPolicy as ResolvedToolPolicy
+from dex_agents.pure.runner_values import ToolCallsRequested as ToolCallsRequested
+from dex_agents.pure.runner_values import ToolPolicy as ToolPolicy
+from dex_agents.pure.runner_values import TurnCompleted as TurnCompleted
 from dex_agents.pure.values import AgentMessage, AgentToolCall, FrameworkMessage, ToolCallStatus, ToolEffect
 
 
@@ -185,8 +195,15 @@ __all__ = [
     "AgentEventWriter",
     "AgentFrameworkRunner",
     "AgentTurnContext",
+    "AgentTurnOutcome",
+    "DeferredToolCall",
     "DeferredToolExecution",
+    "McpToolAnnotations",
     "NonRetryableModelError",
+    "ResolvedToolPolicy",
+    "ToolCallsRequested",
     "ToolExecutionError",
     "ToolExecutionResult",
+    "ToolPolicy",
+    "TurnCompleted",
 ]

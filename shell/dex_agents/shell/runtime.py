@@ -9,10 +9,10 @@ from typing import Any, final
 from dex import Step, Stream
 
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import reduce
+from dex_agents.pure.reducers import reduce_rpc, reduce_step, reduce_wait
 from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import SessionInput
-from dex_agents.pure.transition import Transition
+from dex_agents.pure.step_inputs import RpcCall, SessionInput, StepInput, WaitInput
+from dex_agents.pure.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.pure.values import AgentEvent
 from dex_agents.shell.runner import AgentFrameworkRunner
 from dex_agents.shell.timing import SessionTiming
@@ -22,7 +22,7 @@ from dex_agents.shell.timing import SessionTiming
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRuntime:
     """The runner, the reducers' configuration, the clock, the Flow's event Stream, its Step classes
-    and an optional observer of every fact the session reduces.
+    and an optional observer of every input the session reduces (``fact_observer``, the Flow option).
 
     Invariant: ``step_classes`` holds one registered Step class per ``StepType`` (the class name is
     the Step type), so every movement target resolves.
@@ -35,11 +35,24 @@ class SessionRuntime:
     step_classes: Mapping[StepType, type[Step[Any]]]
     fact_observer: Callable[[SessionInput], None] | None = None
 
-    def reduce(self, state: SessionState, session_input: SessionInput) -> Transition:
-        """``reduce`` under this Flow's configuration; the fact observer (if any) sees the fact first."""
+    def reduce_step(self, state: SessionState, step_input: StepInput) -> StepTransition:
+        """``reduce_step`` under this Flow's configuration; the observer (if any) sees the input first."""
+        self._observe(step_input)
+        return reduce_step(state, self.config, step_input)
+
+    def reduce_wait(self, state: SessionState, wait_input: WaitInput) -> WaitTransition:
+        """``reduce_wait`` under this Flow's configuration; the observer (if any) sees the input first."""
+        self._observe(wait_input)
+        return reduce_wait(state, self.config, wait_input)
+
+    def reduce_rpc(self, state: SessionState, call: RpcCall) -> RpcTransition:
+        """``reduce_rpc`` under this Flow's configuration; the observer (if any) sees the call first."""
+        self._observe(call)
+        return reduce_rpc(state, self.config, call)
+
+    def _observe(self, session_input: SessionInput) -> None:
         if self.fact_observer is not None:
             self.fact_observer(session_input)
-        return reduce(state, self.config, session_input)
 
     def step_class_of(self, step_type: StepType) -> type[Step[Any]]:
         """The Step class registered for ``step_type``."""

@@ -16,8 +16,8 @@ from dex_agents.shell.runtime import SessionRuntime
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepRun:
-    """The Context, the session runtime, the attempt's event writer, the invocation facts and the
-    attempt's deadline (its start on the Worker clock plus the method timeout)."""
+    """The Context, the session runtime, the attempt's event writer, the invocation and the attempt's
+    deadline (its start on the Worker clock plus the method timeout)."""
 
     context: AsyncContext
     runtime: SessionRuntime
@@ -26,13 +26,13 @@ class StepRun:
     deadline: datetime
 
     def now(self) -> Invocation:
-        """The invocation facts with the clock read again (for a fact observed later in the attempt)."""
+        """The invocation with the clock read again (for an input observed later in the attempt)."""
         return replace(self.invocation, now_ms=self.runtime.timing.now_ms())
 
 
-def attempt_deadline(started_ms: int, timeout_seconds: int) -> datetime:
-    """When an attempt that started at ``started_ms`` reaches its method timeout (UTC)."""
-    return datetime.fromtimestamp((started_ms + timeout_seconds * 1000) / 1000, UTC)
+def instant(epoch_ms: int) -> datetime:
+    """The UTC instant of ``epoch_ms``."""
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC)
 
 
-__all__ = ["StepRun", "attempt_deadline"]
+__all__ = ["StepRun", "instant"]

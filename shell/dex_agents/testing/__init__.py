@@ -6,19 +6,21 @@ The Python counterpart of the TypeScript package's testing export:
   real server named by ``DEX_SERVER_ADDRESS``), killable and restartable on the same port.
 * ``AgentTestEnvironment``: Registry, BlobCache, Client and an optional in-process Worker (8 task
   slots) for a test's session Flows; ``stop_worker``/``start_worker`` restart the Worker.
-* ``AgentSessionTestClient``: typed session RPCs (``resolve_interrupt`` retries lock conflicts) and
-  Worker-free waits on committed Attributes (``wait_for_completed_turns``, ``wait_for_pending_interrupt``).
-* ``KillableWorkerProcess``: a Worker child in its own process group; ``kill`` SIGKILLs the group,
-  ``stop`` drains. Its entry module calls ``run_agent_worker_process(flows)``, which prints
-  ``WORKER_READY_LINE`` once registered.
+* ``AgentSessionTestClient``: the product ``dex_agents.client.SessionClient`` (``sessions``) under the
+  names tests use: typed session RPCs (``resolve_interrupt`` retries lock conflicts) and Worker-free
+  waits on committed Attributes (``wait_for_completed_turns``, ``wait_for_pending_interrupt``).
+* ``KillableWorkerProcess``: a Worker child in its own process group (the product's
+  ``dex_agents.serving.WorkerProcess``); ``kill`` SIGKILLs the group, ``stop`` drains. Its entry
+  module calls ``run_agent_worker_process(flows)`` (the product's ``run_worker``), whose line once
+  registered starts with ``WORKER_READY_LINE``.
 * ``OpenAICompatibleServer`` (with ``ChatReply``, ``ChatToolCall``, ``ChatErrorReply``, ``replies_in_order``):
   OpenAI Chat Completions on loopback for a framework's real client; enforces the tool-message rules
   and records every request.
 * ``dex_agents.testing.conformance``: the adapter conformance suite (``AdapterConformanceSuite``).
 * ``ScriptedAgentRunner`` (with ``ScriptedModelCall``, ``ScriptedToolCall``): a deterministic runner.
 * ``read_step_history``: a Flow's history as ``StepHistoryEntry`` values, to assert a turn's Steps.
-* ``FileGate``, ``InvocationLog``: pause Worker code at an exact point; count real tool runs
-  across processes.
+* ``FileGate`` (the product's ``dex_agents.serving.FileGate``), ``InvocationLog``: pause Worker code
+  at an exact point; count real tool runs across processes.
 * ``poll_until``: deadline polling where the Client has no direct wait.
 * ``find_free_loopback_ports``: distinct free loopback ports.
 
@@ -32,8 +34,9 @@ SIGKILL.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from dex_agents._lazy_exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "GATE_TIMEOUT_SECONDS": "dex_agents.testing.coordination",
@@ -107,11 +110,7 @@ if TYPE_CHECKING:
     from dex_agents.testing.worker_process import run_agent_worker_process as run_agent_worker_process
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dex_agents.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __all__ = [

@@ -2,13 +2,10 @@
 
 Both helpers keep their state in files under a directory the test owns, never in memory, so they
 work the same whether the Worker runs in the test process or in a child process, and across a
-Worker that was killed and restarted.
+Worker that was killed and restarted. ``FileGate`` is the product's (``dex_agents.serving.gate``,
+which the demo's crash uses), re-exported here.
 
 Invariants:
-    * ``FileGate``: ``<name>.reached`` exists once Worker code arrived at the gate;
-      ``<name>.released`` exists once the test let it through. Worker code never passes the gate
-      before the released file exists, and a released gate stays released (a rerun after a kill
-      passes straight through) until ``reset()``.
     * ``InvocationLog``: ``<name>.invocations`` holds one line per ``record`` call, each appended
       with a single ``write`` on a descriptor opened with ``O_APPEND``, so concurrent writers in
       several processes never interleave within a line.
@@ -16,113 +13,15 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
 from pathlib import Path
-from typing import Final, final
+from typing import final
 
-from dex_agents.testing.polling import poll_until
+from dex_agents.serving.gate import GATE_TIMEOUT_SECONDS as GATE_TIMEOUT_SECONDS
+from dex_agents.serving.gate import FileGate as FileGate
+from dex_agents.serving.gate import checked_file_name
 
 __all__ = ["GATE_TIMEOUT_SECONDS", "FileGate", "InvocationLog"]
-
-GATE_TIMEOUT_SECONDS: Final = 120.0
-"""How long Worker code waits at a gate by default before it fails instead of hanging forever."""
-
-_GATE_POLL_SECONDS: Final = 0.01
-
-
-def _checked_name(name: str) -> str:
-    if not name or name in {".", ".."} or "/" in name or os.sep in name or "\0" in name:
-        raise ValueError(f"name must be a plain file name, got {name!r}")
-    return name
-
-
-@final
-class FileGate:
-    """Pause Worker code at an exact point until the test releases it.
-
-    Worker side: ``mark_reached()`` (or ``await mark_reached_async()``) at the point to pause.
-    Test side: ``wait_until_reached()``, then act (for example SIGKILL the Worker), then
-    ``release()``.
-    """
-
-    def __init__(self, directory: Path, name: str) -> None:
-        """Name a gate; no file is touched until it is used.
-
-        Args:
-            directory: Where the gate's files live (created on first use); shared by the test
-                and the Worker.
-            name: The gate's name, a plain file name.
-
-        Raises:
-            ValueError: ``name`` is empty or contains a path separator.
-        """
-        self.directory = directory
-        self.name = _checked_name(name)
-        self.reached_path = directory / f"{name}.reached"
-        self.released_path = directory / f"{name}.released"
-
-    def _arrive(self) -> float:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.reached_path.touch()
-        return time.monotonic()
-
-    def _timed_out(self, started: float, timeout: float | None) -> bool:
-        return timeout is not None and time.monotonic() - started >= timeout
-
-    def mark_reached(self, *, timeout: float | None = GATE_TIMEOUT_SECONDS) -> None:
-        """Worker side: record arrival, then block (sleeping briefly between checks) until released.
-
-        Args:
-            timeout: Seconds to wait for the release; ``None`` waits forever.
-
-        Raises:
-            TimeoutError: Nobody released the gate within ``timeout``.
-        """
-        started = self._arrive()
-        while not self.released_path.exists():
-            if self._timed_out(started, timeout):
-                raise TimeoutError(f"gate {self.name!r} was not released within {timeout:g} s")
-            time.sleep(_GATE_POLL_SECONDS)
-
-    async def mark_reached_async(self, *, timeout: float | None = GATE_TIMEOUT_SECONDS) -> None:
-        """Worker side, for async code: like ``mark_reached`` but awaits ``asyncio.sleep`` between checks.
-
-        Raises:
-            TimeoutError: Nobody released the gate within ``timeout``.
-        """
-        started = self._arrive()
-        while not self.released_path.exists():
-            if self._timed_out(started, timeout):
-                raise TimeoutError(f"gate {self.name!r} was not released within {timeout:g} s")
-            await asyncio.sleep(_GATE_POLL_SECONDS)
-
-    def is_reached(self) -> bool:
-        """Test side: whether Worker code arrived at the gate since the last ``reset``."""
-        return self.reached_path.exists()
-
-    def wait_until_reached(self, timeout: float = 30.0) -> None:
-        """Test side: block until Worker code arrived at the gate.
-
-        Raises:
-            TimeoutError: Nothing arrived within ``timeout`` seconds.
-        """
-        poll_until(lambda: True if self.is_reached() else None, timeout=timeout,
-                   description=f"gate {self.name!r} to be reached ({self.reached_path})")
-
-    def release(self) -> None:
-        """Test side: let every current and future arrival through (until ``reset``)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.released_path.touch()
-
-    def reset(self) -> None:
-        """Test side: forget arrival and release, so the gate pauses the next arrival again."""
-        self.released_path.unlink(missing_ok=True)
-        self.reached_path.unlink(missing_ok=True)
-
-    def __repr__(self) -> str:
-        return f"FileGate(directory={self.directory!r}, name={self.name!r})"
 
 
 @final
@@ -140,7 +39,7 @@ class InvocationLog:
             ValueError: ``name`` is empty or contains a path separator.
         """
         self.directory = directory
-        self.name = _checked_name(name)
+        self.name = checked_file_name(name)
         self.path = directory / f"{name}.invocations"
 
     def record(self, entry: str) -> None:

@@ -1,28 +1,32 @@
-"""``AwaitToolApproval``: what to wait for, and the reducer of the wait's end.
+"""``AwaitToolApproval``: what its wait waits on, and the reducer of the wait's end.
 
 Reads: the call's own ``tool_calls`` instance and ``pending_interrupts`` (which the Step locks in
 Execute, so ``resolve_interrupt`` cannot change it underneath).
 
-* A resolution (consumed from the call's ``InterruptResolutions`` instance): approved -> record
+* ``ApprovalWaitStarted`` (``wait_for``): wait for the call's resolution and, when the interrupt is
+  still pending with a deadline, its deadline Timer (``WaitForResolution``); a call that no longer
+  awaits approval skips the wait (``SkipWait``).
+* ``ApprovalWaitEnded`` carries both endings of the wait, and a consumed resolution wins (it was
+  accepted before the deadline, and nothing else will ever deliver it): approved -> record
   ``pending``, ``interrupt_resolved``, -> the call's tool Step; rejected -> record ``rejected`` with the
   rejection message, ``interrupt_resolved``, ``tool_call_finished``, one ``ToolCallCompleted``, dead end.
-* The deadline Timer: when the interrupt is still pending and its deadline has come, reject with
+* The deadline Timer alone: when the interrupt is still pending and its deadline has come, reject with
   ``"approval deadline passed"`` as above; a stored deadline that cannot be read counts as passed
   (rejected with ``"approval deadline unreadable: <value>"``), so a corrupt value never approves a
   call and never fails the Step forever. When ``resolve_interrupt`` already removed the interrupt
   (its resolution is queued), or the Timer fired before the deadline, wait again: move to
   ``AwaitToolApproval`` for the same call, whose wait consumes the resolution or re-arms the Timer.
+* Neither (a skipped wait): wait again.
 * A call that no longer awaits approval (missing or already decided) ends without effects.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TypeAlias, assert_never, final
+from dataclasses import replace
 
 from dex_agents.pure import events
 from dex_agents.pure.deadlines import is_late, timer_seconds
-from dex_agents.pure.effects import Effect, SetMapInstance, WriteEvent
+from dex_agents.pure.effects import ApprovalWait, SetMapInstance, SkipWait, StepEffect, WaitForResolution, WriteEvent
 from dex_agents.pure.persistence import AGENT_TOOL_CALLS, StepType
 from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.reducers.common import (
@@ -33,29 +37,10 @@ from dex_agents.pure.reducers.common import (
     set_pending_interrupts,
 )
 from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import ApprovalWaitEnded, DeadlineTimerFired, ResolutionReceived, WaitSkipped
+from dex_agents.pure.step_inputs import ApprovalWaitEnded, ApprovalWaitStarted
 from dex_agents.pure.texts import approval_deadline_passed_message, approval_deadline_unreadable_message
-from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.transition import StepTransition, WaitTransition, reject, step, wait
 from dex_agents.pure.values import AgentToolCall, ToolCallStatus
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WaitForResolution:
-    """Wait for one message on ``InterruptResolutions[interrupt_id]``, or a Timer of ``timer_seconds``
-    (whole seconds, rounded up) when one is set; the Timer comes first in Dex's canonical order."""
-
-    interrupt_id: str
-    timer_seconds: int | None
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SkipWait:
-    """Nothing to wait for (``Wait.skip_immediately``); execute then receives ``WaitSkipped``."""
-
-
-ApprovalWait: TypeAlias = WaitForResolution | SkipWait
 
 
 def _awaiting_record(state: SessionState, tool_call_id: str) -> AgentToolCall | None:
@@ -65,8 +50,13 @@ def _awaiting_record(state: SessionState, tool_call_id: str) -> AgentToolCall | 
     return record
 
 
+def reduce_approval_wait_started(state: SessionState, started: ApprovalWaitStarted) -> WaitTransition:
+    """``AwaitToolApproval``'s ``wait_for``: what to wait on (``approval_wait`` at the invocation's time)."""
+    return wait(state, approval_wait(state, started.tool_call_id, started.invocation.now_ms))
+
+
 def approval_wait(state: SessionState, tool_call_id: str, now_ms: int) -> ApprovalWait:
-    """The wait of ``AwaitToolApproval(tool_call_id)`` at ``now_ms`` (its ``wait_for``).
+    """The wait of ``AwaitToolApproval(tool_call_id)`` at ``now_ms``.
 
     No Timer when the interrupt has no deadline or was already resolved (its resolution is queued);
     a deadline that cannot be read arms a zero Timer, so execute reports it at once.
@@ -85,8 +75,8 @@ def approval_wait(state: SessionState, tool_call_id: str, now_ms: int) -> Approv
     return WaitForResolution(interrupt_id=record.interrupt_id, timer_seconds=seconds)
 
 
-def _wait_again(state: SessionState, tool_call_id: str) -> Transition:
-    return transition(state, [go_to(StepType.AWAIT_TOOL_APPROVAL, tool_call_id)])
+def _wait_again(state: SessionState, tool_call_id: str) -> StepTransition:
+    return step(state, [], go_to(StepType.AWAIT_TOOL_APPROVAL, tool_call_id))
 
 
 def _decide(
@@ -96,10 +86,10 @@ def _decide(
     interrupt_id: str,
     approved: bool,
     rejection_message: str | None,
-) -> Transition:
+) -> StepTransition:
     """Apply one decision: remove the interrupt if still pending, then approve or reject the record."""
     invocation = waited.invocation
-    before: list[Effect] = []
+    before: list[StepEffect] = []
     if state.pending_interrupt(interrupt_id) is not None:
         state = replace(state, pending_interrupts=state.without_interrupt(interrupt_id))
         before.append(set_pending_interrupts(state))
@@ -111,49 +101,41 @@ def _decide(
         rejected = replace(record, status=ToolCallStatus.REJECTED, rejection_message=rejection_message)
         return finalize_record(state, invocation, rejected, before)
     approved_record = replace(record, status=ToolCallStatus.PENDING)
-    return transition(
+    return step(
         replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, approved_record)),
-        [
-            SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, approved_record),
-            *before,
-            go_to(tool_step_type(record.effect), record.tool_call_id),
-        ],
+        [SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, approved_record), *before],
+        go_to(tool_step_type(record.effect), record.tool_call_id),
     )
 
 
-def reduce_approval_wait_ended(state: SessionState, waited: ApprovalWaitEnded) -> Transition:
-    """``AwaitToolApproval(tool_call_id)`` finished waiting (see the module docstring).
+def reduce_approval_wait_ended(state: SessionState, waited: ApprovalWaitEnded) -> StepTransition:
+    """``AwaitToolApproval(tool_call_id)`` finished waiting (see the module docstring): a consumed
+    resolution decides, else a fired Timer, else the Step waits again.
 
-    Rejects a resolution for another interrupt, and a stored deadline that cannot be read.
+    Rejects a resolution for another interrupt.
     """
     record = _awaiting_record(state, waited.tool_call_id)
     if record is None or record.interrupt_id is None:
         return dead_end(state)
     interrupt_id = record.interrupt_id
-    outcome = waited.outcome
-    match outcome:
-        case ResolutionReceived(resolution=resolution):
-            if resolution.interrupt_id != interrupt_id:
-                return reject(
-                    state, f"resolution for {resolution.interrupt_id!r} reached the wait of {interrupt_id!r}"
-                )
-            return _decide(state, waited, record, interrupt_id, resolution.approved, resolution.rejection_message)
-        case DeadlineTimerFired():
-            interrupt = state.pending_interrupt(interrupt_id)
-            if interrupt is None:
-                return _wait_again(state, waited.tool_call_id)
-            try:
-                deadline = interrupt_deadline(interrupt)
-            except ValueError:
-                message = approval_deadline_unreadable_message(interrupt.deadline)
-                return _decide(state, waited, record, interrupt_id, False, message)
-            if not is_late(waited.invocation.now_ms, deadline):
-                return _wait_again(state, waited.tool_call_id)
-            return _decide(state, waited, record, interrupt_id, False, approval_deadline_passed_message)
-        case WaitSkipped():
-            return _wait_again(state, waited.tool_call_id)
-        case _:
-            assert_never(outcome)
+    if waited.resolutions:
+        resolution = waited.resolutions[0]
+        if resolution.interrupt_id != interrupt_id:
+            return reject(state, f"resolution for {resolution.interrupt_id!r} reached the wait of {interrupt_id!r}")
+        return _decide(state, waited, record, interrupt_id, resolution.approved, resolution.rejection_message)
+    if not waited.timer_fired:
+        return _wait_again(state, waited.tool_call_id)
+    interrupt = state.pending_interrupt(interrupt_id)
+    if interrupt is None:
+        return _wait_again(state, waited.tool_call_id)
+    try:
+        deadline = interrupt_deadline(interrupt)
+    except ValueError:
+        message = approval_deadline_unreadable_message(interrupt.deadline)
+        return _decide(state, waited, record, interrupt_id, False, message)
+    if not is_late(waited.invocation.now_ms, deadline):
+        return _wait_again(state, waited.tool_call_id)
+    return _decide(state, waited, record, interrupt_id, False, approval_deadline_passed_message)
 
 
-__all__ = ["ApprovalWait", "SkipWait", "WaitForResolution", "approval_wait", "reduce_approval_wait_ended"]
+__all__ = ["approval_wait", "reduce_approval_wait_ended", "reduce_approval_wait_started"]

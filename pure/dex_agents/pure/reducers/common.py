@@ -23,11 +23,12 @@ from dex_agents.pure.effects import (
     DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
-    Effect,
     GoToSteps,
     PublishToChannel,
     SetAttribute,
     SetMapInstance,
+    StepEffect,
+    Write,
     WriteEvent,
 )
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE, message_sequence_key, turn_id_for
@@ -44,7 +45,7 @@ from dex_agents.pure.persistence import (
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import Invocation
 from dex_agents.pure.step_options import MovementInput, move_to
-from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.transition import StepTransition, reject, step
 from dex_agents.pure.validation import describe_defects, validate_user_message
 from dex_agents.pure.values import (
     AgentInterrupt,
@@ -65,12 +66,12 @@ def go_to(step_type: StepType, step_input: MovementInput = None) -> GoToSteps:
     return GoToSteps(movements=pvector([move_to(step_type, step_input)]))
 
 
-def set_agent_state(agent_state: AgentState) -> Effect:
+def set_agent_state(agent_state: AgentState) -> Write:
     """Write the ``AgentState`` Attribute."""
     return SetAttribute.of(AGENT_STATE, agent_state)
 
 
-def set_pending_interrupts(state: SessionState) -> Effect:
+def set_pending_interrupts(state: SessionState) -> Write:
     """Write the state's ``PendingInterrupts``."""
     return SetAttribute.of(PENDING_INTERRUPTS, state.pending_interrupts)
 
@@ -92,7 +93,7 @@ def user_message_problem(agent_state: AgentState, message: FrameworkMessage) -> 
 
 def append_messages(
     state: SessionState, agent_state: AgentState, turn_id: str, new_messages: Sequence[FrameworkMessage]
-) -> tuple[SessionState, AgentState, list[Effect]]:
+) -> tuple[SessionState, AgentState, list[Write]]:
     """Append ``new_messages`` to the turn, in order, after ``agent_state.message_count``.
 
     Returns the state with the messages, the ``AgentState`` with the new ``message_count`` (not yet
@@ -113,7 +114,7 @@ def append_messages(
                 framework_item=message.framework_item,
             )
         )
-    effects: list[Effect] = [
+    effects: list[Write] = [
         SetMapInstance.of(AGENT_MESSAGES, message_sequence_key(message.sequence), message)
         for message in stored
     ]
@@ -123,7 +124,7 @@ def append_messages(
 
 def start_turn(
     state: SessionState, agent_state: AgentState, invocation: Invocation, user_message: FrameworkMessage
-) -> Transition:
+) -> StepTransition:
     """Start ``turn-<turn_count + 1>`` with ``user_message`` and move to ``RunModel``.
 
     Effects: the message, ``AgentState`` (``running_model``), ``turn_started``, ``GoToSteps(RunModel)``.
@@ -142,14 +143,14 @@ def start_turn(
         current_turn_id=turn_id,
         current_turn_sequence=agent_state.message_count,
     )
-    return transition(
+    return step(
         replace(state, agent_state=agent_state),
         [
             *message_effects,
             set_agent_state(agent_state),
             WriteEvent(event=events.turn_started(turn_id, invocation, agent_state.message_count)),
-            go_to(StepType.RUN_MODEL),
         ],
+        go_to(StepType.RUN_MODEL),
     )
 
 
@@ -170,14 +171,14 @@ def turn_ended(agent_state: AgentState, failure: str | None) -> AgentState:
     )
 
 
-def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Effect]]:
+def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Write]]:
     """Drop the turn's run state, model call count, tool call records and any interrupt of the turn
     left pending.
 
     Returns the state without them and the ``DeleteAttribute`` / ``DeleteMapInstance`` /
     ``SetAttribute`` effects (only for what was there). ``AgentState`` is the caller's to write.
     """
-    effects: list[Effect] = []
+    effects: list[Write] = []
     if state.framework_run_state is not None:
         effects.append(DeleteAttribute.of(FRAMEWORK_RUN_STATE))
     if state.turn_model_call_count != 0:
@@ -196,26 +197,26 @@ def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Ef
 
 
 def finalize_record(
-    state: SessionState, invocation: Invocation, final_record: AgentToolCall, before: Sequence[Effect] = ()
-) -> Transition:
+    state: SessionState, invocation: Invocation, final_record: AgentToolCall, before: Sequence[StepEffect] = ()
+) -> StepTransition:
     """Store a record that became final, write ``tool_call_finished``, publish its one
     ``ToolCallCompleted`` and dead-end. ``before`` are effects to perform first."""
     new_state = replace(state, tool_calls=state.tool_calls.set(final_record.tool_call_id, final_record))
-    return transition(
+    return step(
         new_state,
         [
             *before,
             SetMapInstance.of(AGENT_TOOL_CALLS, final_record.tool_call_id, final_record),
             WriteEvent(event=events.tool_call_finished(invocation, final_record)),
             PublishToChannel.of(TOOL_CALL_RESULTS, ToolCallCompleted(tool_call_id=final_record.tool_call_id)),
-            DeadEnd(),
         ],
+        DeadEnd(),
     )
 
 
-def dead_end(state: SessionState) -> Transition:
-    """End the branch with no other effect (state unchanged)."""
-    return transition(state, [DeadEnd()])
+def dead_end(state: SessionState) -> StepTransition:
+    """End the branch with no effect (state unchanged)."""
+    return step(state, [], DeadEnd())
 
 
 def interrupt_deadline(interrupt: AgentInterrupt) -> int | None:

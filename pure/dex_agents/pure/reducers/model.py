@@ -1,10 +1,12 @@
-"""Reducers of ``RunModel``: the model call's outcome ends the turn or defers its tool calls; a model
-call that raised fails the attempt or, when no retry can help, the turn.
+"""Reducers of ``RunModel``: the Step asks for the model call; its outcome ends the turn or defers its
+tool calls; a model call that raised fails the attempt or, when no retry can help, the turn.
 
-Reads: ``agent_state``, ``usage``, ``framework_run_state``, ``turn_model_call_count``, every
-``tool_calls`` record of the turn and ``pending_interrupts`` (``RunModel`` loads the whole
+Reads: ``agent_state``, ``messages``, ``usage``, ``framework_run_state``, ``turn_model_call_count``,
+every ``tool_calls`` record of the turn and ``pending_interrupts`` (``RunModel`` loads the whole
 ``AgentMessages`` and ``AgentToolCalls`` maps).
 
+* ``ModelStepStarted``: ask for the model call with the turn's view (``CallModel``: the messages, the
+  run state, the records in deferral order); rejected when no model call should run.
 * ``TurnCompleted``: append the messages, add the usage, clear the turn (run state, model call count,
   records), ``usage_recorded`` then ``turn_completed`` -> ``AwaitUserMessage``.
 * ``ToolCallsRequested``: store the run state, the turn's model call count (``TurnModelCallCount``),
@@ -13,7 +15,7 @@ Reads: ``agent_state``, ``usage``, ``framework_run_state``, ``turn_model_call_co
   ``tool_call_deferred`` (and ``interrupt_raised``) -> one Step per call plus
   ``ResumeTurn(len(calls))``, all at once.
 * ``ToolCallsRequested`` by the call that reaches ``max_model_calls_per_turn``: add the usage,
-  ``usage_recorded``, defer nothing and fail the turn (``fail_turn_in_run_model``).
+  ``usage_recorded``, defer nothing and fail the turn (``turn.ask_to_fail_turn``).
 * ``ModelCallFailed``: ``dex_agents.model_call_failed``, then ``FailAttempt`` with the error (Dex
   retries, then ``RecordTurnFailure``); ``retrying`` is true below ``RunModel``'s attempt count. A
   non-retryable error writes the event with ``retrying`` false and fails the turn at once.
@@ -29,7 +31,7 @@ from pyrsistent import pvector
 
 from dex_agents.pure import events
 from dex_agents.pure.deadlines import deadline_ms, format_instant
-from dex_agents.pure.effects import Effect, FailAttempt, GoToSteps, SetAttribute, SetMapInstance, WriteEvent
+from dex_agents.pure.effects import CallModel, FailAttempt, GoToSteps, SetAttribute, SetMapInstance, StepEffect, WriteEvent
 from dex_agents.pure.flow_table import execute_attempts
 from dex_agents.pure.keys import idempotency_key, interrupt_id_for
 from dex_agents.pure.persistence import (
@@ -51,12 +53,12 @@ from dex_agents.pure.reducers.common import (
     set_pending_interrupts,
     turn_ended,
 )
-from dex_agents.pure.reducers.turn import fail_turn_in_run_model
+from dex_agents.pure.reducers.turn import ask_to_fail_turn
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import Invocation, ModelCallFailed, ModelCallFinished
+from dex_agents.pure.step_inputs import Invocation, ModelCallFailed, ModelCallFinished, ModelStepStarted
 from dex_agents.pure.step_options import StepMovement, move_to
-from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.transition import StepTransition, reject, step
 from dex_agents.pure.usage import add_agent_usage
 from dex_agents.pure.validation import describe_defects, validate_turn_outcome
 from dex_agents.pure.values import AgentInterrupt, AgentState, AgentStatus, AgentToolCall, ToolCallStatus
@@ -67,7 +69,7 @@ def model_call_cap_error(cap: int) -> str:
     return f"the turn reached its cap of {cap} model calls (max_model_calls_per_turn) without a final answer"
 
 
-def _running_model(state: SessionState) -> tuple[AgentState, str] | Transition:
+def _running_model(state: SessionState) -> tuple[AgentState, str] | StepTransition:
     """The ``AgentState`` and turn ID of a running model call, or the rejection when none runs."""
     agent_state = state.agent_state
     if agent_state is None:
@@ -80,13 +82,34 @@ def _running_model(state: SessionState) -> tuple[AgentState, str] | Transition:
     return agent_state, turn_id
 
 
-def reduce_model_call_finished(state: SessionState, config: SessionConfig, finished: ModelCallFinished) -> Transition:
+def reduce_model_step_started(state: SessionState, started: ModelStepStarted) -> StepTransition:
+    """``RunModel`` began: ask for the model call with the running turn's view (``CallModel``).
+
+    Rejects when no turn runs or the status is not ``running_model``: no runner is called then.
+    """
+    running = _running_model(state)
+    if isinstance(running, StepTransition):
+        return running
+    _agent_state, turn_id = running
+    return step(
+        state,
+        [],
+        CallModel(
+            turn_id=turn_id,
+            messages=state.messages,
+            framework_run_state=state.framework_run_state,
+            tool_calls=pvector(state.records_in_deferral_order()),
+        ),
+    )
+
+
+def reduce_model_call_finished(state: SessionState, config: SessionConfig, finished: ModelCallFinished) -> StepTransition:
     """``RunModel`` returned an outcome (see the module docstring).
 
     Rejects when no turn runs, the status is not ``running_model``, or the outcome has runner defects.
     """
     running = _running_model(state)
-    if isinstance(running, Transition):
+    if isinstance(running, StepTransition):
         return running
     agent_state, turn_id = running
     defects = validate_turn_outcome(finished.outcome, state.tool_calls.keys())
@@ -98,20 +121,20 @@ def reduce_model_call_finished(state: SessionState, config: SessionConfig, finis
             return _turn_completed(state, agent_state, turn_id, finished.invocation, outcome)
         case ToolCallsRequested():
             if state.turn_model_call_count + 1 >= config.max_model_calls_per_turn:
-                return _cap_reached(state, config, turn_id, finished.invocation, outcome)
+                return _cap_reached(state, config, finished.invocation, outcome)
             return _tool_calls_requested(state, config, agent_state, turn_id, finished.invocation, outcome)
         case _:
             assert_never(outcome)
 
 
-def reduce_model_call_failed(state: SessionState, failed: ModelCallFailed) -> Transition:
+def reduce_model_call_failed(state: SessionState, failed: ModelCallFailed) -> StepTransition:
     """``run_model_step`` raised: write ``dex_agents.model_call_failed``, then fail the attempt (a
     retryable error) or the turn (a ``NonRetryableModelError``).
 
     Rejects when no turn runs or the status is not ``running_model``.
     """
     running = _running_model(state)
-    if isinstance(running, Transition):
+    if isinstance(running, StepTransition):
         return running
     _agent_state, turn_id = running
     invocation = failed.invocation
@@ -119,25 +142,21 @@ def reduce_model_call_failed(state: SessionState, failed: ModelCallFailed) -> Tr
     retrying = failed.retryable and (attempts is None or invocation.attempt < attempts)
     written = WriteEvent(event=events.model_call_failed(turn_id, invocation, failed.error, retrying))
     if failed.retryable:
-        return transition(state, [written, FailAttempt(error=failed.error)])
-    return fail_turn_in_run_model(state, invocation, failed.error, [written])
+        return step(state, [written], FailAttempt(error=failed.error))
+    return ask_to_fail_turn(state, invocation, failed.error, before=[written])
 
 
 def _cap_reached(
-    state: SessionState, config: SessionConfig, turn_id: str, invocation: Invocation, outcome: ToolCallsRequested
-) -> Transition:
-    usage = add_agent_usage(state.usage, outcome.usage)
-    recorded: list[Effect] = [
-        SetAttribute.of(AGENT_USAGE, usage),
-        WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
-    ]
+    state: SessionState, config: SessionConfig, invocation: Invocation, outcome: ToolCallsRequested
+) -> StepTransition:
+    """The call that reached the cap asked for tools: record its usage, defer nothing, fail the turn."""
     error = model_call_cap_error(config.max_model_calls_per_turn)
-    return fail_turn_in_run_model(replace(state, usage=usage), invocation, error, recorded)
+    return ask_to_fail_turn(state, invocation, error, recorded_usage=outcome.usage)
 
 
 def _turn_completed(
     state: SessionState, agent_state: AgentState, turn_id: str, invocation: Invocation, outcome: TurnCompleted
-) -> Transition:
+) -> StepTransition:
     no_room = room_for_messages(agent_state, len(outcome.new_messages))
     if no_room is not None:
         return reject(state, no_room)
@@ -145,7 +164,7 @@ def _turn_completed(
     appended, agent_state, message_effects = append_messages(state, agent_state, turn_id, outcome.new_messages)
     cleared, clear_effects = clear_turn(appended, turn_id)
     agent_state = turn_ended(agent_state, failure=None)
-    return transition(
+    return step(
         replace(cleared, agent_state=agent_state, usage=usage),
         [
             *message_effects,
@@ -154,8 +173,8 @@ def _turn_completed(
             set_agent_state(agent_state),
             WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
             WriteEvent(event=events.turn_completed(turn_id, invocation, len(outcome.new_messages))),
-            go_to(StepType.AWAIT_USER_MESSAGE),
         ],
+        go_to(StepType.AWAIT_USER_MESSAGE),
     )
 
 
@@ -209,7 +228,7 @@ def _tool_calls_requested(
     turn_id: str,
     invocation: Invocation,
     outcome: ToolCallsRequested,
-) -> Transition:
+) -> StepTransition:
     deadline: str | None = None
     try:
         deadline_at = deadline_ms(invocation.now_ms, config.interrupt_deadline_ms)
@@ -236,7 +255,7 @@ def _tool_calls_requested(
         pending_interrupts=state.pending_interrupts.extend(interrupts),
         usage=usage,
     )
-    effects: list[Effect] = [
+    effects: list[StepEffect] = [
         SetAttribute.of(FRAMEWORK_RUN_STATE, outcome.framework_run_state),
         SetAttribute.of(TURN_MODEL_CALL_COUNT, new_state.turn_model_call_count),
         *(SetMapInstance.of(AGENT_TOOL_CALLS, r.tool_call_id, r) for r in records),
@@ -258,8 +277,13 @@ def _tool_calls_requested(
             effects.append(WriteEvent(event=events.interrupt_raised(invocation, raised)))
     movements = [_movement_for(record) for record in records]
     movements.append(move_to(StepType.RESUME_TURN, len(records)))
-    effects.append(GoToSteps(movements=pvector(movements)))
-    return transition(new_state, effects)
+    return step(new_state, effects, GoToSteps(movements=pvector(movements)))
 
 
-__all__ = ["interrupt_raised_by", "model_call_cap_error", "reduce_model_call_failed", "reduce_model_call_finished"]
+__all__ = [
+    "interrupt_raised_by",
+    "model_call_cap_error",
+    "reduce_model_call_failed",
+    "reduce_model_call_finished",
+    "reduce_model_step_started",
+]

@@ -16,9 +16,12 @@ from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
     ApprovalWaitEnded,
+    HeartbeatSent,
     Invocation,
+    ModelAttemptsExhausted,
     ModelCallFailed,
     ModelCallFinished,
+    ModelStepStarted,
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
@@ -27,8 +30,8 @@ from dex_agents.pure.step_inputs import (
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
-    TurnFailed,
     UserMessageArrived,
+    UserMessageBuilt,
 )
 
 
@@ -57,6 +60,7 @@ def step_input_problem(step_input: StepInput) -> str | None:
         case (
             ApprovalWaitEnded()
             | ToolStepStarted()
+            | HeartbeatSent()
             | ToolCallSucceeded()
             | ToolExecutionFailed()
             | ToolAttemptsExhausted()
@@ -65,7 +69,15 @@ def step_input_problem(step_input: StepInput) -> str | None:
             return tool_call_id_problem(step_input.tool_call_id)
         case ToolResultsArrived():
             return None if step_input.expected >= 1 else f"ResumeTurn expects at least 1 result, got {step_input.expected}"
-        case SessionStarted() | UserMessageArrived() | ModelCallFinished() | ModelCallFailed() | TurnFailed():
+        case (
+            SessionStarted()
+            | UserMessageArrived()
+            | UserMessageBuilt()
+            | ModelStepStarted()
+            | ModelCallFinished()
+            | ModelCallFailed()
+            | ModelAttemptsExhausted()
+        ):
             return None
         case _:
             assert_never(step_input)

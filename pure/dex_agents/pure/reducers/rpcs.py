@@ -1,10 +1,10 @@
-"""Reducers of the session's RPCs. Each answers with exactly one ``AnswerRpc`` as its last effect and
-never writes the event Stream (Dex RPCs cannot write Streams).
+"""Reducers of the session's RPCs. Each returns an ``RpcTransition``: writes, then one ``AnswerRpc`` (or
+``RefuseRpc``); it cannot write the event Stream (Dex RPCs cannot write Streams).
 
 * ``send_user_message``: ``false`` for blank text; otherwise queue the message (``true``). A message
   sent during a turn waits in ``QueuedUserMessages`` and starts the next turn.
 * Text that cannot be encoded (a lone surrogate, see ``validation``) in ``send_user_message``'s text
-  or ``resolve_interrupt``'s ``rejection_message`` is refused (a rejection: the caller gets an RPC
+  or ``resolve_interrupt``'s ``rejection_message`` is refused (``RefuseRpc``: the caller gets an RPC
   error naming it); nothing is queued or resolved. Stored, it would fail every later model call.
 * ``resolve_interrupt``: ``false`` when the interrupt is not pending (unknown, already resolved) or
   its deadline has come (``now_ms >= deadline``); otherwise remove it from ``PendingInterrupts``,
@@ -35,17 +35,17 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     SendUserMessageCalled,
 )
-from dex_agents.pure.transition import Transition, answer, reject
+from dex_agents.pure.transition import RpcTransition, answer, refuse
 from dex_agents.pure.validation import lone_surrogate_problem
 from dex_agents.pure.values import AgentInterruptResolution, AgentUserMessage
 
 
-def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> Transition:
+def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> RpcTransition:
     """``send_user_message``: refuse un-encodable text, ``false`` for blank text, else queue it (``true``)."""
     text = called.input.text
     problem = lone_surrogate_problem(text, "text")
     if problem is not None:
-        return reject(state, problem)
+        return refuse(state, problem)
     if is_blank(text):
         return answer(state, False)
     queued = replace(state, queued_message_count=state.queued_message_count + 1)
@@ -53,14 +53,14 @@ def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled)
     return answer(queued, True, [publish])
 
 
-def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> Transition:
+def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> RpcTransition:
     """``resolve_interrupt``: refuse an un-encodable ``rejection_message``; ``false`` unless pending and
     before a readable deadline; else resolve (``true``)."""
     request = called.input
     message = request.rejection_message
     problem = None if message is None else lone_surrogate_problem(message, "rejection_message")
     if problem is not None:
-        return reject(state, problem)
+        return refuse(state, problem)
     interrupt = state.pending_interrupt(request.interrupt_id)
     if interrupt is None:
         return answer(state, False)
@@ -98,12 +98,12 @@ def snapshot_of(state: SessionState) -> AgentSnapshot:
     )
 
 
-def reduce_agent_snapshot_requested(state: SessionState, _requested: AgentSnapshotRequested) -> Transition:
+def reduce_agent_snapshot_requested(state: SessionState, _requested: AgentSnapshotRequested) -> RpcTransition:
     """``get_agent_snapshot``: answer ``snapshot_of(state)``."""
     return answer(state, snapshot_of(state))
 
 
-def reduce_agent_messages_listed(state: SessionState, listed: AgentMessagesListed) -> Transition:
+def reduce_agent_messages_listed(state: SessionState, listed: AgentMessagesListed) -> RpcTransition:
     """``list_agent_messages``: answer one page, oldest first (``limit`` clamped to 1..200, default 50)."""
     return answer(state, page_messages(state.messages, listed.input.before_sequence, listed.input.limit))
 

@@ -7,7 +7,8 @@ hands the runner with the call.
 
 * ``ToolStepStarted``: a record that is missing or already final ends without running (dead end,
   nothing published: its one ``ToolCallCompleted`` already went out). Otherwise write
-  ``tool_call_started``, heartbeat, then run the tool (``ExecuteDeferredToolCall``).
+  ``tool_call_started`` and run the tool (``ExecuteDeferredToolCall``); a single-attempt call first
+  asks for a heartbeat proven sent (``SendHeartbeat``), and runs on its ``HeartbeatSent``.
 * ``ToolCallSucceeded`` -> ``succeeded`` with the output; ``ToolExecutionFailed`` (a
   ``ToolExecutionError``) -> ``failed`` with its message, not retried.
 * ``ToolAttemptsExhausted`` (``RecordToolFailure``): ``failed`` for a ``read``, ``outcome_unknown`` for
@@ -22,12 +23,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dex_agents.pure import events
-from dex_agents.pure.effects import ExecuteDeferredToolCall, Heartbeat, WriteEvent
+from dex_agents.pure.effects import ExecuteDeferredToolCall, SendHeartbeat, WriteEvent
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.policies import crash_status, tool_step_type
 from dex_agents.pure.reducers.common import dead_end, finalize_record
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
+    HeartbeatSent,
     Invocation,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,
@@ -35,11 +37,12 @@ from dex_agents.pure.step_inputs import (
     ToolExecutionFailed,
     ToolStepStarted,
 )
-from dex_agents.pure.transition import Transition, reject, transition
+from dex_agents.pure.texts import recovery_error_text
+from dex_agents.pure.transition import StepTransition, reject, step
 from dex_agents.pure.values import AgentToolCall, ToolCallStatus
 
 
-def _open_record(state: SessionState, tool_call_id: str) -> AgentToolCall | Transition:
+def _open_record(state: SessionState, tool_call_id: str) -> AgentToolCall | StepTransition:
     """The call's pending record; a dead end when it is missing or final; a rejection while it still
     awaits approval (running it would bypass the approval)."""
     record = state.tool_calls.get(tool_call_id)
@@ -50,7 +53,13 @@ def _open_record(state: SessionState, tool_call_id: str) -> AgentToolCall | Tran
     return record
 
 
-def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> Transition:
+def _execute(state: SessionState, record: AgentToolCall) -> ExecuteDeferredToolCall:
+    return ExecuteDeferredToolCall(
+        tool_call=record, idempotency_key=record.idempotency_key, framework_run_state=state.framework_run_state
+    )
+
+
+def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> StepTransition:
     """A tool Step began: end without running, or announce the call and run it.
 
     Only a single-attempt call first proves a heartbeat sent (which ends Dex's re-delivery of the
@@ -61,7 +70,7 @@ def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> T
     single-attempt guarantee of a write).
     """
     found = _open_record(state, started.tool_call_id)
-    if isinstance(found, Transition):
+    if isinstance(found, StepTransition):
         return found
     expected = tool_step_type(found.effect)
     if started.step_type is not expected:
@@ -70,12 +79,18 @@ def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> T
             f"tool call {found.tool_call_id!r} ({found.effect.value}) runs in {expected.value}, not {started.step_type}",
         )
     announce = WriteEvent(event=events.tool_call_started(started.invocation, found))
-    run = ExecuteDeferredToolCall(
-        tool_call=found, idempotency_key=found.idempotency_key, framework_run_state=state.framework_run_state
-    )
     if expected is StepType.CALL_SINGLE_ATTEMPT_TOOL:
-        return transition(state, [announce, Heartbeat(), run])
-    return transition(state, [announce, run])
+        return step(state, [announce], SendHeartbeat(tool_call_id=found.tool_call_id))
+    return step(state, [announce], _execute(state, found))
+
+
+def reduce_heartbeat_sent(state: SessionState, sent: HeartbeatSent) -> StepTransition:
+    """The heartbeat before a single-attempt call is out: run the call (a record that became final
+    meanwhile, or went missing, ends without running)."""
+    found = _open_record(state, sent.tool_call_id)
+    if isinstance(found, StepTransition):
+        return found
+    return step(state, [], _execute(state, found))
 
 
 def _finish(
@@ -85,38 +100,39 @@ def _finish(
     status: ToolCallStatus | None,
     output: str | None = None,
     error: str | None = None,
-) -> Transition:
+) -> StepTransition:
     """Finalize an open record with ``status`` (``None``: the effect's crash status)."""
     found = _open_record(state, tool_call_id)
-    if isinstance(found, Transition):
+    if isinstance(found, StepTransition):
         return found
     final_status = crash_status(found.effect) if status is None else status
     return finalize_record(state, invocation, replace(found, status=final_status, output=output, error=error))
 
 
-def reduce_tool_call_succeeded(state: SessionState, succeeded: ToolCallSucceeded) -> Transition:
+def reduce_tool_call_succeeded(state: SessionState, succeeded: ToolCallSucceeded) -> StepTransition:
     """The tool returned: record ``succeeded`` with its output."""
     return _finish(state, succeeded.invocation, succeeded.tool_call_id, ToolCallStatus.SUCCEEDED, output=succeeded.output)
 
 
-def reduce_tool_execution_failed(state: SessionState, failed: ToolExecutionFailed) -> Transition:
+def reduce_tool_execution_failed(state: SessionState, failed: ToolExecutionFailed) -> StepTransition:
     """The tool raised ``ToolExecutionError``: record ``failed`` with its message (not retried)."""
     return _finish(state, failed.invocation, failed.tool_call_id, ToolCallStatus.FAILED, error=failed.error)
 
 
-def reduce_tool_attempts_exhausted(state: SessionState, exhausted: ToolAttemptsExhausted) -> Transition:
+def reduce_tool_attempts_exhausted(state: SessionState, exhausted: ToolAttemptsExhausted) -> StepTransition:
     """``RecordToolFailure``: ``failed`` for a read, ``outcome_unknown`` for a write, with the recovery error."""
-    return _finish(state, exhausted.invocation, exhausted.tool_call_id, None, error=exhausted.recovery_error)
+    error = recovery_error_text(exhausted.recovery_error)
+    return _finish(state, exhausted.invocation, exhausted.tool_call_id, None, error=error)
 
 
-def reduce_single_attempt_tool_failed(state: SessionState, failed: SingleAttemptToolFailed) -> Transition:
+def reduce_single_attempt_tool_failed(state: SessionState, failed: SingleAttemptToolFailed) -> StepTransition:
     """``RecordToolOutcomeUnknown``: ``outcome_unknown`` with the recovery error."""
-    return _finish(
-        state, failed.invocation, failed.tool_call_id, ToolCallStatus.OUTCOME_UNKNOWN, error=failed.recovery_error
-    )
+    error = recovery_error_text(failed.recovery_error)
+    return _finish(state, failed.invocation, failed.tool_call_id, ToolCallStatus.OUTCOME_UNKNOWN, error=error)
 
 
 __all__ = [
+    "reduce_heartbeat_sent",
     "reduce_single_attempt_tool_failed",
     "reduce_tool_attempts_exhausted",
     "reduce_tool_call_succeeded",

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from dex import Context, Step, StepOptions
+from dex import Step, StepOptions
 
 from dex_agents.pure.flow_rows import StepInputKind
 from dex_agents.pure.flow_table import STEP_TABLE
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.step_options import step_options_for
-from dex_agents.shell.options import dex_durability, dex_step_options
+from dex_agents.shell.dex_options import dex_durability, dex_step_options
 from dex_agents.shell.runtime import SessionRuntime
 
 InputT = TypeVar("InputT")
-
-NO_RECOVERY_ERROR = "the failed Step reported no error"
 
 
 class SessionStep(Step[InputT], Generic[InputT]):
@@ -43,12 +41,4 @@ class SessionStep(Step[InputT], Generic[InputT]):
         return dex_step_options(step_options_for(self.step_type), self.runtime.step_class_of)
 
 
-def recovery_error_text(context: Context) -> str:
-    """The text of the failure that routed here (the failed attempt's message)."""
-    info = context.recovery_error
-    if info is None:
-        return NO_RECOVERY_ERROR
-    return info.detail or info.error_type or NO_RECOVERY_ERROR
-
-
-__all__ = ["NO_RECOVERY_ERROR", "SessionStep", "recovery_error_text"]
+__all__ = ["SessionStep"]

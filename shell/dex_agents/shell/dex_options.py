@@ -1,9 +1,10 @@
-"""Step options, movements and RPC rows of the pure core, turned into the SDK's ``StepOptions``,
-``StepMovement`` and ``@rpc`` arguments.
+"""The pure core's Step options, movements, flow-table waits and RPC rows as the SDK's objects
+(``StepOptions``, ``StepMovement``, ``Wait``, ``@rpc`` arguments): the Dex side of
+``dex_agents.pure.step_options`` and ``flow_table``.
 
 A pure translation: every field of ``StepOptionsSpec`` maps to one ``StepOptions`` field, durations
-are whole seconds, names become the module-level definitions, and an RPC's name, locks and loads come
-from its row of ``flow_table.RPC_TABLE``. Nothing is decided here.
+are whole seconds, names become the module-level definitions, a Step's fixed wait is its row's, and an
+RPC's name, locks and loads come from its row of ``flow_table.RPC_TABLE``. Nothing is decided here.
 """
 
 from __future__ import annotations
@@ -12,14 +13,21 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeAlias, TypeVar, assert_never
 
-from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions, rpc
+from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions, Wait, rpc
 
-from dex_agents.pure.flow_rows import Durability, RetrySpec
-from dex_agents.pure.flow_table import RPC_TABLE
+from dex_agents.pure.flow_rows import (
+    Durability,
+    ForInputCountMessages,
+    ForOneMessage,
+    ForResolutionOrDeadline,
+    NoWait,
+    RetrySpec,
+)
+from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
 from dex_agents.pure.persistence import RpcName, StepType
 from dex_agents.pure.step_options import StepMovement as MovementSpec
 from dex_agents.pure.step_options import StepOptionsSpec
-from dex_agents.shell.definitions import MAPS, attribute_lock, map_instance_load
+from dex_agents.shell.definitions import CHANNELS, MAPS, attribute_lock, map_instance_load
 
 StepClassOf: TypeAlias = Callable[[StepType], type[Step[Any]]]
 """Resolves a Step type to the Step class registered for it (movement targets are classes)."""
@@ -84,6 +92,25 @@ def dex_movement(movement: MovementSpec, step_class_of: StepClassOf) -> StepMove
     )
 
 
+def dex_wait(step_type: StepType, step_input: int | None = None) -> Wait:
+    """The ``Wait`` of a Step whose row fixes it: one message on a Channel, or as many as the Step's
+    input (a result count) says. ``AwaitToolApproval``'s wait is the core's (``perform.perform_wait``).
+
+    Raises:
+        ValueError: the row has no fixed wait (a programmer error).
+    """
+    wait = STEP_TABLE[step_type].wait
+    match wait:
+        case ForOneMessage(channel=channel):
+            return Wait.until(CHANNELS[channel].for_one())
+        case ForInputCountMessages(channel=channel) if step_input is not None:
+            return Wait.until(CHANNELS[channel].for_n(step_input))
+        case ForInputCountMessages() | ForResolutionOrDeadline() | NoWait():
+            raise ValueError(f"{step_type} has no fixed wait for input {step_input!r}: {wait}")
+        case _:
+            assert_never(wait)
+
+
 def session_rpc(name: RpcName) -> Callable[[HandlerT], HandlerT]:
     """The ``@rpc`` decorator of the RPC ``name``: its protocol name, locks and loads from its row."""
     access = RPC_TABLE[name].access
@@ -96,4 +123,4 @@ def session_rpc(name: RpcName) -> Callable[[HandlerT], HandlerT]:
     )
 
 
-__all__ = ["StepClassOf", "dex_durability", "dex_movement", "dex_step_options", "session_rpc"]
+__all__ = ["StepClassOf", "dex_durability", "dex_movement", "dex_step_options", "dex_wait", "session_rpc"]

@@ -1,0 +1,168 @@
+"""The two server calls the SDK's Clients lack: committed Attribute reads and a Worker probe.
+
+dex-python-sdk 1.23.0 has no Attribute read on ``Client``/``AsyncClient`` and no per-call RPC
+timeout. Both are built here, and only here, from the SDK's generated stubs and its private
+helpers (the credential channel, the blob hydrator, the value mapper, the Registry's RPC lookup and
+the error translation); an SDK without them fails at import, before anything is read.
+
+Invariants:
+    * ``read_attribute`` returns the committed value (``FlowService.GetAttributes``), blob
+      references hydrated through the BlobCache and decoded with the Registry's codec for the
+      definition's type; ``None`` when the Attribute is unset. No Worker is involved.
+    * ``worker_answers`` invokes ``list_agent_messages`` (a read: limit 1) exactly as the Client
+      would, but with an RPC timeout of ``seconds``: Dex withdraws an RPC no Worker took within its
+      timeout, so a probe that times out was never run, and nothing a probe runs changes a session.
+      It answers ``True`` once any Worker answered (even with an error), ``False`` when none took
+      it, and raises the translated error when the session is unknown or the server refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from typing import Any, Final, TypeVar, cast, final
+
+import grpc
+from dex import Attribute, BlobCache, Credential, DexServiceError, Registry, WorkerInvocationError
+from dex._async_value_hydrator import AsyncValueHydrator
+from dex._credential_transport import AsyncCredentialRunner, async_channel, sync_channel
+from dex._grpc_errors import translate_rpc_error
+from dex._value_hydrator import ValueHydrator
+from dex._value_mapper import ValueMapper
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from dex_agents.pure.rpc_values import ListAgentMessagesInput
+from dex_agents.shell.flow import AgentSessionFlow
+
+__all__ = ["AsyncServerCalls", "ServerCalls"]
+
+T = TypeVar("T")
+
+PROBE_DEADLINE_MARGIN_SECONDS: Final = 5.0
+"""Added to the probe's RPC timeout for the gRPC deadline, a backstop if the server ignores it."""
+
+
+def _attributes_request(session_id: str, attribute: Attribute[Any]) -> pb.GetAttributesRequest:
+    return pb.GetAttributesRequest(flow_id=session_id, keys=[attribute.name])
+
+
+def _entry_of(response: pb.GetAttributesResponse, attribute: Attribute[Any]) -> pb.Value | None:
+    return next((entry.value for entry in response.attributes if entry.key == attribute.name), None)
+
+
+def _probe_request(registry: Registry, values: ValueMapper, flow: AgentSessionFlow, session_id: str,
+                   seconds: int) -> pb.InvokeRPCRequest:
+    """``list_agent_messages(limit=1)`` as ``Client.invoke_rpc`` builds it, with an RPC timeout."""
+    if seconds < 1:
+        raise ValueError(f"a Worker probe waits whole seconds >= 1, got {seconds}")
+    _, rpc = registry._rpc_for_method(flow.list_agent_messages)
+    assert rpc.input_codec is not None
+    return pb.InvokeRPCRequest(
+        flow_id=session_id, run_id="", rpc_name=rpc.name,
+        input=values.encode(ListAgentMessagesInput(before_sequence=None, limit=1), rpc.input_codec),
+        timeout_seconds=seconds, lock_attribute_keys=rpc.locks, request_id=str(uuid.uuid4()),
+        is_transactional=rpc.options.is_transactional,
+        load_attribute_map_instances=rpc.load_attribute_map_instances,
+        load_channel_names=rpc.load_channel_names, load_channel_map_instances=rpc.load_channel_map_instances)
+
+
+def _probe_outcome(error: grpc.RpcError, session_id: str) -> bool:
+    """Whether a Worker took a probe that failed with ``error``; raises what is not about Workers."""
+    if error.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return False
+    translated: DexServiceError = translate_rpc_error(error, "invoke_rpc", session_id, "active")
+    if isinstance(translated, WorkerInvocationError):
+        return bool(translated.worker_error_type)  # no type: the server found no Worker to run it
+    raise translated from error
+
+
+@final
+class ServerCalls:
+    """Attribute reads and Worker probes over a channel of their own (sync)."""
+
+    def __init__(self, server_address: str, credential: Credential | None, blob_cache: BlobCache,
+                 registry: Registry) -> None:
+        self._channel = sync_channel(server_address, credential)
+        self._stub = dex_pb2_grpc.FlowServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._hydrator = ValueHydrator(self._stub, blob_cache)
+        self._values = ValueMapper(registry.codec_registry)
+        self._registry = registry
+        self._close_channel = weakref.finalize(self, self._channel.close)
+
+    def read_attribute(self, session_id: str, attribute: Attribute[T], *, timeout: float) -> T | None:
+        """The committed value of ``attribute``, ``None`` when unset.
+
+        Raises:
+            DexServiceError: The server refused the read (an unknown session, say).
+            ValueMappingError: The stored value does not decode as the attribute's type.
+        """
+        try:
+            response = self._stub.GetAttributes(_attributes_request(session_id, attribute), timeout=timeout)
+        except grpc.RpcError as error:
+            raise translate_rpc_error(error, "get_attributes", session_id, "existing") from error
+        value = _entry_of(cast(pb.GetAttributesResponse, response), attribute)
+        if value is None:
+            return None
+        hydrated = self._hydrator.hydrate(session_id, value)
+        return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute.value_type)))
+
+    def worker_answers(self, flow: AgentSessionFlow, session_id: str, seconds: int) -> bool:
+        """Whether a Worker serving ``flow`` took a harmless read of ``session_id`` within ``seconds``."""
+        request = _probe_request(self._registry, self._values, flow, session_id, seconds)
+        try:
+            self._stub.InvokeRPC(request, timeout=seconds + PROBE_DEADLINE_MARGIN_SECONDS)
+        except grpc.RpcError as error:
+            return _probe_outcome(error, session_id)
+        return True
+
+    def close(self) -> None:
+        """Close the channel (idempotent; also when the object is collected)."""
+        self._close_channel()
+
+
+@final
+class AsyncServerCalls:
+    """Attribute reads and Worker probes over a channel of their own (asyncio; build it on the loop)."""
+
+    def __init__(self, server_address: str, credential: Credential | None, blob_cache: BlobCache,
+                 registry: Registry) -> None:
+        self._credentials = None if credential is None else AsyncCredentialRunner(credential)
+        self._channel = async_channel(server_address, self._credentials)
+        self._stub = dex_pb2_grpc.FlowServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._hydrator = AsyncValueHydrator(self._stub, blob_cache)
+        self._values = ValueMapper(registry.codec_registry)
+        self._registry = registry
+        self._closed = False
+
+    async def read_attribute(self, session_id: str, attribute: Attribute[T], *, timeout: float) -> T | None:
+        """The committed value of ``attribute``, ``None`` when unset (see ``ServerCalls.read_attribute``)."""
+        try:
+            response = await self._stub.GetAttributes(_attributes_request(session_id, attribute), timeout=timeout)
+        except grpc.RpcError as error:
+            raise translate_rpc_error(error, "get_attributes", session_id, "existing") from error
+        value = _entry_of(cast(pb.GetAttributesResponse, response), attribute)
+        if value is None:
+            return None
+        hydrated = await self._hydrator.hydrate(session_id, value)
+        return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute.value_type)))
+
+    async def worker_answers(self, flow: AgentSessionFlow, session_id: str, seconds: int) -> bool:
+        """Whether a Worker serving ``flow`` took a harmless read of ``session_id`` within ``seconds``."""
+        request = _probe_request(self._registry, self._values, flow, session_id, seconds)
+        try:
+            await self._stub.InvokeRPC(request, timeout=seconds + PROBE_DEADLINE_MARGIN_SECONDS)
+        except grpc.RpcError as error:
+            return _probe_outcome(error, session_id)
+        return True
+
+    async def close(self) -> None:
+        """Close the channel (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._channel.close(None)
+        finally:
+            if self._credentials is not None:
+                self._credentials.close()

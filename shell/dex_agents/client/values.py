@@ -1,0 +1,139 @@
+"""What the session clients return besides the spec's values, and the error for a missing Worker.
+
+Invariants:
+    * A cursor is the Dex Stream resume token of the last event handed out (``""``: before the
+      first); passing it back continues right after that event, never repeating or skipping one the
+      Stream still retains.
+    * ``EventPage.missed_events`` is true only when the cursor's event is no longer retained (the
+      Flow type's ``AgentEvents`` byte budget dropped it), so events between it and the page's first
+      may be lost; rebuild from ``snapshot`` then.
+    * ``StateCondition`` is data: a predicate over the committed ``AgentState`` and what it awaits,
+      shared by the sync and the async client. An event never proves a state: a turn's end event is
+      written before the commit that ends it (``turn_ended`` waits for the commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, final
+
+from dex import StreamMessage
+
+from dex_agents.pure.values import AgentEvent, AgentState, AgentStatus
+
+__all__ = [
+    "DEFAULT_WORKER_PROBE_SECONDS",
+    "EventPage",
+    "NoWorkerError",
+    "SessionEvent",
+    "StateCondition",
+    "page_after",
+    "status_is",
+    "turn_ended",
+    "turns_completed",
+    "turns_ended",
+]
+
+DEFAULT_WORKER_PROBE_SECONDS: Final = 1
+"""How long ``check_worker`` waits for a Worker to take its probe (whole seconds: a Dex RPC timeout)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEvent:
+    """One ``AgentEvents`` message of a session, with the cursor that continues after it."""
+
+    event: AgentEvent
+    cursor: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, message: StreamMessage[AgentEvent]) -> SessionEvent:
+        """The event of a Stream message read by a Dex Client."""
+        return cls(event=message.value, cursor=message.resume_token, created_at=message.created_time)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventPage:
+    """Retained events after a cursor, oldest first, and the cursor after the last of them."""
+
+    events: tuple[SessionEvent, ...]
+    cursor: str
+    missed_events: bool
+
+
+def page_after(newest_first: Sequence[StreamMessage[AgentEvent]], cursor: str, *, found: bool) -> EventPage:
+    """The page of events newer than ``cursor`` from retained messages read newest first, up to the
+    cursor's own message (``found``) or to the oldest retained one."""
+    events = tuple(SessionEvent.of(message) for message in reversed(newest_first))
+    last = events[-1].cursor if events else cursor
+    return EventPage(events=events, cursor=last, missed_events=bool(cursor) and not found)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateCondition:
+    """A condition on a session's committed ``AgentState`` (see ``turns_ended`` and its siblings)."""
+
+    description: str
+    predicate: Callable[[AgentState], bool]
+
+
+def turns_ended(count: int) -> StateCondition:
+    """``count`` turns ended (completed or failed) and no turn runs."""
+    return StateCondition(
+        description=f"{count} ended turn(s) and no turn running",
+        predicate=lambda state: state.completed_turn_count + state.failed_turn_count >= count
+        and state.current_turn_id is None,
+    )
+
+
+def turn_ended(turn_id: str) -> StateCondition:
+    """The turn ``turn_id`` (``turn-<n>``) ended: ``n`` turns completed or failed (turns end in order).
+
+    Its ``turn_completed``/``turn_failed`` event is written before the Step that ends the turn
+    commits, so a reader of events waits on this before it reads what the turn stored.
+
+    Raises:
+        ValueError: ``turn_id`` is not ``turn-<n>``.
+    """
+    number = turn_id.removeprefix("turn-")
+    if not number.isdigit():
+        raise ValueError(f"a turn ID is turn-<n>, got {turn_id!r}")
+    return StateCondition(description=f"turn {turn_id} ended (committed)",
+                          predicate=lambda state: state.completed_turn_count + state.failed_turn_count >= int(number))
+
+
+def turns_completed(count: int) -> StateCondition:
+    """``count`` turns completed (a failed turn does not count)."""
+    return StateCondition(description=f"{count} completed turn(s)",
+                          predicate=lambda state: state.completed_turn_count >= count)
+
+
+def status_is(status: AgentStatus | str) -> StateCondition:
+    """``AgentState.status`` is ``status``.
+
+    Raises:
+        ValueError: ``status`` is not an ``AgentStatus`` value.
+    """
+    wanted = AgentStatus(status)
+    return StateCondition(description=f"status {wanted.value!r}", predicate=lambda state: state.status is wanted)
+
+
+class NoWorkerError(RuntimeError):
+    """No Worker serving the session's Flow type took a request within the wait.
+
+    Attributes:
+        flow_type: The Flow type nobody serves.
+        server_address: The Dex server asked.
+        seconds: How long the request waited for a Worker.
+    """
+
+    def __init__(self, flow_type: str, server_address: str, seconds: float) -> None:
+        super().__init__(f"no Worker serving {flow_type} answered on {server_address} within {seconds:g} s")
+        self.flow_type = flow_type
+        self.server_address = server_address
+        self.seconds = seconds

@@ -1,0 +1,171 @@
+"""``run_worker``: serve agents' sessions from this process until it is told to stop.
+
+The body of ``dex-agents worker`` (and of the Worker children of ``dex-agents demo``/``chat`` and of
+tests): one pull ``AsyncWorker`` (``session_worker``) for the given Flows.
+
+Invariants:
+    * Every Flow can serve sessions (not a ``session_flow_definition``), their Flow types are
+      distinct, and the task slots are a positive int; otherwise ``ValueError`` before anything starts.
+    * The ready line ``<label> ready: serving <types> on <server> (<n> task slots)`` is printed (and
+      flushed) only after the Worker's pull registration.
+    * SIGTERM or SIGINT (or, when asked, end of file on a piped stdin: the launching process is gone)
+      stops the Worker gracefully: running tasks drain, then ``<label> stopped (<reason>)`` is
+      printed and the function returns. A Worker that fails or stops by itself raises instead.
+    * The BlobCache lives in a temporary directory (under ``TMPDIR``) removed on every exit except
+      SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+from dex import AsyncWorker, BlobCacheConfig, Credential, open_blob_cache
+
+from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry, session_worker
+
+__all__ = ["REGISTRATION_SECONDS", "WORKER_LABEL", "check_servable", "ready_line", "run_worker"]
+
+WORKER_LABEL: Final = "dex-agents worker"
+"""How the product's Worker names itself in its ready and stopped lines."""
+
+REGISTRATION_SECONDS: Final = 30.0
+"""How long the Worker may take to register with the server before the process fails."""
+
+_BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
+_STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+
+
+def ready_line(label: str, flows: Sequence[AgentSessionFlow], server_address: str, task_slots: int) -> str:
+    """The line printed once the Worker is registered; it starts with ``f"{label} ready"``."""
+    flow_types = ", ".join(flow.get_flow_type() for flow in flows)
+    return f"{label} ready: serving {flow_types} on {server_address} ({task_slots} task slots)"
+
+
+def check_servable(flows: Sequence[AgentSessionFlow], task_slots: int) -> None:
+    """Raise ``ValueError`` unless a Worker can serve ``flows`` with ``task_slots`` slots."""
+    if not flows:
+        raise ValueError("a Worker needs at least one agent Flow")
+    for flow in flows:
+        if not flow.serves_sessions:
+            raise ValueError(f"Flow type {flow.get_flow_type()!r} is a Client's definition (session_flow_definition) "
+                             f"with no runner; a Worker serves the Flow from create_agent_session_flow")
+    flow_types = [flow.get_flow_type() for flow in flows]
+    duplicates = sorted({flow_type for flow_type in flow_types if flow_types.count(flow_type) > 1})
+    if duplicates:
+        raise ValueError(f"two agents share the Flow type {', '.join(duplicates)}; each needs its own")
+    if type(task_slots) is not int or task_slots < 1:
+        raise ValueError(f"task slots must be a positive int, got {task_slots!r}")
+
+
+def run_worker(flows: Sequence[AgentSessionFlow], server_address: str, *,
+               task_slots: int = DEFAULT_MAX_CONCURRENT_TASKS, credential: Credential | None = None,
+               label: str = WORKER_LABEL, stop_on_stdin_eof: bool = False) -> str:
+    """Serve ``flows`` from this process until SIGTERM or SIGINT (see the module docstring).
+
+    Args:
+        flows: The agents' session Flows (distinct Flow types).
+        server_address: The Dex server, ``host:port``.
+        task_slots: Tasks the Worker runs at once (Steps and RPCs share them; one is kept for RPCs).
+        credential: The server's bearer credential, if it needs one.
+        label: How the Worker names itself in its ready and stopped lines.
+        stop_on_stdin_eof: Also stop when a piped stdin reaches end of file (for launchers).
+
+    Returns:
+        Why it stopped (``"SIGTERM"``, ``"SIGINT"`` or ``"end of stdin"``).
+
+    Raises:
+        ValueError: see ``check_servable``.
+        TimeoutError: The Worker did not register within ``REGISTRATION_SECONDS``.
+        RuntimeError: The Worker stopped by itself.
+        BaseException: Whatever made the Worker's start fail (for example, no server answered).
+    """
+    check_servable(flows, task_slots)
+    return asyncio.run(_serve(flows, server_address, task_slots, credential, label, stop_on_stdin_eof))
+
+
+async def _serve(flows: Sequence[AgentSessionFlow], server_address: str, task_slots: int,
+                 credential: Credential | None, label: str, stop_on_stdin_eof: bool) -> str:
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    reasons: list[str] = []
+
+    def request_stop(reason: str) -> None:
+        reasons.append(reason)
+        stop_requested.set()
+
+    for number in _STOP_SIGNALS:
+        loop.add_signal_handler(number, request_stop, number.name)
+    stdin_transport = (await _watch_stdin(loop, lambda: request_stop("end of stdin"))) if stop_on_stdin_eof else None
+    directory = Path(tempfile.mkdtemp(prefix="dex-agents-worker-"))
+    try:
+        blob_cache = open_blob_cache(BlobCacheConfig(str(directory / "blob-cache"), _BLOB_CACHE_BYTES))
+        try:
+            worker = session_worker(session_registry(flows), blob_cache, server_address,
+                                    max_concurrent_tasks=task_slots, credential=credential)
+            await _run_until_stopped(worker, stop_requested,
+                                     ready_line(label, flows, server_address, task_slots))
+            reason = ", ".join(dict.fromkeys(reasons))
+            print(f"{label} stopped ({reason})", flush=True)
+            return reason
+        finally:
+            blob_cache.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        if stdin_transport is not None:
+            stdin_transport.close()
+        for number in _STOP_SIGNALS:
+            loop.remove_signal_handler(number)
+
+
+async def _run_until_stopped(worker: AsyncWorker, stop_requested: asyncio.Event, ready: str) -> None:
+    serving = asyncio.create_task(worker.start())
+    stopping = asyncio.create_task(stop_requested.wait())
+    registered = asyncio.create_task(worker.wait_pull_registered(timeout=REGISTRATION_SECONDS))
+    try:
+        await asyncio.wait((registered, serving, stopping), return_when=asyncio.FIRST_COMPLETED)
+        if registered.done() and not serving.done():
+            registered.result()
+            print(ready, flush=True)
+            await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        registered.cancel()
+        await asyncio.gather(registered, return_exceptions=True)  # its failure, if any, is the start's
+        await worker.close()  # drains running tasks, then closes the channel
+        (failure,) = await asyncio.gather(serving, return_exceptions=True)
+    if failure is not None:
+        raise failure
+    if not stop_requested.is_set():
+        raise RuntimeError("the Worker stopped by itself before any stop was requested")
+
+
+class _EndOfInput(asyncio.Protocol):
+    """Calls ``on_end`` once the pipe it reads is closed (end of file or error)."""
+
+    def __init__(self, on_end: Callable[[], None]) -> None:
+        self._on_end = on_end
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._on_end()
+
+
+async def _watch_stdin(loop: asyncio.AbstractEventLoop, on_end: Callable[[], None]) -> asyncio.BaseTransport | None:
+    """Call ``on_end`` when a piped stdin reaches end of file; a terminal or ``/dev/null`` is not watched."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no usable stdin
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    transport, _ = await loop.connect_read_pipe(lambda: _EndOfInput(on_end), sys.stdin)
+    return transport

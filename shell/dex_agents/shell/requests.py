@@ -1,0 +1,186 @@
+"""The core's requests, performed: the only module that calls the runner.
+
+A Step transition may end in a request (``effects.Request``); ``perform_request`` does the work and
+returns the follow-up input the driver reduces next, in the same attempt:
+
+| Request | Work | Follow-up input |
+| --- | --- | --- |
+| ``BuildUserMessage`` | ``runner.build_user_message(text)`` | ``UserMessageBuilt`` |
+| ``CallModel`` | ``runner.run_model_step(turn)`` under background heartbeats | ``ModelCallFinished``, or ``ModelCallFailed`` when it raised |
+| ``SendHeartbeat`` | a heartbeat proven sent (``heartbeats.heartbeat_sent``) | ``HeartbeatSent`` |
+| ``ExecuteDeferredToolCall`` | ``runner.execute_deferred_tool_call(call)`` under background heartbeats | ``ToolCallSucceeded``, or ``ToolExecutionFailed`` for a ``ToolExecutionError`` |
+
+Invariants:
+    * Nothing a runner returns reaches a reducer unchecked in type: a wrong type, or an exception from
+      ``build_user_message``, is a ``RunnerDefectError`` naming the call, and fails the attempt (the
+      reducers then check the values themselves).
+    * An exception from ``run_model_step`` becomes ``ModelCallFailed`` (the core decides what it does;
+      ``NonRetryableModelError``: not retryable) and is kept as the follow-up's ``cause``, so an attempt
+      the core then fails carries the runner's traceback. Any other exception from
+      ``execute_deferred_tool_call`` propagates: Dex retries the attempt or takes the failure route.
+    * A heartbeat that cannot be proven sent raises ``HeartbeatNotProvenError``: the tool never runs.
+    * Every follow-up input reads the clock again (``StepRun.now``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import assert_never, final
+
+from pyrsistent import pvector
+
+from dex_agents.pure.effects import BuildUserMessage, CallModel, ExecuteDeferredToolCall, Request, SendHeartbeat
+from dex_agents.pure.runner_values import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.step_inputs import (
+    HeartbeatSent,
+    ModelCallFailed,
+    ModelCallFinished,
+    StepInput,
+    ToolCallSucceeded,
+    ToolExecutionFailed,
+    UserMessageBuilt,
+)
+from dex_agents.pure.values import AgentUsage, FrameworkMessage
+from dex_agents.shell.heartbeats import background_heartbeats, heartbeat_sent
+from dex_agents.shell.runner import (
+    AgentTurnContext,
+    DeferredToolExecution,
+    NonRetryableModelError,
+    ToolExecutionError,
+    ToolExecutionResult,
+)
+from dex_agents.shell.step_run import StepRun
+
+
+class RunnerDefectError(RuntimeError):
+    """The runner broke its contract (see ``dex_agents.shell.runner``); the attempt fails."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FollowUp:
+    """A request's result as the core's input; ``cause`` is the exception behind it (a model call that
+    raised), chained to the attempt's error if the core then fails the attempt."""
+
+    input: StepInput
+    cause: Exception | None = None
+
+
+async def perform_request(request: Request, run: StepRun) -> FollowUp:
+    """Do what ``request`` asks (see the module table) and return its follow-up input."""
+    match request:
+        case BuildUserMessage(text=text, purpose=purpose):
+            message = _build_user_message(run, text)
+            return FollowUp(input=UserMessageBuilt(invocation=run.now(), purpose=purpose, message=message))
+        case CallModel():
+            return await _call_model(run, request)
+        case SendHeartbeat(tool_call_id=tool_call_id):
+            await heartbeat_sent(run.context, deadline_seconds=run.runtime.timing.heartbeat_proof_seconds)
+            return FollowUp(input=HeartbeatSent(invocation=run.now(), tool_call_id=tool_call_id))
+        case ExecuteDeferredToolCall():
+            return await _execute_tool_call(run, request)
+        case _:
+            assert_never(request)
+
+
+def _build_user_message(run: StepRun, text: str) -> FrameworkMessage:
+    """``runner.build_user_message(text)``, checked to be a ``FrameworkMessage``."""
+    try:
+        message = run.runtime.runner.build_user_message(text)
+    except Exception as error:
+        raise RunnerDefectError(f"runner defect: build_user_message raised {error!r}") from error
+    if not isinstance(message, FrameworkMessage):
+        raise RunnerDefectError(f"runner defect: build_user_message returned {type(message).__name__}, "
+                                "not a FrameworkMessage")
+    return message
+
+
+def error_text(error: BaseException) -> str:
+    """The text Dex records for a failed attempt that raised ``error``: ``str(error)``, or its type's
+    name when that is empty."""
+    return str(error) or type(error).__name__
+
+
+async def _call_model(run: StepRun, request: CallModel) -> FollowUp:
+    """``runner.run_model_step`` with the turn the core asked for, under background heartbeats."""
+    context = run.context
+    turn = AgentTurnContext(
+        flow_id=run.invocation.flow_id,
+        turn_id=request.turn_id,
+        attempt=run.invocation.attempt,
+        messages=tuple(request.messages),
+        framework_run_state=request.framework_run_state,
+        tool_calls=tuple(request.tool_calls),
+        events=run.writer,
+        deadline=run.deadline,
+        resolve_tool_policy=run.runtime.config.resolve_tool_policy,
+        is_cancellation_requested=context.is_cancellation_requested,
+        heartbeat=context.heartbeat,
+    )
+    try:
+        async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
+            outcome: object = await run.runtime.runner.run_model_step(turn)
+    except NonRetryableModelError as error:
+        failed = ModelCallFailed(invocation=run.now(), error=error.message or error_text(error), retryable=False)
+        return FollowUp(input=failed, cause=error)
+    except Exception as error:
+        return FollowUp(input=ModelCallFailed(invocation=run.now(), error=error_text(error), retryable=True), cause=error)
+    return FollowUp(input=ModelCallFinished(invocation=run.now(), outcome=_checked_outcome(outcome)))
+
+
+def _checked_outcome(outcome: object) -> AgentTurnOutcome:
+    """The outcome with its sequences as ``PVector``s; a wrong type is a ``RunnerDefectError``."""
+    if isinstance(outcome, TurnCompleted):
+        messages = tuple(outcome.new_messages)
+        if not all(isinstance(message, FrameworkMessage) for message in messages):
+            raise RunnerDefectError("runner defect: TurnCompleted.new_messages must hold FrameworkMessages")
+        _check_usage(outcome.usage)
+        return replace(outcome, new_messages=pvector(messages))
+    if isinstance(outcome, ToolCallsRequested):
+        calls = tuple(outcome.tool_calls)
+        if not all(isinstance(call, DeferredToolCall) for call in calls):
+            raise RunnerDefectError("runner defect: ToolCallsRequested.tool_calls must hold DeferredToolCalls")
+        if not isinstance(outcome.framework_run_state, str):
+            raise RunnerDefectError("runner defect: ToolCallsRequested.framework_run_state must be a str")
+        _check_usage(outcome.usage)
+        return replace(outcome, tool_calls=pvector(calls))
+    raise RunnerDefectError(f"runner defect: run_model_step returned {type(outcome).__name__}, "
+                            "not TurnCompleted or ToolCallsRequested")
+
+
+def _check_usage(usage: object) -> None:
+    if not isinstance(usage, AgentUsage):
+        raise RunnerDefectError(f"runner defect: usage must be an AgentUsage, got {type(usage).__name__}")
+
+
+async def _execute_tool_call(run: StepRun, request: ExecuteDeferredToolCall) -> FollowUp:
+    """``runner.execute_deferred_tool_call`` for the record the core asked to run, under background
+    heartbeats."""
+    context = run.context
+    tool_call_id = request.tool_call.tool_call_id
+    execution = DeferredToolExecution(
+        flow_id=run.invocation.flow_id,
+        tool_call=request.tool_call,
+        idempotency_key=request.idempotency_key,
+        framework_run_state=request.framework_run_state,
+        attempt=run.invocation.attempt,
+        events=run.writer,
+        deadline=run.deadline,
+        is_cancellation_requested=context.is_cancellation_requested,
+        heartbeat=context.heartbeat,
+    )
+    try:
+        async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
+            result: object = await run.runtime.runner.execute_deferred_tool_call(execution)
+    except ToolExecutionError as error:
+        failed = ToolExecutionFailed(invocation=run.now(), tool_call_id=tool_call_id, error=error.message)
+        return FollowUp(input=failed, cause=error)
+    if not isinstance(result, ToolExecutionResult) or not isinstance(result.output, str):
+        raise RunnerDefectError(
+            f"runner defect: execute_deferred_tool_call returned {type(result).__name__}, "
+            "not a ToolExecutionResult with a str output"
+        )
+    return FollowUp(input=ToolCallSucceeded(invocation=run.now(), tool_call_id=tool_call_id, output=result.output))
+
+
+__all__ = ["FollowUp", "RunnerDefectError", "error_text", "perform_request"]
