@@ -10,6 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from dex_agents.cli.frameworks import Framework
 from dex_agents.testing.private_engine import PrivateDexEngine
 from tests.cli import stand_in_demo
 from tests.cli.support import background_cli, cli_environment, run_cli
@@ -110,3 +113,20 @@ def test_ctrl_c_stops_the_chat_and_everything_it_started(tmp_path: Path) -> None
     assert chat.returncode == 130, err
     assert err.strip().splitlines() == ["dex-agents: interrupted"]
     assert os.listdir(environment["TMPDIR"]) == []
+
+
+@pytest.mark.parametrize("framework", [framework.value for framework in Framework])
+def test_chat_talks_to_the_demo_agent_on_each_framework(tmp_path: Path, framework: str) -> None:
+    environment = {"TMPDIR": str(tmp_path)}
+    result = run_cli("chat", "--framework", framework, "--auto-approve", environment=environment,
+                     stdin_text="Where is order 42?\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert "tool lookup_order finished: succeeded" in result.stdout
+    assert "Order 42: shipped" in result.stdout and "turn 1 completed; usage:" in result.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def test_framework_with_an_agent_of_ones_own_is_refused(tmp_path: Path) -> None:
+    result = run_cli("chat", "--framework", "langchain", "--agent", AGENT, environment={"TMPDIR": str(tmp_path)})
+    assert result.returncode == 2
+    assert "--framework picks the demo agent's framework" in result.stderr

@@ -17,6 +17,7 @@ import pytest
 from rich.console import Console
 
 from dex_agents.cli.demo import DemoOptions, run_demo
+from dex_agents.cli.frameworks import Framework
 from tests.cli import stand_in_demo
 from tests.cli.support import run_cli
 
@@ -52,8 +53,10 @@ def test_the_crash_demo_records_outcome_unknown_and_refunds_once(tmp_path: Path,
 
 
 @pytest.mark.skipif(not HAS_DEMO, reason="dex_agents.demo is not installed")
-def test_demo_auto_approve_as_a_user_runs_it(tmp_path: Path) -> None:
-    result = run_cli("demo", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
+@pytest.mark.parametrize("framework", [framework.value for framework in Framework])
+def test_demo_auto_approve_as_a_user_runs_it(tmp_path: Path, framework: str) -> None:
+    result = run_cli("demo", "--auto-approve", "--framework", framework, environment={"TMPDIR": str(tmp_path)},
+                     timeout=300)
     assert result.returncode == 0, result.stderr
     assert "tool lookup_order finished: succeeded" in result.stdout
     assert "auto-approved refund_order" in result.stdout and "tool refund_order finished: succeeded" in result.stdout
@@ -63,8 +66,10 @@ def test_demo_auto_approve_as_a_user_runs_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not HAS_DEMO, reason="dex_agents.demo is not installed")
-def test_demo_crash_as_a_user_runs_it(tmp_path: Path) -> None:
-    result = run_cli("demo", "--crash", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
+@pytest.mark.parametrize("framework", [framework.value for framework in Framework])
+def test_demo_crash_as_a_user_runs_it(tmp_path: Path, framework: str) -> None:
+    result = run_cli("demo", "--crash", "--auto-approve", "--framework", framework,
+                     environment={"TMPDIR": str(tmp_path)}, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "CRASH: Worker pid" in result.stdout and "worker 2: pid" in result.stdout
     assert "tool refund_order finished: outcome_unknown" in result.stdout

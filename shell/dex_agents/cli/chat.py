@@ -30,7 +30,6 @@ from rich.prompt import Prompt
 from dex_agents.cli.children import WorkerChildren, local_engine, scratch_directory
 from dex_agents.cli.connection import (
     DEFAULT_FLOW_TYPE,
-    DEMO_AGENT,
     SERVER_ENV,
     check_server_address,
     open_session,
@@ -39,6 +38,7 @@ from dex_agents.cli.connection import (
 from dex_agents.cli.demo import MODEL_ENV, STATE_DIR_ENV, check_model, load_agent_module
 from dex_agents.cli.driver import SessionDriver, auto_approver, terminal_approver
 from dex_agents.cli.errors import CliError
+from dex_agents.cli.frameworks import DEMO_AGENTS, Framework
 from dex_agents.cli.view import EventView
 from dex_agents.cli.worker import load_agent_flows
 from dex_agents.client import SessionClient
@@ -57,16 +57,26 @@ class ChatOptions:
     session: str | None = None
     auto_approve: bool = False
     model: str | None = None
+    framework: Framework | None = None
+    """The framework of the demo agent (``None``: Pydantic AI); only without ``agent``."""
     credential: Credential | None = None
+
+    @property
+    def demo_agent(self) -> str:
+        """The demo agent on the chosen framework."""
+        return DEMO_AGENTS[self.framework or Framework.PYDANTIC_AI]
 
 
 def _flow_type(options: ChatOptions) -> str:
     """The agent's Flow type, loading the agent (and checking ``--model``) before anything starts."""
     if options.agent is None:
-        check_model(load_agent_module(DEMO_AGENT), options.model)
+        check_model(load_agent_module(options.demo_agent), options.model)
         return DEFAULT_FLOW_TYPE
     if options.model is not None:
         raise CliError("--model applies to the demo agent only", hint="drop --model, or drop --agent", exit_code=2)
+    if options.framework is not None:
+        raise CliError("--framework picks the demo agent's framework", hint="drop --framework, or drop --agent",
+                       exit_code=2)
     flows = load_agent_flows([options.agent])
     if len(flows) != 1:
         raise CliError(f"--agent {options.agent!r} names {len(flows)} agents; a chat talks to one", exit_code=2)
@@ -107,7 +117,7 @@ def run_chat(options: ChatOptions, console: Console, *, debug: bool = False) -> 
             environment[STATE_DIR_ENV] = str(state_directory)
             if options.model is not None:
                 environment[MODEL_ENV] = options.model
-        workers = WorkerChildren(options.agent or DEMO_AGENT, address, directory, environment, console)
+        workers = WorkerChildren(options.agent or options.demo_agent, address, directory, environment, console)
         try:
             workers.start()
             with SessionClient.connect(address, flow_type) as sessions:

@@ -20,6 +20,7 @@ from typing import Final
 from dex import Credential, FileCredential
 
 from dex_agents.cli.errors import CliError
+from dex_agents.cli.frameworks import DEMO_AGENT
 from dex_agents.client import SERVER_ADDRESS_ENV, NoWorkerError, SessionClient
 from dex_agents.client.sessions import describe_session
 
@@ -37,8 +38,7 @@ __all__ = [
 DEFAULT_FLOW_TYPE: Final = "SupportAgent"
 """The demo agent's Flow type."""
 
-DEMO_AGENT: Final = "dex_agents.demo.support_agent:support_flow"
-"""The demo agent, as ``dex-agents worker --agent`` names it."""
+
 
 SERVER_ENV: Final = SERVER_ADDRESS_ENV
 _ADDRESS: Final = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")

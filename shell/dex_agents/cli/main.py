@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 
 from dex_agents.cli.errors import CliError
+from dex_agents.cli.frameworks import DEMO_AGENTS, Framework
 
 if TYPE_CHECKING:
     from dex import Credential
@@ -150,12 +151,14 @@ def demo(
     auto_approve: Annotated[bool, typer.Option("--auto-approve", help="approve every tool call without asking")] = False,
     crash: Annotated[bool, typer.Option("--crash", help="SIGKILL the Worker inside the refund and recover")] = False,
     model: Annotated[str | None, typer.Option("--model", help="the model as provider:name")] = None,
+    framework: Annotated[Framework, typer.Option("--framework", help="the framework the support agent runs on")]
+    = Framework.PYDANTIC_AI,
     debug: DebugOption = False,
 ) -> None:
     """Run the support agent on a local engine and show the session live."""
     from dex_agents.cli.demo import DemoOptions, run_demo
 
-    options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model)
+    options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model, agent=DEMO_AGENTS[framework])
     raise typer.Exit(_run(lambda: run_demo(options, _console(), debug=debug), debug=debug))
 
 
@@ -169,6 +172,8 @@ def chat(
     session: Annotated[str | None, typer.Option("--session", help="continue this session (with --server)")] = None,
     auto_approve: Annotated[bool, typer.Option("--auto-approve", help="approve every tool call without asking")] = False,
     model: Annotated[str | None, typer.Option("--model", help="the demo agent's model as provider:name")] = None,
+    framework: Annotated[Framework | None, typer.Option("--framework", help="the framework the demo agent runs "
+                                                                            "on (default pydantic-ai)")] = None,
     token_file: TokenFileOption = None,
     debug: DebugOption = False,
 ) -> None:
@@ -177,7 +182,7 @@ def chat(
 
     credential = _credential(token_file)
     options = ChatOptions(agent=agent, server=server, session=session, auto_approve=auto_approve, model=model,
-                          credential=credential)
+                          framework=framework, credential=credential)
     raise typer.Exit(_run(lambda: run_chat(options, _console(), debug=debug), debug=debug, server=server))
 
 

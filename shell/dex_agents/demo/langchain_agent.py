@@ -58,6 +58,8 @@ from dex_agents.serving.gate import FileGate
 # The same values as dex_agents.demo.support_agent (not imported: that module needs Pydantic AI).
 DEMO_TURNS: Final[tuple[str, ...]] = ("Where is order 42?", "Please refund order 42")
 CRASH_GATE_ENV: Final = "DEX_AGENTS_DEMO_CRASH_GATE"
+STATE_DIR_ENV: Final = "DEX_AGENTS_DEMO_STATE_DIR"
+MODEL_ENV: Final = "DEX_AGENTS_DEMO_MODEL"
 REFUNDS_LOG: Final = "refunds.log"
 REFUND_GATE: Final = "refund"
 REFUND_AMOUNT: Final = 19.99
@@ -69,7 +71,7 @@ INSTRUCTIONS: Final = (
 OPENAI_KEY: Final = "OPENAI_API_KEY"
 
 
-class MissingModelKeyError(RuntimeError):
+class MissingModelKeyError(ValueError):
     """A real model was asked for without its provider's key in the environment."""
 
 
@@ -185,10 +187,8 @@ def build_support_tools(state_directory: Path) -> list[BaseTool]:
     ]
 
 
-def build_chat_model(model: str | None) -> BaseChatModel:
-    """The scripted model (``None``) or ``ChatOpenAI`` for ``"openai:<name>"``."""
-    if model is None:
-        return ScriptedSupportChatModel()
+def _openai_model_name(model: str) -> str:
+    """The name in ``"openai:<name>"``; ``ValueError`` (with the reason) for any other model or a missing key."""
     provider, separator, name = model.partition(":")
     if not separator or not provider or not name:
         raise ValueError(f"model must be 'provider:name', got {model!r}")
@@ -196,6 +196,19 @@ def build_chat_model(model: str | None) -> BaseChatModel:
         raise ValueError(f"the LangChain demo runs only OpenAI models ('openai:<name>'), got {model!r}")
     if not os.environ.get(OPENAI_KEY):
         raise MissingModelKeyError(f"model {model!r} needs the environment variable {OPENAI_KEY}, which is not set")
+    return name
+
+
+def check_model(model: str) -> None:
+    """Raise ``ValueError`` (with the reason) unless the agent can be built on ``model``; no request is made."""
+    _openai_model_name(model)
+
+
+def build_chat_model(model: str | None) -> BaseChatModel:
+    """The scripted model (``None``) or ``ChatOpenAI`` for ``"openai:<name>"``."""
+    if model is None:
+        return ScriptedSupportChatModel()
+    name = _openai_model_name(model)
     try:
         chat_openai: Any = importlib.import_module("langchain_openai").ChatOpenAI
     except ImportError as error:
@@ -212,6 +225,13 @@ def build_support_flow(
                                          system_prompt=INSTRUCTIONS)
 
 
+def support_flow() -> AgentSessionFlow:
+    """The demo agent's Flow from the environment (``DEX_AGENTS_DEMO_STATE_DIR``, ``DEX_AGENTS_DEMO_MODEL``),
+    for ``dex-agents worker --agent dex_agents.demo.langchain_agent:support_flow``."""
+    state_directory = Path(os.environ.get(STATE_DIR_ENV) or ".")
+    return build_support_flow(model=os.environ.get(MODEL_ENV) or None, state_directory=state_directory)
+
+
 __all__ = [
     "DEMO_TURNS",
     "MissingModelKeyError",
@@ -219,4 +239,6 @@ __all__ = [
     "build_chat_model",
     "build_support_flow",
     "build_support_tools",
+    "check_model",
+    "support_flow",
 ]

@@ -2,7 +2,7 @@
 
 A session Flow from a LangChain chat model (``BaseChatModel``) and its tools (``BaseTool``s), the
 pieces of ``langchain.agents.create_agent``; langgraph is not needed. Needs the ``langchain`` extra
-(``pip install "dex-agents[langchain]"``).
+(from a checkout: ``pip install ".[langchain]"``).
 """
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY

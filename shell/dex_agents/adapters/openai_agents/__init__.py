@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK adapter: ``create_openai_agents_session_flow(agent, flow_type, **options)``.
 
-Needs the ``openai-agents`` extra (``pip install "dex-agents[openai-agents]"``). A function tool's
+Needs the ``openai-agents`` extra (from a checkout: ``pip install ".[openai-agents]"``). A function tool's
 effect: ``with_tool_effect(function_tool(f), "read")`` (the ``dex_effect`` attribute), else its MCP
 annotations, else the Flow's policies and default.
 """

@@ -1,6 +1,6 @@
 """The Pydantic AI adapter: ``create_pydantic_ai_session_flow(agent, flow_type, **options)``.
 
-Needs the ``pydantic-ai`` extra (``pip install "dex-agents[pydantic-ai]"``).
+Needs the ``pydantic-ai`` extra (from a checkout: ``pip install ".[pydantic-ai]"``).
 """
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY
