@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,19 @@ import dex._pull_worker as pull_worker
 import dex._server_protocol as server_protocol
 from dex import BlobCacheConfig, open_blob_cache
 
+import dex_agents.shell as dex_agents_shell
 from dex_agents.shell.sdk_private import (
     PINNED_SDK_VERSION,
+    AsyncCredentialRunner,
+    AsyncValueHydrator,
     ValueHydrator,
     ValueMapper,
+    async_channel,
     check_pinned_sdk,
     installed_sdk_version,
     memoize_sdk_version,
     sync_channel,
+    translate_rpc_error,
 )
 from dex_agents.shell.worker import session_registry, session_worker
 
@@ -85,5 +91,17 @@ def test_every_internal_the_session_reads_is_where_sdk_private_looks() -> None:
     assert isinstance(_AsyncStepOutputEmitter().queue, asyncio.Queue)
     assert "self._output_emitter = output_emitter" in inspect.getsource(InvocationContext.__init__)
     assert callable(vars(pull_worker)["sdk_version"])
-    assert [thing.__module__ for thing in (sync_channel, ValueHydrator, ValueMapper)] == [
-        "dex._credential_transport", "dex._value_hydrator", "dex._value_mapper"]
+    found = {thing.__name__: thing.__module__ for thing in (sync_channel, async_channel, AsyncCredentialRunner,
+                                                            ValueHydrator, AsyncValueHydrator, ValueMapper,
+                                                            translate_rpc_error)}
+    assert found == {"sync_channel": "dex._credential_transport", "async_channel": "dex._credential_transport",
+                     "AsyncCredentialRunner": "dex._credential_transport", "ValueHydrator": "dex._value_hydrator",
+                     "AsyncValueHydrator": "dex._async_value_hydrator", "ValueMapper": "dex._value_mapper",
+                     "translate_rpc_error": "dex._grpc_errors"}
+
+
+def test_no_module_but_sdk_private_touches_sdk_internals() -> None:
+    root = Path(dex_agents_shell.__file__).resolve().parents[1]
+    touching = sorted(str(path.relative_to(root)) for path in root.rglob("*.py")
+                      if re.search(r"^\s*(from|import) dex\._", path.read_text(encoding="utf-8"), re.MULTILINE))
+    assert touching == ["shell/sdk_private.py"]

@@ -24,16 +24,20 @@ from typing import Any, Final, TypeVar, cast, final
 
 import grpc
 from dex import Attribute, BlobCache, Credential, DexServiceError, Registry, WorkerInvocationError
-from dex._async_value_hydrator import AsyncValueHydrator
-from dex._credential_transport import AsyncCredentialRunner, async_channel, sync_channel
-from dex._grpc_errors import translate_rpc_error
-from dex._value_hydrator import ValueHydrator
-from dex._value_mapper import ValueMapper
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.pure.rpc_values import ListAgentMessagesInput
 from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.sdk_private import (
+    AsyncCredentialRunner,
+    AsyncValueHydrator,
+    ValueHydrator,
+    ValueMapper,
+    async_channel,
+    sync_channel,
+    translate_rpc_error,
+)
 
 __all__ = ["AsyncServerCalls", "ServerCalls"]
 

@@ -2,8 +2,9 @@
 
 The SDK's public API lacks three things the session needs: a way to see that a queued output frame
 was written (the heartbeat proof before a single-attempt tool), a cheap version lookup on the pull
-Worker's stream registrations, and Attribute reads for clients (a channel with the Client's
-credential, blob hydration and the Registry's value mapping). Each is reached here and nowhere else.
+Worker's stream registrations, and committed-state reads for clients (sync and async channels with
+the Client's credential, blob hydration, the Registry's value mapping, the SDK's translation of gRPC
+errors). Each is reached here and nowhere else (``dex_agents.client.server_calls`` uses the last).
 
 Invariants:
     * ``PINNED_SDK_VERSION`` is the version these reads were written against; ``check_pinned_sdk()``
@@ -22,7 +23,9 @@ from typing import Final
 
 import dex._pull_worker as _pull_worker
 from dex import AsyncContext
-from dex._credential_transport import sync_channel
+from dex._async_value_hydrator import AsyncValueHydrator
+from dex._credential_transport import AsyncCredentialRunner, async_channel, sync_channel
+from dex._grpc_errors import translate_rpc_error
 from dex._value_hydrator import ValueHydrator
 from dex._value_mapper import ValueMapper
 
@@ -69,11 +72,15 @@ def memoize_sdk_version() -> bool:
 
 __all__ = [
     "PINNED_SDK_VERSION",
+    "AsyncCredentialRunner",
+    "AsyncValueHydrator",
     "ValueHydrator",
     "ValueMapper",
     "check_pinned_sdk",
     "installed_sdk_version",
     "invocation_output_queue",
+    "async_channel",
     "memoize_sdk_version",
     "sync_channel",
+    "translate_rpc_error",
 ]
