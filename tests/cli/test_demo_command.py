@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from dex_agents.cli.demo import DemoOptions, run_demo
+from dex_agents.cli.demo_command import DemoOptions, run_demo
 from dex_agents.cli.frameworks import Framework
 from tests.cli import stand_in_demo
 from tests.cli.support import run_cli

@@ -10,7 +10,7 @@ from typing import cast
 from pyrsistent import pmap
 from rich.console import Console
 
-from dex_agents.cli.driver import SessionDriver, auto_approver
+from dex_agents.cli.session_driver import SessionDriver, auto_approver
 from dex_agents.cli.view import EventView
 from dex_agents.client import SessionClient, SessionEvent, StateCondition
 from dex_agents.pure import events as kinds

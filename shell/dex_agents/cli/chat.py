@@ -35,8 +35,8 @@ from dex_agents.cli.connection import (
     open_session,
     require_worker,
 )
-from dex_agents.cli.demo import MODEL_ENV, STATE_DIR_ENV, check_model, load_agent_module
-from dex_agents.cli.driver import SessionDriver, auto_approver, terminal_approver
+from dex_agents.cli.demo_command import MODEL_ENV, STATE_DIR_ENV, check_model, load_agent_module
+from dex_agents.cli.session_driver import SessionDriver, auto_approver, terminal_approver
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.frameworks import DEMO_AGENTS, Framework
 from dex_agents.cli.view import EventView

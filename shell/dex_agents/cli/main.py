@@ -156,7 +156,7 @@ def demo(
     debug: DebugOption = False,
 ) -> None:
     """Run the support agent on a local engine and show the session live."""
-    from dex_agents.cli.demo import DemoOptions, run_demo
+    from dex_agents.cli.demo_command import DemoOptions, run_demo
 
     options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model, agent=DEMO_AGENTS[framework])
     raise typer.Exit(_run(lambda: run_demo(options, _console(), debug=debug), debug=debug))

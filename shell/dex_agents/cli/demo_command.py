@@ -28,7 +28,7 @@ from rich.console import Console
 
 from dex_agents.cli.children import WorkerChildren, local_engine, scratch_directory
 from dex_agents.cli.connection import DEFAULT_FLOW_TYPE, DEMO_AGENT
-from dex_agents.cli.driver import NO_TTY_HINT, Approval, SessionDriver, auto_approver, terminal_approver
+from dex_agents.cli.session_driver import NO_TTY_HINT, Approval, SessionDriver, auto_approver, terminal_approver
 from dex_agents.cli.errors import EXTRA_OF_MODULE, CliError, install_hint
 from dex_agents.cli.view import EventView, format_usage
 from dex_agents.client import SessionClient
