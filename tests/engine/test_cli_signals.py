@@ -30,6 +30,18 @@ def _serve(command: list[str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
     return process, f"127.0.0.1:{match.group(1)}"
 
 
+def _stop(process: subprocess.Popen[str], stop_signal: signal.Signals) -> tuple[str, str]:
+    """Signal the engine and collect its output; one that has not stopped within 30 s is killed
+    (never left running) and fails the test."""
+    process.send_signal(stop_signal)
+    try:
+        return process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail(f"the engine did not stop within 30 s of {stop_signal.name}")
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_ready_line_then_graceful_stop_exit_zero(tmp_path: Path, stop_signal: signal.Signals) -> None:
     process, address = _serve(
@@ -39,8 +51,7 @@ def test_ready_line_then_graceful_stop_exit_zero(tmp_path: Path, stop_signal: si
         assert engine_is_healthy(address, tmp_path)
         assert (tmp_path / "dex-agents-engine.sqlite3").exists(), "default database in the cwd"
     finally:
-        process.send_signal(stop_signal)
-        out, err = process.communicate(timeout=30)
+        out, err = _stop(process, stop_signal)
     assert process.returncode == 0, err
     assert out == "", "the ready line is the only line on stdout"
     assert "Traceback" not in err
@@ -70,6 +81,5 @@ def test_console_script_serves_with_token_file(tmp_path: Path) -> None:
         with pytest.raises(dex.DexServiceError, match="missing bearer credential"):
             engine_is_healthy(address, tmp_path)
     finally:
-        process.terminate()
-        process.communicate(timeout=30)
+        _stop(process, signal.SIGTERM)
     assert process.returncode == 0

@@ -10,7 +10,10 @@
 * ASYNC durability: failed local attempts retry at once, and the regular fallback after the local
   phase starts at once too, sharing the attempt count (no back-off before it);
 * a Step task that connected Workers decline while running nothing fails with NO_WORKER_AVAILABLE
-  after the dispatch wait, instead of being declined forever.
+  after the dispatch wait, instead of being declined forever;
+* "retries of one logical method call reuse its first snapshot": a retry reads the Attributes the
+  first attempt read, even if the run's Attributes changed in between (the next method reads the
+  new ones).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dex import (
     Wait,
     WaitForStepCompletionOptions,
     dead_end,
+    go_to,
     graceful_complete,
     rpc,
 )
@@ -275,3 +279,59 @@ def test_a_step_every_idle_worker_declines_fails_with_no_worker_available(quick:
     assert declines, "the Worker was offered the task"
     assert result.flow_status == pb.FLOW_STATUS_FAILED
     assert "NO_WORKER_AVAILABLE" in result.error_message
+
+
+level = Attribute("Level", int)
+
+
+class ReadsLevel(Step[str]):
+    """Records the Level it reads; its first attempt fails."""
+
+    def __init__(self, flow: NamedFlow[str]) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        self.flow.probe.record("level", (context.attempt, level.get(context)))
+        if context.attempt == 1:
+            raise RuntimeError("the first attempt fails")
+        return go_to(ReadsAgain, input)
+
+
+class ReadsAgain(Step[str]):
+    def __init__(self, flow: NamedFlow[str]) -> None:
+        self.flow = flow
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(level.get(context))
+
+
+class LevelFlow(NamedFlow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(ReadsLevel(self)).other_steps(ReadsAgain(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(level)
+
+
+def test_a_retry_reuses_its_first_attempts_snapshot(dex: DexFixture, clocked: tuple[EngineServer, ManualClock]) -> None:
+    server, clock = clocked
+    flow = LevelFlow(dex.flow_type())
+    harness = dex.start(flow, address=server.address)
+    flow_id = dex.flow_id()
+    harness.client.start_flow(flow, flow_id, "x", StartFlowOptions().with_attribute(level, 1))
+
+    def retry_scheduled() -> bool:
+        with server.engine.lock:
+            run = server.engine.current_flow(flow_id)
+            step = server.engine.step(run.uid, "ReadsLevel-1") if run is not None else None
+            return step is not None and step.attempt == 2
+
+    eventually(retry_scheduled, what="the first attempt's failure to be committed", timeout=WAIT)
+    with grpc.insecure_channel(server.address) as channel:
+        dex_pb2_grpc.FlowServiceStub(channel).SetAttributes(  # type: ignore[no-untyped-call]
+            pb.SetAttributesRequest(flow_id=flow_id, attributes=[pb.AttributeWrite(
+                key="Level", value=pb.Value(int_value=2))]), timeout=WAIT)
+    clock.advance(2.0)  # past the retry's back-off (1 s)
+    assert harness.result(flow_id).single_output(int) == 2, "the next method reads the new value"
+    assert flow.probe.values("level") == [(1, 1), (2, 1)], "the retry read the first attempt's snapshot"
+

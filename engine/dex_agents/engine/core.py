@@ -1,9 +1,11 @@
 """The engine core: the state every operation shares (one lock, the store, the clock and timing,
 the scheduler, the dispatcher, the tasks in flight, Attribute locks and long-poll waiters) and the
 after-commit effects. It imports no operation module: the effects that act on Steps (launch, drop a
-task, re-check Waits, fire a Timer) are hooks the top module (``engine``) implements.
+task, re-check Waits, fire a Timer) and on Flows (arm a Flow timeout) are performed by the operations
+the top module (``engine``) gives it once (:meth:`EngineCore.wire`).
 
-Concurrency model: every state change runs under ``EngineCore.lock`` inside one SQLite transaction;
+Concurrency model: callers from outside enter through :meth:`EngineCore.locked`; every state change
+runs under ``EngineCore.lock`` inside one SQLite transaction, and memory changes only after its commit;
 after the commit, :meth:`EngineCore.apply` performs the effects (dispatch the next tasks, cancel
 running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
 idle worker stream directly after its decision is durable. A long poll waits on its own
@@ -11,9 +13,10 @@ idle worker stream directly after its decision is durable. A long poll waits on 
 (a run's close, a run's state, one Stream of one Flow); a commit wakes only the waiters of the runs
 it touched, and a client's cancel wakes its waiter at once.
 
-Locks (Attribute locks shared by Steps and RPCs) live in memory: a Step method acquires all its
-keys before it is dispatched and holds them until its result commits; a Step whose keys are held
-waits (FIFO) until they free. An RPC that finds a key held fails at once (``RpcLockConflictError``).
+Locks (Attribute locks shared by Steps and RPCs) live in memory (``attribute_locks``): a Step method
+acquires all its keys before it is dispatched and holds them until its result commits; a Step whose
+keys are held waits (FIFO) until they free. An RPC that finds a key held fails at once
+(``RpcLockConflictError``).
 """
 
 from __future__ import annotations

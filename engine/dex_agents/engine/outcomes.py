@@ -42,6 +42,10 @@ class Outcomes:
         self.engine = engine
         self.flows = flows
         self.sub_flows = SubFlows(engine, flows)
+        self.snapshots: dict[tuple[int, str], tuple[str, bytes]] = {}
+        """(run, Step execution) -> (method, its first attempt's request, whose context is replaced): kept
+        while the method retries, so every retry gets the first attempt's snapshot of the state;
+        dropped when the method ends (in memory only: after a restart a retry takes a new one)."""
 
     def settle(self, task: Task, *, cancel: bool = False) -> None:
         """The task's outcome is committed (or there is none to record): forget the task and free
@@ -107,6 +111,7 @@ class Outcomes:
         except (ValueError, ServiceError) as bad:
             self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
             return
+        self.snapshots.pop((task.uid, task.seid), None)
         self.settle(task)
         self.engine.apply(effects)
 
@@ -145,6 +150,7 @@ class Outcomes:
         except (ValueError, ServiceError) as bad:
             self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
             return
+        self.snapshots.pop((task.uid, task.seid), None)
         self.settle(task)
         self.engine.apply(effects)
 
@@ -160,16 +166,28 @@ class Outcomes:
         own report (its stack trace is kept with the failure)."""
         self.engine.assert_locked()
         effects = Effects(touched={task.uid})
+        retried = False
         with self.engine.store.transaction() as db:
             current = self._current(task)
             if current is not None:
                 failure = history.failure(current[1].attempt, detail, error_type, worker_error)
-                self._record_failure(db, task, current, failure, retry_after, effects)
+                retried = self._record_failure(db, task, current, failure, retry_after, effects)
+        self._keep_snapshot(task, retried)
         self.settle(task, cancel=cancel)
         self.engine.apply(effects)
 
+    def _keep_snapshot(self, task: Task, retried: bool) -> None:
+        """After the failure's commit: keep the attempt's snapshot for the retry, or drop it."""
+        key = (task.uid, task.seid)
+        request = task.message.wait_for if task.kind == "wait_for" else task.message.execute
+        if not retried:
+            self.snapshots.pop(key, None)
+        elif key not in self.snapshots and task.message.WhichOneof("request") == task.kind:
+            self.snapshots[key] = (task.kind, request.SerializeToString())  # its context is replaced
+
     def _record_failure(self, db: sqlite3.Connection, task: Task, current: tuple[FlowRow, StepRow],
-                        failure: pb.StepMethodFailure, retry_after: int, effects: Effects) -> None:
+                        failure: pb.StepMethodFailure, retry_after: int, effects: Effects) -> bool:
+        """Record the failed attempt; True when the method retries."""
         flow, step = current
         detail, error_type = failure.backend_error, failure.details.original_worker_error_type
         method: policy.Method = "wait_for" if task.kind == "wait_for" else "execute"
@@ -186,7 +204,7 @@ class Outcomes:
                                          not_before_ms=int((now + delay * second) * 1000), output_seen=False,
                                          last_failure=failure)
             effects.launches.append((step.uid, step.seid))
-            return
+            return True
         history.method_failed(db, step, method, failure, flow.config)
         if method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
             results = pb.ConditionResults(wait_for_failed=True)
@@ -203,6 +221,7 @@ class Outcomes:
         else:
             self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
             self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL, detail, effects)
+        return False
 
     def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
         moved = self.engine.step(step.uid, step.seid)

@@ -78,8 +78,12 @@ class StepOps(Outcomes):
         engine.dispatcher.submit(task)
 
     def _fill_request(self, message: pb.PollWorkerTask, flow: FlowRow, step: StepRow) -> None:
+        """The method's request: this attempt's context and the state snapshot, the first attempt's
+        when this is a retry of it in this engine process (Dex: "retries of one logical method call
+        reuse its first snapshot"), else a new one."""
         db = self.engine.store.db
         options = step.options
+        snapshot = self.snapshots.get((step.uid, step.seid)) if step.attempt > 1 else None
         context = pb.Context(
             flow_id=flow.flow_id, run_id=flow.run_id, flow_started_timestamp=flow.start_ms // 1000,
             step_execution_id=step.seid, first_attempt_timestamp=step.first_attempt_ms // 1000,
@@ -89,6 +93,11 @@ class StepOps(Outcomes):
             context.recovery_error.CopyFrom(step.recovery)
         if step.heartbeat is not None:
             context.last_heartbeat_value.CopyFrom(step.heartbeat)
+        if snapshot is not None and snapshot[0] == step.phase:
+            request = message.wait_for if step.phase == "wait_for" else message.execute
+            request.ParseFromString(snapshot[1])
+            request.context.CopyFrom(context)
+            return
         if step.phase == "wait_for":
             maps, names, channel_maps = (options.wait_for_load_attribute_map_instances,
                                          options.wait_for_load_channel_names, options.wait_for_load_channel_map_instances)
@@ -100,7 +109,7 @@ class StepOps(Outcomes):
             execute.step_exe_locals.extend(step.locals)
             if step.results is not None:
                 execute.condition_results.CopyFrom(step.results)
-            request = execute  # type: ignore[assignment]
+            request = execute
         request.context.CopyFrom(context)
         request.flow_type = flow.flow_type
         request.step_type = step.step_type
@@ -201,6 +210,7 @@ class StepOps(Outcomes):
         self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
         self.engine.attribute_locks.stop_waiting(uid, seid)
+        self.snapshots.pop((uid, seid), None)
         if task is None:
             return
         self.engine.dispatcher.cancel(task, tell_worker=task.local_phase)
