@@ -14,8 +14,9 @@ starts children never imports the server at all.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Final
+
+from dex_agents._lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from dex_agents.engine.durability import Durability as Durability
@@ -33,16 +34,4 @@ _MODULE_OF: Final = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """Load a public name's module on first use (PEP 562); the value is then cached here."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value: object = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, the not yet loaded public ones included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, globals())
