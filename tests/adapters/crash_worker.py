@@ -1,17 +1,18 @@
-"""Worker child of the adapter crash test: serves the demo support agent's Flow.
+"""Worker child of the demo crash test: serves the Flow of the demo agent ``dex_agents.demo.<TEST_DEMO_MODULE>``.
 
-Reads ``TEST_STATE_DIR`` and ``TEST_FLOW_TYPE``; the refund waits at its gate when
-``DEX_AGENTS_DEMO_CRASH_GATE=1``.
+Reads ``TEST_DEMO_MODULE``, ``TEST_STATE_DIR`` and ``TEST_FLOW_TYPE``; the refund waits at its gate
+when ``DEX_AGENTS_DEMO_CRASH_GATE=1``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
-from dex_agents.demo.support_agent import build_support_flow
 from dex_agents.testing import run_agent_worker_process
 
 if __name__ == "__main__":
-    run_agent_worker_process([build_support_flow(state_directory=Path(os.environ["TEST_STATE_DIR"]),
-                                                 flow_type=os.environ["TEST_FLOW_TYPE"])])
+    demo = importlib.import_module(f"dex_agents.demo.{os.environ['TEST_DEMO_MODULE']}")
+    run_agent_worker_process([demo.build_support_flow(state_directory=Path(os.environ["TEST_STATE_DIR"]),
+                                                      flow_type=os.environ["TEST_FLOW_TYPE"])])

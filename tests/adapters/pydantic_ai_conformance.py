@@ -21,13 +21,14 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions
 from dex_agents.adapters.pydantic_ai import create_pydantic_ai_session_flow
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance import ConformanceTool, ModelReply, ScriptedModel, SeenCall, SeenMessage
+from tests.adapters.pydantic_ai_support import streamed_parts
 
 
 class Status(BaseModel):
@@ -86,16 +87,8 @@ def function_model(model: ScriptedModel) -> FunctionModel:
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[object]:
         reply = await model.respond(seen_messages(messages))
-        for index, part in enumerate(_parts(reply, info)):
-            if isinstance(part, ThinkingPart):
-                yield {index: DeltaThinkingPart(content=part.content)}
-            elif isinstance(part, TextPart):
-                middle = len(part.content) // 2
-                yield part.content[:middle]
-                yield part.content[middle:]
-            else:
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
+        for delta in streamed_parts(_parts(reply, info)):
+            yield delta
 
     return FunctionModel(respond, stream_function=stream if model.streaming else None)  # type: ignore[arg-type]
 

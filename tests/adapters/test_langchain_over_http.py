@@ -1,26 +1,18 @@
 """Durable sessions through the LangChain adapter, its model LangChain's real ``ChatOpenAI``.
 
-The model speaks HTTP (the real ``openai`` client under ``langchain-openai``, ``max_retries=0``, so one
-model attempt is one request) to ``OpenAICompatibleServer`` on loopback, which enforces OpenAI's
-tool-message rules, on the local Dex engine. The first session holds a realistic conversation: a turn
-of two sequential tool calls, a turn the provider breaks (HTTP 500, retried by ``RunModel`` until it
-fails), a turn it rejects (HTTP 400, failed at once), a tool turn after both failures, and a text
-turn. The second asks for structured output and gets it beside a function call, then alone. The third
-gets tool-call arguments the client cannot parse (LangChain's ``InvalidToolCall``), which are replayed
-and answered like any call.
-
-The responders are pure functions of the request's messages (the last user message's text and what
-follows it), so a model call made again after a failure gets the same answer. Every wait is on
-committed values.
+The first session holds the conversation every adapter holds over HTTP (it and its checks:
+``tests.adapters.over_http_support``). The second asks for structured output and gets it beside a
+function call, then alone. The third gets tool-call arguments the client cannot parse (LangChain's
+``InvalidToolCall``), which are replayed and answered like any call. The responder answers these two
+as it answers the conversation: from the last user message and what follows it.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any, Final
+from collections.abc import Iterator
+from typing import Final
 
 import pytest
 from langchain_core.tools import StructuredTool
@@ -29,8 +21,7 @@ from pydantic import BaseModel
 
 from dex_agents.adapters.langchain import DEX_EFFECT_METADATA_KEY, OUTPUT_NOT_PROCESSED, create_langchain_session_flow
 from dex_agents.pure.texts import FAILED_PREFIX
-from dex_agents.pure.values import AgentEvent, AgentMessage, AgentUsage, MessageRole
-from dex_agents.testing import EXECUTE_COMPLETED, EXECUTE_FAILED, poll_until, read_step_history
+from dex_agents.pure.values import MessageRole
 from dex_agents.testing.openai_compatible import (
     ChatErrorReply,
     ChatReply,
@@ -39,27 +30,23 @@ from dex_agents.testing.openai_compatible import (
     OpenAICompatibleServer,
 )
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
-from dex_agents.testing.session_client import AgentSessionTestClient
-
-JsonObject = dict[str, Any]
+from tests.adapters import over_http_support
+from tests.adapters.over_http_support import (
+    ToolRuns,
+    assert_each_result_once_after_its_call,
+    hold_the_conversation,
+    last_turn,
+    lookup_call,
+    lookup_order_function,
+    message_text,
+    open_session,
+    roles,
+    tool_names,
+)
 
 SYSTEM_PROMPT: Final = "You are the support agent of an online shop."
-TWO_LOOKUPS: Final = "Where are orders 1 and 2?"
-BREAK: Final = "And what about my refund?"
-BAD_REQUEST: Final = "Hello? Are you there?"
-ONE_LOOKUP: Final = "Where is order 3?"
-THANKS: Final = "Thanks!"
 CLASSIFY: Final = "Classify order 5, after looking it up."
 BAD_JSON: Final = "Where is order 6?"
-
-SERVER_ERROR: Final = "The server had an error while processing your request (test)."
-BAD_REQUEST_ERROR: Final = "Invalid 'messages': this request is rejected by the test server."
-THANKS_ANSWER: Final = "You're welcome, have a nice day!"
-
-RUN_MODEL_ATTEMPTS: Final = 3
-MODEL_CALL_FAILED: Final = "dex_agents.model_call_failed"
-FAILED_TURN_TIMEOUT: Final = 120.0
-"""Seconds allowed for a turn whose ``RunModel`` is retried with backoff."""
 
 
 class Verdict(BaseModel):
@@ -69,45 +56,9 @@ class Verdict(BaseModel):
     status: str
 
 
-def message_text(message: JsonObject) -> str:
-    """The text of a Chat Completions message (string content or a list of text parts)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-def lookup_call(order_id: int) -> ChatReply:
-    return ChatReply(tool_calls=(ChatToolCall(f"call_order_{order_id}", "lookup_order",
-                                              json.dumps({"order_id": order_id})),))
-
-
-def _turn(request: ChatRequest) -> tuple[str, int, list[str]]:
-    """The last user message's text, the assistant messages after it, and the tool results after it."""
-    last_user = max(index for index, message in enumerate(request.messages) if message.get("role") == "user")
-    after = request.messages[last_user + 1:]
-    rounds = sum(1 for message in after if message.get("role") == "assistant")
-    return message_text(request.messages[last_user]), rounds, [
-        message_text(message) for message in after if message.get("role") == "tool"]
-
-
 def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
-    """Answer from the last user message and the assistant and tool messages after it (no counter)."""
-    prompt, rounds, results = _turn(request)
-    if prompt == TWO_LOOKUPS:
-        if rounds < 2:
-            return lookup_call(rounds + 1)
-        return ChatReply(text=f"Both found: {results[0]}; {results[1]}.")
-    if prompt == BREAK:
-        return ChatErrorReply(500, SERVER_ERROR)
-    if prompt == BAD_REQUEST:
-        return ChatErrorReply(400, BAD_REQUEST_ERROR, param="messages", code="invalid_value")
-    if prompt == ONE_LOOKUP:
-        return lookup_call(3) if rounds == 0 else ChatReply(text=f"Found it: {results[0]}.")
-    if prompt == THANKS:
-        return ChatReply(text=THANKS_ANSWER)
+    """``over_http_support.respond``, and the structured-output and unparsable-arguments sessions."""
+    prompt, rounds, results = last_turn(request)
     if prompt == CLASSIFY:
         if rounds == 0:  # the lookup and a premature verdict in one response
             return ChatReply(tool_calls=(lookup_call(5).tool_calls[0],
@@ -118,38 +69,17 @@ def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
         if rounds == 0:
             return ChatReply(tool_calls=(ChatToolCall("call_bad", "lookup_order", 'order six, please'),))
         return ChatReply(text=f"Sorry: {results[0]}")
-    raise AssertionError(f"unexpected last user message {prompt!r}")
-
-
-class ToolRuns:
-    """The order IDs ``lookup_order`` ran with, in order (the tool runs on a Worker thread)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._order_ids: list[int] = []
-
-    def add(self, order_id: int) -> None:
-        with self._lock:
-            self._order_ids.append(order_id)
-
-    @property
-    def order_ids(self) -> list[int]:
-        with self._lock:
-            return list(self._order_ids)
+    return over_http_support.respond(request)
 
 
 def lookup_tool(runs: ToolRuns) -> StructuredTool:
-    async def lookup_order(order_id: int) -> str:
-        """Look up an order's shipping status."""
-        runs.add(order_id)
-        return f"order {order_id} shipped"
-
-    return StructuredTool.from_function(coroutine=lookup_order, metadata={DEX_EFFECT_METADATA_KEY: "read"})
+    return StructuredTool.from_function(coroutine=lookup_order_function(runs),
+                                        metadata={DEX_EFFECT_METADATA_KEY: "read"})
 
 
 @pytest.fixture
 def chat_server() -> Iterator[OpenAICompatibleServer]:
-    """The model provider; requested before ``agent_environment``, so it stops after the Worker."""
+    """The model provider, answering with this module's ``respond`` (overrides ``conftest``'s)."""
     with OpenAICompatibleServer(respond) as server:
         yield server
 
@@ -161,158 +91,17 @@ def chat_model(server: OpenAICompatibleServer) -> ChatOpenAI:
                       max_retries=0, stream_usage=True)
 
 
-def roles(messages: Sequence[JsonObject]) -> list[str]:
-    return [str(message["role"]) for message in messages]
-
-
-def call_ids(message: JsonObject) -> list[str]:
-    return [str(call["id"]) for call in message.get("tool_calls") or []]
-
-
-def assert_each_result_once_after_its_call(messages: Sequence[JsonObject]) -> None:
-    """Every tool message answers a call of the assistant message right before its run, once."""
-    answered: list[str] = []
-    for index, message in enumerate(messages):
-        if message["role"] != "tool":
-            continue
-        owner = next(m for m in reversed(messages[:index]) if m["role"] != "tool")
-        assert message["tool_call_id"] in call_ids(owner), (index, messages)
-        answered.append(str(message["tool_call_id"]))
-    assert len(answered) == len(set(answered)), answered
-    assert sorted(answered) == sorted(i for m in messages if m["role"] == "assistant" for i in call_ids(m))
-
-
-def turn_events(sessions: AgentSessionTestClient, session_id: str, turn_id: str, final_type: str) -> list[AgentEvent]:
-    """The turn's events, read once its ``final_type`` event (``turn_completed``/``turn_failed``) is committed."""
-    def probe() -> list[AgentEvent] | None:
-        events = [event for event in sessions.events(session_id) if event.turn_id == turn_id]
-        return events if any(event.type == final_type for event in events) else None
-
-    return poll_until(probe, timeout=sessions.timeout, description=f"the {final_type} event of {turn_id}")
-
-
-def run_model_final_attempts(server_address: str, session_id: str) -> list[tuple[str, int]]:
-    """Each ``RunModel`` execution's ID and final attempt, from its completed or failed ``execute``."""
-    return [(entry.step_execution_id, entry.attempt) for entry in read_step_history(server_address, session_id)
-            if entry.step_type == "RunModel" and entry.event_type in (EXECUTE_COMPLETED, EXECUTE_FAILED)]
-
-
-def turn_messages(messages: Sequence[AgentMessage], turn_id: str) -> list[AgentMessage]:
-    return [message for message in messages if message.turn_id == turn_id]
-
-
-def text_of(events: Sequence[AgentEvent]) -> str:
-    return "".join(str(event.payload["text"]) for event in events if event.type == "text_delta")
-
-
 def test_a_session_over_openai_chat_completions_http(
         chat_server: OpenAICompatibleServer, agent_environment: AgentEnvironmentFactory,
         agent_sessions: AgentSessionsFactory) -> None:
     runs = ToolRuns()
     flow = create_langchain_session_flow(chat_model(chat_server), [lookup_tool(runs)],
                                          f"LangChainHttp{uuid.uuid4().hex[:8]}", system_prompt=SYSTEM_PROMPT)
-    sessions = agent_sessions(agent_environment([flow]), flow, timeout=60.0)
-    session_id = f"s-{uuid.uuid4().hex}"
+    sessions, session_id = open_session(agent_environment, agent_sessions, flow)
 
-    # Turn 1: two sequential lookups, then the answer with both results.
-    sessions.start_session(session_id, TWO_LOOKUPS)
-    sessions.wait_for_completed_turns(session_id, 1)
-    turn_1 = chat_server.requests
-    assert len(turn_1) == 3
-    assert chat_server.rejections == () and chat_server.responder_errors == ()
-    assert all(request["stream"] is True for request in turn_1)  # the adapter streams ChatOpenAI
-    assert all([tool["function"]["name"] for tool in request["tools"]] == ["lookup_order"] for request in turn_1)
-    assert [roles(request["messages"]) for request in turn_1] == [
-        ["system", "user"], ["system", "user", "assistant", "tool"],
-        ["system", "user", "assistant", "tool", "assistant", "tool"]]
-    third = turn_1[2]["messages"]
-    assert [message_text(third[0]), message_text(third[1])] == [SYSTEM_PROMPT, TWO_LOOKUPS]
-    assert [call_ids(third[2]), third[3]["tool_call_id"], message_text(third[3])] == [
-        ["call_order_1"], "call_order_1", "order 1 shipped"]
-    assert [call_ids(third[4]), third[5]["tool_call_id"], message_text(third[5])] == [
-        ["call_order_2"], "call_order_2", "order 2 shipped"]
-    assert_each_result_once_after_its_call(third)
-    answer_1 = "Both found: order 1 shipped; order 2 shipped."
+    hold_the_conversation(chat_server, sessions, session_id, runs, system_prompt=SYSTEM_PROMPT)
     stored = sessions.snapshot(session_id).messages
-    assert [message.role for message in stored] == [
-        MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL,
-        MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.ASSISTANT]
     assert [stored[1].tool_name, stored[1].tool_arguments] == ["lookup_order", '{"order_id":1}']
-    assert [stored[2].tool_output, stored[4].tool_output, stored[5].text] == [
-        "order 1 shipped", "order 2 shipped", answer_1]
-    assert runs.order_ids == [1, 2]
-    events_1 = turn_events(sessions, session_id, "turn-1", "turn_completed")
-    assert text_of(events_1) == answer_1
-
-    # Turn 2: the provider answers 500 every time; RunModel tries three times, then the turn fails.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, BREAK)
-    state = sessions.wait_for_turns(session_id, 2, timeout=FAILED_TURN_TIMEOUT)
-    assert (state.completed_turn_count, state.failed_turn_count) == (1, 1)
-    assert SERVER_ERROR in (state.last_turn_error or ""), state.last_turn_error
-    turn_2 = chat_server.requests[before:]
-    assert len(turn_2) == RUN_MODEL_ATTEMPTS
-    assert all(message_text(request["messages"][-1]) == BREAK for request in turn_2)
-    events_2 = turn_events(sessions, session_id, "turn-2", "turn_failed")
-    failures_2 = [event.payload for event in events_2 if event.type == MODEL_CALL_FAILED]
-    assert [failure["retrying"] for failure in failures_2] == [True, True, False]
-    assert all(SERVER_ERROR in str(failure["error"]) for failure in failures_2)
-
-    # Turn 3: the provider rejects the request (400), which no retry can fix: one attempt, then failed.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, BAD_REQUEST)
-    state = sessions.wait_for_turns(session_id, 3, timeout=FAILED_TURN_TIMEOUT)
-    assert (state.completed_turn_count, state.failed_turn_count) == (1, 2)
-    assert BAD_REQUEST_ERROR in (state.last_turn_error or ""), state.last_turn_error
-    turn_3 = chat_server.requests[before:]
-    assert len(turn_3) == 1
-    assert roles(turn_3[0]["messages"])[-2:] == ["user", "user"]  # the failed turn's message, then this one
-    events_3 = turn_events(sessions, session_id, "turn-3", "turn_failed")
-    failures_3 = [event.payload for event in events_3 if event.type == MODEL_CALL_FAILED]
-    assert [failure["retrying"] for failure in failures_3] == [False]
-    assert BAD_REQUEST_ERROR in str(failures_3[0]["error"])
-    assert run_model_final_attempts(sessions.server_address, session_id) == [
-        ("RunModel-1", 1), ("RunModel-2", 1), ("RunModel-3", 1), ("RunModel-4", RUN_MODEL_ATTEMPTS), ("RunModel-5", 1)]
-
-    # Turn 4: a tool turn works after both failures; the history holds the failed turns' messages.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, ONE_LOOKUP)
-    state = sessions.wait_for_turns(session_id, 4)
-    assert (state.completed_turn_count, state.failed_turn_count) == (2, 2)
-    assert state.last_turn_error is None
-    turn_4 = chat_server.requests[before:]
-    assert len(turn_4) == 2
-    history = ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user", "user", "user"]
-    assert [roles(request["messages"]) for request in turn_4] == [history, [*history, "assistant", "tool"]]
-    last = turn_4[1]["messages"]
-    assert [message_text(last[index]) for index in (1, 6, 7, 8, 9)] == [
-        TWO_LOOKUPS, answer_1, BREAK, BAD_REQUEST, ONE_LOOKUP]
-    assert [call_ids(last[10]), last[11]["tool_call_id"], message_text(last[11])] == [
-        ["call_order_3"], "call_order_3", "order 3 shipped"]
-    assert_each_result_once_after_its_call(last)
-    assert runs.order_ids == [1, 2, 3]
-    stored = sessions.snapshot(session_id).messages
-    assert [(message.role, message.text) for message in stored[6:8]] == [
-        (MessageRole.USER, BREAK), (MessageRole.USER, BAD_REQUEST)]
-    assert [(message.role, message.text or message.tool_output) for message in turn_messages(stored, "turn-4")] == [
-        (MessageRole.USER, ONE_LOOKUP), (MessageRole.ASSISTANT, None), (MessageRole.TOOL, "order 3 shipped"),
-        (MessageRole.ASSISTANT, "Found it: order 3 shipped.")]
-
-    # Turn 5: a text turn.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, THANKS)
-    state = sessions.wait_for_completed_turns(session_id, 3)
-    assert (state.turn_count, state.failed_turn_count, state.message_count) == (5, 2, 14)
-    turn_5 = chat_server.requests[before:]
-    assert len(turn_5) == 1 and message_text(turn_5[0]["messages"][-1]) == THANKS
-    snapshot = sessions.snapshot(session_id)
-    assert snapshot.usage == AgentUsage(requests=6, input_tokens=60, output_tokens=30)  # the 6 answered calls
-    assert [(message.role, message.text) for message in turn_messages(snapshot.messages, "turn-5")] == [
-        (MessageRole.USER, THANKS), (MessageRole.ASSISTANT, THANKS_ANSWER)]
-    assert text_of(turn_events(sessions, session_id, "turn-5", "turn_completed")) == THANKS_ANSWER
-    assert all(message.role != MessageRole.USER or message.text != SYSTEM_PROMPT for message in snapshot.messages)
-    assert runs.order_ids == [1, 2, 3]
-    assert chat_server.rejections == () and chat_server.responder_errors == ()
 
 
 def test_structured_output_beside_a_function_call_over_http(
@@ -321,14 +110,13 @@ def test_structured_output_beside_a_function_call_over_http(
     runs = ToolRuns()
     flow = create_langchain_session_flow(chat_model(chat_server), [lookup_tool(runs)],
                                          f"LangChainHttpOut{uuid.uuid4().hex[:8]}", response_format=Verdict)
-    sessions = agent_sessions(agent_environment([flow]), flow, timeout=60.0)
-    session_id = f"s-{uuid.uuid4().hex}"
+    sessions, session_id = open_session(agent_environment, agent_sessions, flow)
 
     sessions.start_session(session_id, CLASSIFY)
     sessions.wait_for_completed_turns(session_id, 1)
     first, second = chat_server.requests
     for request in (first, second):  # the output tool is bound beside the function tool, and forced
-        assert [tool["function"]["name"] for tool in request["tools"]] == ["lookup_order", "Verdict"]
+        assert tool_names(request) == ["lookup_order", "Verdict"]
         assert request["tool_choice"] == "required"
     assert roles(second["messages"]) == ["user", "assistant", "tool", "tool"]
     assert_each_result_once_after_its_call(second["messages"])
@@ -351,8 +139,7 @@ def test_arguments_the_client_cannot_parse_are_answered_and_the_tool_never_runs(
     runs = ToolRuns()
     flow = create_langchain_session_flow(chat_model(chat_server), [lookup_tool(runs)],
                                          f"LangChainHttpBad{uuid.uuid4().hex[:8]}")
-    sessions = agent_sessions(agent_environment([flow]), flow, timeout=60.0)
-    session_id = f"s-{uuid.uuid4().hex}"
+    sessions, session_id = open_session(agent_environment, agent_sessions, flow)
 
     sessions.start_session(session_id, BAD_JSON)
     sessions.wait_for_completed_turns(session_id, 1)

@@ -11,12 +11,13 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, T
 
 from dex_agents.adapters.langchain import IDEMPOTENCY_KEY_CONFIG, LangChainRunner
 from dex_agents.shell.runner import ToolExecutionError, ToolExecutionResult
-from tests.adapters.langchain_support import ReplyChatModel, execution, pending
+from tests.adapters.fakes import execution, pending
+from tests.adapters.langchain_support import ReplyChatModel
 
 
 def run(tools: list[BaseTool], name: str, arguments: str, *, attempt: int = 1) -> ToolExecutionResult:
     runner = LangChainRunner(ReplyChatModel(replies=[]), tools)
-    return asyncio.run(runner.execute_deferred_tool_call(execution(pending(name, arguments), attempt)))
+    return asyncio.run(runner.execute_deferred_tool_call(execution(pending(name, arguments), attempt=attempt)))
 
 
 class Runs:

@@ -45,7 +45,8 @@ from dex_agents.pure.runner_values import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.texts import FAILED_PREFIX
 from dex_agents.pure.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
 from dex_agents.shell.runner import NonRetryableModelError
-from tests.adapters.langchain_support import ChunkChatModel, Events, ReplyChatModel, record, turn
+from tests.adapters.fakes import Events, record, turn
+from tests.adapters.langchain_support import ChunkChatModel, ReplyChatModel
 
 
 class Verdict(BaseModel):

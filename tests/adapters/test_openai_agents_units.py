@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
@@ -61,44 +60,15 @@ from dex_agents.pure.runner_values import (
     ToolCallsRequested,
     TurnCompleted,
 )
-from dex_agents.pure.values import AgentMessage, AgentToolCall, AgentUsage, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.pure.values import AgentToolCall, AgentUsage, MessageRole, ToolCallStatus, ToolEffect
 from dex_agents.shell.runner import (
     AgentTurnContext,
-    DeferredToolExecution,
     NonRetryableModelError,
     ToolExecutionError,
 )
+from tests.adapters import fakes
 
 set_tracing_disabled(True)
-
-
-class _Events:
-    """An ``AgentEventWriter`` that keeps the deltas it is given."""
-
-    turn_id = "turn-1"
-    attempt = 1
-
-    def __init__(self) -> None:
-        self.deltas: list[tuple[str, str]] = []
-
-    def write_text_delta(self, text: str) -> None:
-        self.deltas.append(("text", text))
-
-    def write_reasoning_delta(self, text: str) -> None:
-        self.deltas.append(("reasoning", text))
-
-    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None:
-        pass
-
-    def write_tool_call_finished(self, tool_call_id: str, tool_name: str, status: ToolCallStatus) -> None:
-        pass
-
-    def write_event(self, event_type: str, payload: Mapping[str, object]) -> None:
-        pass
-
-
-async def _no_heartbeat() -> None:
-    pass
 
 
 def _policy(name: str, effect: ToolEffect | None) -> ResolvedToolPolicy:
@@ -108,35 +78,17 @@ def _policy(name: str, effect: ToolEffect | None) -> ResolvedToolPolicy:
 
 
 def _turn(runner: OpenAIAgentsRunner[Any], run_state: str | None = None,
-          records: tuple[AgentToolCall, ...] = (), events: _Events | None = None) -> AgentTurnContext:
-    user = runner.build_user_message("go")
-    stored = AgentMessage(sequence=1, turn_id="turn-1", role=user.role, text=user.text, tool_call_id=None,
-                          tool_name=None, tool_arguments=None, tool_output=None, framework_item=user.framework_item)
-    return AgentTurnContext(
-        flow_id="s", turn_id="turn-1", attempt=1, messages=(stored,), framework_run_state=run_state,
-        tool_calls=records, events=events or _Events(), deadline=datetime.now(UTC), resolve_tool_policy=_policy,
-        is_cancellation_requested=lambda: False, heartbeat=_no_heartbeat)
-
-
-def _record(call: DeferredToolCall, *, status: ToolCallStatus = ToolCallStatus.PENDING,
-            output: str | None = None) -> AgentToolCall:
-    return AgentToolCall(tool_call_id=call.tool_call_id, turn_id="turn-1", tool_name=call.tool_name,
-                         arguments=call.arguments, effect=call.policy.effect, requires_approval=False,
-                         deferral_order=0, idempotency_key=f"s/turn-1/{call.tool_call_id}", status=status,
-                         interrupt_id=None, output=output, error=None, rejection_message=None)
-
-
-def _execution(record: AgentToolCall, run_state: str | None) -> DeferredToolExecution:
-    return DeferredToolExecution(flow_id="s", tool_call=record, idempotency_key=record.idempotency_key, attempt=1,
-                                 events=_Events(), deadline=datetime.now(UTC), is_cancellation_requested=lambda: False,
-                                 heartbeat=_no_heartbeat, framework_run_state=run_state)
+          records: tuple[AgentToolCall, ...] = (), events: fakes.Events | None = None) -> AgentTurnContext:
+    """``fakes.turn`` with this module's policy (a write or an unclassified tool needs approval)."""
+    return fakes.turn(runner, run_state, records, events, resolve_tool_policy=_policy)
 
 
 def _step(runner: OpenAIAgentsRunner[Any], turn: AgentTurnContext) -> AgentTurnOutcome:
     return asyncio.run(runner.run_model_step(turn))
 
 
-def _one_call(runner: OpenAIAgentsRunner[Any], events: _Events | None = None) -> tuple[ToolCallsRequested, DeferredToolCall]:
+def _one_call(runner: OpenAIAgentsRunner[Any],
+              events: fakes.Events | None = None) -> tuple[ToolCallsRequested, DeferredToolCall]:
     outcome = _step(runner, _turn(runner, events=events))
     assert isinstance(outcome, ToolCallsRequested)
     (call,) = outcome.tool_calls
@@ -144,7 +96,8 @@ def _one_call(runner: OpenAIAgentsRunner[Any], events: _Events | None = None) ->
 
 
 def _run_tool(runner: OpenAIAgentsRunner[Any], outcome: ToolCallsRequested, call: DeferredToolCall) -> str:
-    return asyncio.run(runner.execute_deferred_tool_call(_execution(_record(call), outcome.framework_run_state))).output
+    execution = fakes.execution(fakes.record(call), outcome.framework_run_state)
+    return asyncio.run(runner.execute_deferred_tool_call(execution)).output
 
 
 def _calling(name: str, arguments: object, *then: object) -> ScriptedModel:
@@ -316,7 +269,7 @@ def test_a_model_that_cannot_stream_gets_one_plain_request_and_its_text_as_one_d
     usage = Usage(requests=1, input_tokens=12, output_tokens=7, total_tokens=19)
     model = PlainModel(ModelResponse(output=[assistant_message("Hello there")], usage=usage, response_id=None))
     runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=model))
-    events = _Events()
+    events = fakes.Events()
     outcome = _step(runner, _turn(runner, events=events))
     assert isinstance(outcome, TurnCompleted)
     assert model.calls == ["get_response"]
@@ -374,7 +327,7 @@ def test_tool_choice_is_reset_after_the_turns_first_tool_round() -> None:
     outcome, call = _one_call(runner)
     first = model.last_call
     assert first is not None and first.model_settings.tool_choice == "required"
-    record = _record(call, status=ToolCallStatus.SUCCEEDED, output="order 1")
+    record = fakes.record(call, status=ToolCallStatus.SUCCEEDED, output="order 1")
     finished = _step(runner, _turn(runner, outcome.framework_run_state, (record,)))
     assert isinstance(finished, TurnCompleted)
     second = model.last_call
@@ -482,11 +435,11 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
         return "shipped"
 
     runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", tools=[function_tool(lookup_order)]))
-    record = _record(DeferredToolCall(tool_call_id="c", tool_name="lookup_order", arguments='{"order_id": 1}',
+    record = fakes.record(DeferredToolCall(tool_call_id="c", tool_name="lookup_order", arguments='{"order_id": 1}',
                                       policy=ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)))
     for state in (None, '{"adapter":"openai_agents","round":["c"],"state":{},"version":2}'):
         with pytest.raises(ToolExecutionError, match="run state"):
-            asyncio.run(runner.execute_deferred_tool_call(_execution(record, state)))
+            asyncio.run(runner.execute_deferred_tool_call(fakes.execution(record, state)))
     assert runs == []
 
 
@@ -670,6 +623,6 @@ def test_agent_hooks_run_in_the_step_of_what_they_observe() -> None:
     assert hooks.seen == ["start", "llm_start 1", "llm_end"]
     output = _run_tool(runner, outcome, call)
     assert hooks.seen[3:] == ["tool_start lookup_order", "tool_end order 1"]
-    record = _record(call, status=ToolCallStatus.SUCCEEDED, output=output)
+    record = fakes.record(call, status=ToolCallStatus.SUCCEEDED, output=output)
     assert isinstance(_step(runner, _turn(runner, outcome.framework_run_state, (record,))), TurnCompleted)
     assert hooks.seen[5:] == ["llm_start 3", "llm_end", "end done"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 from pydantic_ai import Agent, ModelRetry, Tool
 from pydantic_ai.messages import (
@@ -14,20 +13,18 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     TextPart,
-    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
-from dex_agents.demo.support_agent import DEMO_TURNS, REFUNDS_LOG
-from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX
-from dex_agents.pure.values import MessageRole
+from dex_agents.pure.texts import FAILED_PREFIX
 from dex_agents.shell.flow import AgentSessionFlow
-from dex_agents.testing import FileGate, completed_step_types, read_step_history
-from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
+from dex_agents.testing import completed_step_types, read_step_history
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
+from tests.adapters.pydantic_ai_support import streamed_parts
 
 Script = Callable[[str, AgentInfo], ModelResponse]
 
@@ -54,16 +51,8 @@ def scripted_model(script: Script) -> FunctionModel:
         return respond(messages, info)
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[object]:
-        for index, part in enumerate(respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                middle = len(part.content) // 2
-                yield part.content[:middle]
-                yield part.content[middle:]
-            elif isinstance(part, ThinkingPart):
-                yield {index: DeltaThinkingPart(content=part.content)}
-            elif isinstance(part, ToolCallPart):
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
+        for delta in streamed_parts(respond(messages, info).parts):
+            yield delta
 
     return FunctionModel(function, stream_function=stream)  # type: ignore[arg-type]
 
@@ -115,32 +104,3 @@ def test_bad_arguments_and_model_retry_become_errors_the_model_sees(
     bad, retry = messages[-1].text.split(" | ")  # type: ignore[attr-defined]
     assert bad.startswith(FAILED_PREFIX) and "Invalid arguments" in bad
     assert retry == FAILED_PREFIX + "order numbers are positive"
-
-
-def test_a_crash_during_a_refund_records_outcome_unknown_and_the_model_is_told(
-        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
-        killable_worker: KillableWorkerFactory, tmp_path: Path) -> None:
-    from dex_agents.demo.support_agent import build_support_flow
-
-    flow_type = f"CrashDemo{uuid.uuid4().hex[:8]}"
-    flow = build_support_flow(state_directory=tmp_path, flow_type=flow_type)
-    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
-    environment = {"TEST_STATE_DIR": str(tmp_path), "TEST_FLOW_TYPE": flow_type}
-    worker = killable_worker("tests.adapters.crash_worker",
-                             environment={**environment, "DEX_AGENTS_DEMO_CRASH_GATE": "1"})
-    session_id = f"s-{uuid.uuid4().hex}"
-    sessions.start_session(session_id, DEMO_TURNS[1])
-    interrupt = sessions.wait_for_pending_interrupt(session_id, "refund_order")
-    sessions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
-    gate = FileGate(tmp_path, "refund")
-    gate.wait_until_reached()
-    worker.kill()
-    gate.release()
-    killable_worker("tests.adapters.crash_worker", environment={**environment, "DEX_AGENTS_DEMO_CRASH_GATE": "0"})
-    sessions.wait_for_completed_turns(session_id, 1)
-    snapshot = sessions.snapshot(session_id)
-    tool_message = [m for m in snapshot.messages if m.role == MessageRole.TOOL][0]
-    assert (tool_message.tool_output or "").startswith(OUTCOME_UNKNOWN_PREFIX)
-    assert "cannot tell whether the refund" in (snapshot.messages[-1].text or "")
-    assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == ["order=42 amount=19.99"]  # ran exactly once
-    assert [c.status for c in sessions.snapshot(session_id).tool_calls] == []

@@ -1,286 +1,29 @@
-"""One durable session through the Pydantic AI adapter, its model Pydantic AI's real ``OpenAIChatModel``.
-
-The model speaks HTTP (the real ``openai`` client, ``max_retries=0``, so one model attempt is one
-request) to ``OpenAICompatibleServer`` on loopback, which enforces OpenAI's tool-message rules, on the
-local Dex engine. The session holds a realistic conversation: a turn of two sequential tool calls, a
-turn the provider breaks (HTTP 500, retried by ``RunModel`` until it fails), a turn it rejects (HTTP
-400, failed at once), a tool turn after both failures, and a text turn.
-
-The responder is a pure function of the request's messages (the last user message's text and what
-follows it), so a model call that is made again after a failure gets the same answer. Every wait is
-on committed values.
-"""
+"""One durable session through the Pydantic AI adapter, its model Pydantic AI's real ``OpenAIChatModel``
+(the conversation and its checks: ``tests.adapters.over_http_support``; the fixtures: ``conftest``)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any, Final
 
-import pytest
 from openai import AsyncOpenAI
 from pydantic_ai import Agent, Tool
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
-from dex_agents.pure.values import AgentEvent, AgentMessage, AgentUsage, MessageRole
-from dex_agents.testing import EXECUTE_COMPLETED, EXECUTE_FAILED, poll_until, read_step_history
-from dex_agents.testing.openai_compatible import (
-    ChatErrorReply,
-    ChatReply,
-    ChatRequest,
-    ChatToolCall,
-    OpenAICompatibleServer,
-)
+from dex_agents.testing.openai_compatible import OpenAICompatibleServer
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
-from dex_agents.testing.session_client import AgentSessionTestClient
-
-JsonObject = dict[str, Any]
-
-TWO_LOOKUPS: Final = "Where are orders 1 and 2?"
-BREAK: Final = "And what about my refund?"
-BAD_REQUEST: Final = "Hello? Are you there?"
-ONE_LOOKUP: Final = "Where is order 3?"
-THANKS: Final = "Thanks!"
-
-SERVER_ERROR: Final = "The server had an error while processing your request (test)."
-BAD_REQUEST_ERROR: Final = "Invalid 'messages': this request is rejected by the test server."
-THANKS_ANSWER: Final = "You're welcome, have a nice day!"
-
-RUN_MODEL_ATTEMPTS: Final = 3
-MODEL_CALL_FAILED: Final = "dex_agents.model_call_failed"
-FAILED_TURN_TIMEOUT: Final = 120.0
-"""Seconds allowed for a turn whose ``RunModel`` is retried with backoff."""
-
-
-def message_text(message: JsonObject) -> str:
-    """The text of a Chat Completions message (string content or a list of text parts)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-def lookup_call(order_id: int) -> ChatReply:
-    return ChatReply(tool_calls=(ChatToolCall(f"call_order_{order_id}", "lookup_order",
-                                              json.dumps({"order_id": order_id})),))
-
-
-def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
-    """Answer from the last user message and the assistant and tool messages after it (no counter)."""
-    last_user = max(index for index, message in enumerate(request.messages) if message.get("role") == "user")
-    prompt = message_text(request.messages[last_user])
-    after = request.messages[last_user + 1:]
-    rounds = sum(1 for message in after if message.get("role") == "assistant")
-    results = [message_text(message) for message in after if message.get("role") == "tool"]
-    if prompt == TWO_LOOKUPS:
-        if rounds < 2:
-            return lookup_call(rounds + 1)
-        return ChatReply(text=f"Both found: {results[0]}; {results[1]}.")
-    if prompt == BREAK:
-        return ChatErrorReply(500, SERVER_ERROR)
-    if prompt == BAD_REQUEST:
-        return ChatErrorReply(400, BAD_REQUEST_ERROR, param="messages", code="invalid_value")
-    if prompt == ONE_LOOKUP:
-        return lookup_call(3) if rounds == 0 else ChatReply(text=f"Found it: {results[0]}.")
-    if prompt == THANKS:
-        return ChatReply(text=THANKS_ANSWER)
-    raise AssertionError(f"unexpected last user message {prompt!r}")
-
-
-class ToolRuns:
-    """The order IDs ``lookup_order`` ran with, in order (the tool runs on a Worker thread)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._order_ids: list[int] = []
-
-    def add(self, order_id: int) -> None:
-        with self._lock:
-            self._order_ids.append(order_id)
-
-    @property
-    def order_ids(self) -> list[int]:
-        with self._lock:
-            return list(self._order_ids)
-
-
-@pytest.fixture
-def chat_server() -> Iterator[OpenAICompatibleServer]:
-    """The model provider; requested before ``agent_environment``, so it stops after the Worker."""
-    with OpenAICompatibleServer(respond) as server:
-        yield server
-
-
-@pytest.fixture
-def openai_client(chat_server: OpenAICompatibleServer) -> Iterator[AsyncOpenAI]:
-    """The agent's real ``openai`` client: no SDK retries, so one model attempt is one HTTP request."""
-    client = AsyncOpenAI(base_url=chat_server.base_url, api_key="test", max_retries=0)
-    try:
-        yield client
-    finally:
-        asyncio.run(client.close())
-
-
-def roles(messages: Sequence[JsonObject]) -> list[str]:
-    return [str(message["role"]) for message in messages]
-
-
-def call_ids(message: JsonObject) -> list[str]:
-    return [str(call["id"]) for call in message.get("tool_calls") or []]
-
-
-def assert_each_result_once_after_its_call(messages: Sequence[JsonObject]) -> None:
-    """Every tool message answers a call of the assistant message right before its run, once."""
-    answered: list[str] = []
-    for index, message in enumerate(messages):
-        if message["role"] != "tool":
-            continue
-        owner = next(m for m in reversed(messages[:index]) if m["role"] != "tool")
-        assert message["tool_call_id"] in call_ids(owner), (index, messages)
-        answered.append(str(message["tool_call_id"]))
-    assert len(answered) == len(set(answered)), answered
-    assert sorted(answered) == sorted(i for m in messages if m["role"] == "assistant" for i in call_ids(m))
-
-
-def turn_events(sessions: AgentSessionTestClient, session_id: str, turn_id: str, final_type: str) -> list[AgentEvent]:
-    """The turn's events, read once its ``final_type`` event (``turn_completed``/``turn_failed``) is committed."""
-    def probe() -> list[AgentEvent] | None:
-        events = [event for event in sessions.events(session_id) if event.turn_id == turn_id]
-        return events if any(event.type == final_type for event in events) else None
-
-    return poll_until(probe, timeout=sessions.timeout, description=f"the {final_type} event of {turn_id}")
-
-
-def run_model_final_attempts(server_address: str, session_id: str) -> list[tuple[str, int]]:
-    """Each ``RunModel`` execution's ID and final attempt, from its completed or failed ``execute``."""
-    return [(entry.step_execution_id, entry.attempt) for entry in read_step_history(server_address, session_id)
-            if entry.step_type == "RunModel" and entry.event_type in (EXECUTE_COMPLETED, EXECUTE_FAILED)]
-
-
-def turn_messages(messages: Sequence[AgentMessage], turn_id: str) -> list[AgentMessage]:
-    return [message for message in messages if message.turn_id == turn_id]
+from tests.adapters.over_http_support import ToolRuns, hold_the_conversation, lookup_order_function, open_session
 
 
 def test_a_session_over_openai_chat_completions_http(
         chat_server: OpenAICompatibleServer, openai_client: AsyncOpenAI,
         agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory) -> None:
     runs = ToolRuns()
-
-    async def lookup_order(order_id: int) -> str:
-        """Look up an order's shipping status."""
-        runs.add(order_id)
-        return f"order {order_id} shipped"
-
     model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=openai_client))
-    agent: Agent[None, str] = Agent(model, tools=[Tool(lookup_order, metadata={DEX_EFFECT_METADATA_KEY: "read"})])
+    agent: Agent[None, str] = Agent(model, tools=[Tool(lookup_order_function(runs),
+                                                       metadata={DEX_EFFECT_METADATA_KEY: "read"})])
     flow = create_pydantic_ai_session_flow(agent, f"PydanticAIHttp{uuid.uuid4().hex[:8]}")
-    sessions = agent_sessions(agent_environment([flow]), flow, timeout=60.0)
-    session_id = f"s-{uuid.uuid4().hex}"
+    sessions, session_id = open_session(agent_environment, agent_sessions, flow)
 
-    # Turn 1: two sequential lookups, then the answer with both results.
-    sessions.start_session(session_id, TWO_LOOKUPS)
-    sessions.wait_for_completed_turns(session_id, 1)
-    turn_1 = chat_server.requests
-    assert len(turn_1) == 3
-    assert chat_server.rejections == () and chat_server.responder_errors == ()
-    assert all(request["stream"] is True for request in turn_1)  # the adapter streams OpenAIChatModel
-    assert [roles(request["messages"]) for request in turn_1] == [
-        ["user"], ["user", "assistant", "tool"], ["user", "assistant", "tool", "assistant", "tool"]]
-    third = turn_1[2]["messages"]
-    assert message_text(third[0]) == TWO_LOOKUPS
-    assert [call_ids(third[1]), third[2]["tool_call_id"], message_text(third[2])] == [
-        ["call_order_1"], "call_order_1", "order 1 shipped"]
-    assert [call_ids(third[3]), third[4]["tool_call_id"], message_text(third[4])] == [
-        ["call_order_2"], "call_order_2", "order 2 shipped"]
-    assert_each_result_once_after_its_call(third)
-    answer_1 = "Both found: order 1 shipped; order 2 shipped."
-    stored = sessions.snapshot(session_id).messages
-    assert [message.role for message in stored] == [
-        MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL,
-        MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.ASSISTANT]
-    assert [stored[2].tool_output, stored[4].tool_output, stored[5].text] == [
-        "order 1 shipped", "order 2 shipped", answer_1]
-    assert runs.order_ids == [1, 2]
-    events_1 = turn_events(sessions, session_id, "turn-1", "turn_completed")
-    assert "".join(str(event.payload["text"]) for event in events_1 if event.type == "text_delta") == answer_1
-
-    # Turn 2: the provider answers 500 every time; RunModel tries three times, then the turn fails.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, BREAK)
-    state = sessions.wait_for_turns(session_id, 2, timeout=FAILED_TURN_TIMEOUT)
-    assert (state.completed_turn_count, state.failed_turn_count) == (1, 1)
-    assert SERVER_ERROR in (state.last_turn_error or ""), state.last_turn_error
-    turn_2 = chat_server.requests[before:]
-    assert len(turn_2) == RUN_MODEL_ATTEMPTS
-    assert all(message_text(request["messages"][-1]) == BREAK for request in turn_2)
-    events_2 = turn_events(sessions, session_id, "turn-2", "turn_failed")
-    failures_2 = [event.payload for event in events_2 if event.type == MODEL_CALL_FAILED]
-    assert [failure["retrying"] for failure in failures_2] == [True, True, False]
-    assert all(SERVER_ERROR in str(failure["error"]) for failure in failures_2)
-
-    # Turn 3: the provider rejects the request (400), which no retry can fix: one attempt, then failed.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, BAD_REQUEST)
-    state = sessions.wait_for_turns(session_id, 3, timeout=FAILED_TURN_TIMEOUT)
-    assert (state.completed_turn_count, state.failed_turn_count) == (1, 2)
-    assert BAD_REQUEST_ERROR in (state.last_turn_error or ""), state.last_turn_error
-    turn_3 = chat_server.requests[before:]
-    assert len(turn_3) == 1
-    assert roles(turn_3[0]["messages"])[-2:] == ["user", "user"]  # the failed turn's message, then this one
-    events_3 = turn_events(sessions, session_id, "turn-3", "turn_failed")
-    failures_3 = [event.payload for event in events_3 if event.type == MODEL_CALL_FAILED]
-    assert [failure["retrying"] for failure in failures_3] == [False]
-    assert BAD_REQUEST_ERROR in str(failures_3[0]["error"])
-    # RunModel-1..3 are turn 1's calls, RunModel-4 is turn 2's (3 attempts), RunModel-5 turn 3's (1 attempt).
-    assert run_model_final_attempts(sessions.server_address, session_id) == [
-        ("RunModel-1", 1), ("RunModel-2", 1), ("RunModel-3", 1), ("RunModel-4", RUN_MODEL_ATTEMPTS), ("RunModel-5", 1)]
-
-    # Turn 4: a tool turn works after both failures; the history holds the failed turns' messages.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, ONE_LOOKUP)
-    state = sessions.wait_for_turns(session_id, 4)
-    assert (state.completed_turn_count, state.failed_turn_count) == (2, 2)
-    assert state.last_turn_error is None
-    turn_4 = chat_server.requests[before:]
-    assert len(turn_4) == 2
-    history = ["user", "assistant", "tool", "assistant", "tool", "assistant", "user", "user", "user"]
-    assert [roles(request["messages"]) for request in turn_4] == [history, [*history, "assistant", "tool"]]
-    last = turn_4[1]["messages"]
-    assert [message_text(last[index]) for index in (0, 5, 6, 7, 8)] == [
-        TWO_LOOKUPS, answer_1, BREAK, BAD_REQUEST, ONE_LOOKUP]
-    assert [call_ids(last[9]), last[10]["tool_call_id"], message_text(last[10])] == [
-        ["call_order_3"], "call_order_3", "order 3 shipped"]
-    assert_each_result_once_after_its_call(last)
-    assert runs.order_ids == [1, 2, 3]
-    stored = sessions.snapshot(session_id).messages
-    assert [(message.role, message.text) for message in stored[6:8]] == [
-        (MessageRole.USER, BREAK), (MessageRole.USER, BAD_REQUEST)]
-    assert [(message.role, message.text or message.tool_output) for message in turn_messages(stored, "turn-4")] == [
-        (MessageRole.USER, ONE_LOOKUP), (MessageRole.ASSISTANT, None), (MessageRole.TOOL, "order 3 shipped"),
-        (MessageRole.ASSISTANT, "Found it: order 3 shipped.")]
-    events_4 = turn_events(sessions, session_id, "turn-4", "turn_completed")
-    assert [event.payload["message_count"] for event in events_4 if event.type == "turn_completed"] == [3]
-
-    # Turn 5: a text turn.
-    before = chat_server.request_count
-    sessions.send_user_message(session_id, THANKS)
-    state = sessions.wait_for_completed_turns(session_id, 3)
-    assert (state.turn_count, state.failed_turn_count, state.message_count) == (5, 2, 14)
-    turn_5 = chat_server.requests[before:]
-    assert len(turn_5) == 1 and message_text(turn_5[0]["messages"][-1]) == THANKS
-    snapshot = sessions.snapshot(session_id)
-    assert snapshot.usage == AgentUsage(requests=6, input_tokens=60, output_tokens=30)  # the 6 answered calls
-    stored = snapshot.messages
-    assert [(message.role, message.text) for message in turn_messages(stored, "turn-5")] == [
-        (MessageRole.USER, THANKS), (MessageRole.ASSISTANT, THANKS_ANSWER)]
-    events_5 = turn_events(sessions, session_id, "turn-5", "turn_completed")
-    assert "".join(str(event.payload["text"]) for event in events_5 if event.type == "text_delta") == THANKS_ANSWER
-    assert runs.order_ids == [1, 2, 3]
-    assert chat_server.rejections == () and chat_server.responder_errors == ()
+    hold_the_conversation(chat_server, sessions, session_id, runs, system_prompt=None)

@@ -12,11 +12,12 @@ Scripts that could loop without end stop at ``MODEL_CALL_CAP`` model calls, so a
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, Tool, ToolOutput
@@ -30,19 +31,21 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaToolCalls, FunctionModel
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
 from dex_agents.pure.values import AgentEvent, AgentState, MessageRole
-from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing import poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.session_client import AgentSessionTestClient
+from tests.adapters.pydantic_ai_support import streamed_parts
 
 RETRIES_SECONDS: Final = 45.0
 """Timeout of a wait that spans a model call failing all 3 attempts (about 3 s of back-off)."""
 TURN_SECONDS: Final = 20.0
 """Timeout of a wait for a turn that should complete without any failed attempt."""
+SESSIONS_SECONDS: Final = 30.0
+"""Timeout of the other waits of a session client (the ``agent_sessions`` default)."""
 MODEL_CALL_CAP: Final = 8
 """Model calls after which a script answers ``CAP_TEXT`` instead of following its script."""
 CAP_TEXT: Final = "model call cap reached"
@@ -128,15 +131,10 @@ def streaming_model(script: Script, calls: ModelCalls) -> FunctionModel:
     """A ``FunctionModel`` with a ``stream_function`` (text in two chunks, tool calls whole)."""
     respond = scripted_function(script, calls)
 
-    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | dict[int, DeltaToolCall]]:
-        for index, part in enumerate(respond(messages, info).parts):
-            if isinstance(part, TextPart):
-                middle = len(part.content) // 2
-                yield part.content[:middle]
-                yield part.content[middle:]
-            elif isinstance(part, ToolCallPart):
-                yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                            tool_call_id=part.tool_call_id)}
+    async def stream(messages: list[ModelMessage],
+                     info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls | DeltaThinkingCalls]:
+        for delta in streamed_parts(respond(messages, info).parts):
+            yield delta
 
     return FunctionModel(respond, stream_function=stream)
 
@@ -184,12 +182,13 @@ def tool_call(name: str, args: str, call_id: str) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
 
 
-def new_flow(agent: Agent[None, object] | Agent[None, str], prefix: str) -> AgentSessionFlow:
-    return create_pydantic_ai_session_flow(agent, f"{prefix}{uuid.uuid4().hex[:12]}")
-
-
-def new_session_id() -> str:
-    return f"s-{uuid.uuid4().hex}"
+def open_session(agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+                 agent: Agent[None, Any], prefix: str, *,
+                 timeout: float = SESSIONS_SECONDS) -> tuple[AgentSessionTestClient, str]:
+    """A session client of ``agent``'s Flow (type ``<prefix><random>``) on an environment of its own, and a
+    new session ID."""
+    flow = create_pydantic_ai_session_flow(agent, f"{prefix}{uuid.uuid4().hex[:12]}")
+    return agent_sessions(agent_environment([flow]), flow, timeout=timeout), f"s-{uuid.uuid4().hex}"
 
 
 def of_type(events: Sequence[AgentEvent], event_type: str) -> list[AgentEvent]:
@@ -223,6 +222,18 @@ def echo_returns(messages: list[ModelMessage]) -> ModelResponse | None:
     return None
 
 
+def lookup_then_echo(order_id: int, calls: ModelCalls) -> Script:
+    """A script that calls ``lookup_order(order_id)`` (call ID ``lookup-<calls so far>``), then echoes its return."""
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        answer = echo_returns(messages)
+        if answer is not None:
+            return answer
+        return tool_call("lookup_order", json.dumps({"order_id": order_id}), f"lookup-{calls.count()}")
+
+    return script
+
+
 # Defect 1: a failed turn poisons the session.
 
 
@@ -236,9 +247,8 @@ def test_after_a_failed_turn_a_text_reply_is_stored(
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart(f"you said: {last_user_text(messages)}")])
 
-    flow = new_flow(Agent(streaming_model(script, calls)), "FailedThenText")
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = new_session_id()
+    agent = Agent(streaming_model(script, calls))
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "FailedThenText")
     fail_first_turn(sessions, session_id)
 
     assert sessions.send_user_message(session_id, "hello") is True
@@ -258,15 +268,9 @@ def test_after_a_failed_turn_a_tool_call_runs_once_and_the_model_sees_its_result
     calls = ModelCalls()
     runs = ToolRuns()
 
-    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        answer = echo_returns(messages)
-        if answer is not None:
-            return answer
-        return tool_call("lookup_order", '{"order_id": 7}', f"lookup-{calls.count()}")
-
-    flow = new_flow(Agent(streaming_model(script, calls), tools=[lookup_tool(runs)]), "FailedThenTool")
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = new_session_id()
+    script = lookup_then_echo(7, calls)
+    agent = Agent(streaming_model(script, calls), tools=[lookup_tool(runs)])
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "FailedThenTool")
     fail_first_turn(sessions, session_id)
     failed_turn_calls = calls.count()
 
@@ -308,9 +312,8 @@ def test_a_second_tool_round_sends_each_tool_result_once(
             return tool_call("lookup_order", '{"order_id": 2}', "round-2")
         return ModelResponse(parts=[TextPart("both orders shipped")])
 
-    flow = new_flow(Agent(streaming_model(script, calls), tools=[lookup_tool(runs)]), "TwoToolRounds")
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = new_session_id()
+    agent = Agent(streaming_model(script, calls), tools=[lookup_tool(runs)])
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "TwoToolRounds")
     sessions.start_session(session_id, "look up orders 1 and 2")
     state = sessions.wait_for_turns(session_id, 1, timeout=TURN_SECONDS)
     assert state.completed_turn_count == 1, state
@@ -371,9 +374,7 @@ def test_a_write_called_with_the_output_tool_waits_for_approval(
 
     agent: Agent[None, CancelResult] = Agent(streaming_model(script, calls), tools=[cancel_tool(runs)],
                                              output_type=ToolOutput(CancelResult))
-    flow = create_pydantic_ai_session_flow(agent, f"WriteWithOutput{uuid.uuid4().hex[:12]}")
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = new_session_id()
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "WriteWithOutput")
     sessions.start_session(session_id, "cancel order 5")
     pending_or_ended(sessions, session_id, "cancel_order")
 
@@ -401,9 +402,7 @@ def test_a_model_without_a_stream_function_completes_a_text_turn(
     agent = Agent(non_streaming_model(script, calls))
     assert agent.run_sync("ping").output == "you said: ping"  # the agent itself works without streaming
 
-    flow = new_flow(agent, "NoStreamText")
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = new_session_id()
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "NoStreamText")
     sessions.start_session(session_id, "hello")
     state = sessions.wait_for_turns(session_id, 1, timeout=RETRIES_SECONDS)
     assert (state.completed_turn_count, state.failed_turn_count, state.last_turn_error) == (1, 0, None), state
@@ -418,19 +417,12 @@ def test_a_model_without_a_stream_function_completes_a_tool_turn(
     calls = ModelCalls()
     runs = ToolRuns()
 
-    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        answer = echo_returns(messages)
-        if answer is not None:
-            return answer
-        return tool_call("lookup_order", '{"order_id": 3}', f"lookup-{calls.count()}")
-
+    script = lookup_then_echo(3, calls)
     agent = Agent(non_streaming_model(script, calls), tools=[lookup_tool(runs)])
     assert agent.run_sync("where is order 3?").output == "answer: order 3 shipped"
     assert runs.snapshot() == [3]
 
-    flow = new_flow(agent, "NoStreamTool")
-    sessions = agent_sessions(agent_environment([flow]), flow)
-    session_id = new_session_id()
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "NoStreamTool")
     sessions.start_session(session_id, "where is order 3?")
     state = sessions.wait_for_turns(session_id, 1, timeout=RETRIES_SECONDS)
     assert (state.completed_turn_count, state.failed_turn_count, state.last_turn_error) == (1, 0, None), state
@@ -476,9 +468,9 @@ def test_a_user_message_with_a_lone_surrogate_is_refused_and_the_session_goes_on
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[TextPart(f"you said: {last_user_text(messages)}")])
 
-    flow = new_flow(Agent(streaming_model(script, calls)), "SurrogateMessage")
-    sessions = agent_sessions(agent_environment([flow]), flow, timeout=TURN_SECONDS)
-    session_id = new_session_id()
+    agent = Agent(streaming_model(script, calls))
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "SurrogateMessage",
+                                        timeout=TURN_SECONDS)
     sessions.start_session(session_id)
     sessions.wait_for_state(session_id, lambda state: True, description="the session started")
 
@@ -512,9 +504,9 @@ def test_a_rejection_message_with_a_lone_surrogate_is_refused_and_the_session_go
             return answer
         return tool_call("cancel_order", '{"order_id": 9}', "cancel-9")
 
-    flow = new_flow(Agent(streaming_model(script, calls), tools=[cancel_tool(runs)]), "SurrogateRejection")
-    sessions = agent_sessions(agent_environment([flow]), flow, timeout=TURN_SECONDS)
-    session_id = new_session_id()
+    agent = Agent(streaming_model(script, calls), tools=[cancel_tool(runs)])
+    sessions, session_id = open_session(agent_environment, agent_sessions, agent, "SurrogateRejection",
+                                        timeout=TURN_SECONDS)
     sessions.start_session(session_id, "cancel order 9")
     interrupt = sessions.wait_for_pending_interrupt(session_id, "cancel_order")
 

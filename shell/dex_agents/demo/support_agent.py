@@ -1,5 +1,8 @@
 """The demo support agent: a Pydantic AI agent with an order lookup and a refund, as a session Flow.
 
+Its turns, tools, refund log, crash gate and scripted answers are ``dex_agents.demo.support_script``'s
+(shared with the OpenAI Agents and LangChain demos); this module puts them in Pydantic AI's terms.
+
 Public API:
     ``DEMO_TURNS: tuple[str, ...]``: the demo conversation's user messages, in order.
     ``build_support_flow(*, model: str | None = None, state_directory: Path,
@@ -25,7 +28,6 @@ Public API:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
@@ -36,23 +38,27 @@ from pydantic_ai.models import infer_model
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
-from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
+from dex_agents.demo.support_script import (
+    CRASH_GATE_ENV,
+    DEMO_TURNS,
+    INSTRUCTIONS,
+    MODEL_ENV,
+    REFUND_AMOUNT,
+    REFUND_GATE,
+    REFUNDS_LOG,
+    STATE_DIR_ENV,
+    MissingModelKeyError,
+    ScriptedText,
+    flow_from_environment,
+    provider_and_name,
+    require_key,
+    scripted_reply,
+    support_tools,
+    word_chunks,
+)
 from dex_agents.pure.values import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
-from dex_agents.serving.gate import FileGate
 
-DEMO_TURNS: Final[tuple[str, ...]] = ("Where is order 42?", "Please refund order 42")
-CRASH_GATE_ENV: Final = "DEX_AGENTS_DEMO_CRASH_GATE"
-STATE_DIR_ENV: Final = "DEX_AGENTS_DEMO_STATE_DIR"
-MODEL_ENV: Final = "DEX_AGENTS_DEMO_MODEL"
-REFUNDS_LOG: Final = "refunds.log"
-REFUND_GATE: Final = "refund"
-REFUND_AMOUNT: Final = 19.99
-INSTRUCTIONS: Final = (
-    "You are a customer support agent for an online shop. Use lookup_order to answer questions about "
-    "an order and refund_order to refund one (order 42 costs 19.99). Report tool results faithfully, "
-    "including a rejected, failed or unknown refund."
-)
 PROVIDER_KEYS: Final = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
@@ -65,19 +71,12 @@ PROVIDER_KEYS: Final = {
 }
 
 
-class MissingModelKeyError(ValueError):
-    """A real model was asked for without its provider's key in the environment."""
-
-
 def _check_model_key(model: str) -> None:
-    provider, separator, name = model.partition(":")
-    if not separator or not provider or not name:
-        raise ValueError(f"model must be 'provider:name', got {model!r}")
+    provider, _ = provider_and_name(model)
     variable = PROVIDER_KEYS.get(provider)
     if variable is None:
         return  # a provider we do not know the key of: Pydantic AI reports what it needs
-    if not os.environ.get(variable):
-        raise MissingModelKeyError(f"model {model!r} needs the environment variable {variable}, which is not set")
+    require_key(model, variable)
 
 
 def check_model(model: str) -> None:
@@ -96,39 +95,23 @@ def _last_request(messages: list[ModelMessage]) -> ModelRequest | None:
     return None
 
 
-def _refund_answer(result: str) -> str:
-    if result.startswith(OUTCOME_UNKNOWN_PREFIX):
-        return ("I cannot tell whether the refund of order 42 went through: the refund was interrupted. "
-                "Please check the refunds before trying again.")
-    if result.startswith(REJECTED_PREFIX):
-        return f"I did not refund order 42: the refund was not approved ({result[len(REJECTED_PREFIX):]})."
-    if result.startswith(FAILED_PREFIX):
-        return f"The refund of order 42 failed: {result[len(FAILED_PREFIX):]}"
-    return f"Done: {result}"
-
-
 def _scripted_response(messages: list[ModelMessage]) -> ModelResponse:
-    """What a real model answers at this point of the demo conversation."""
+    """What a real model answers at this point of the demo conversation (``scripted_reply`` in Pydantic AI's terms)."""
     request = _last_request(messages)
+    tool_result: tuple[str, str] | None = None
+    user_text: str | None = None
     if request is not None:
         returns = [part for part in request.parts if isinstance(part, ToolReturnPart)]
         if returns:
             part = returns[-1]
-            content = part.content if isinstance(part.content, str) else str(part.content)
-            if part.tool_name == "refund_order":
-                return ModelResponse(parts=[TextPart(_refund_answer(content))])
-            return ModelResponse(parts=[TextPart(f"Here is what I found: {content}")])
-        prompts = [part.content for part in request.parts if isinstance(part, UserPromptPart)]
-        text = prompts[-1] if prompts and isinstance(prompts[-1], str) else ""
-        number = len(messages)
-        if text == DEMO_TURNS[0]:
-            return ModelResponse(parts=[ToolCallPart("lookup_order", {"order_id": 42}, tool_call_id=f"lookup-{number}")])
-        if text == DEMO_TURNS[1]:
-            return ModelResponse(
-                parts=[ToolCallPart("refund_order", {"order_id": 42, "amount": REFUND_AMOUNT},
-                                    tool_call_id=f"refund-{number}")]
-            )
-    return ModelResponse(parts=[TextPart("Happy to help. Ask me about an order or a refund.")])
+            tool_result = (part.tool_name, part.content if isinstance(part.content, str) else str(part.content))
+        else:
+            prompts = [part.content for part in request.parts if isinstance(part, UserPromptPart)]
+            user_text = prompts[-1] if prompts and isinstance(prompts[-1], str) else ""
+    reply = scripted_reply(tool_result=tool_result, user_text=user_text, position=len(messages))
+    if isinstance(reply, ScriptedText):
+        return ModelResponse(parts=[TextPart(reply.text)])
+    return ModelResponse(parts=[ToolCallPart(reply.tool_name, dict(reply.arguments), tool_call_id=reply.call_id)])
 
 
 def _scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -139,44 +122,19 @@ async def _scripted_stream(messages: list[ModelMessage], info: AgentInfo) -> Asy
     response = _scripted_response(messages)
     for index, part in enumerate(response.parts):
         if isinstance(part, TextPart):
-            words = part.content.split(" ")
-            for position, word in enumerate(words):
-                yield word if position == 0 else " " + word
+            for chunk in word_chunks(part.content):
+                yield chunk
         elif isinstance(part, ToolCallPart):
             yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
                                         tool_call_id=part.tool_call_id)}
 
 
-def _record_refund(state_directory: Path, entry: str) -> None:
-    state_directory.mkdir(parents=True, exist_ok=True)
-    line = (entry + "\n").encode("utf-8")
-    descriptor = os.open(state_directory / REFUNDS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(descriptor, line)
-    finally:
-        os.close(descriptor)
-
-
 def build_support_agent(*, model: str | None = None, state_directory: Path) -> Agent[None, str]:
     """The demo's Pydantic AI agent (see the module docstring)."""
-    gate = FileGate(state_directory, REFUND_GATE) if os.environ.get(CRASH_GATE_ENV) == "1" else None
-
-    async def lookup_order(order_id: int) -> str:
-        """Look up the status of an order by its number."""
-        if order_id == 42:
-            return "Order 42: shipped on 2026-11-28, arriving 2026-12-02; total 19.99."
-        return f"Order {order_id}: not found."
-
-    async def refund_order(order_id: int, amount: float) -> str:
-        """Refund an amount of an order to the customer."""
-        _record_refund(state_directory, f"order={order_id} amount={amount:.2f}")
-        if gate is not None:  # the crash demo kills the Worker here: refunded, but not yet reported
-            await gate.mark_reached_async()
-        return f"Refunded {amount:.2f} for order {order_id}."
-
+    functions = support_tools(state_directory)
     tools = [
-        Tool(lookup_order, metadata={DEX_EFFECT_METADATA_KEY: ToolEffect.READ.value}),
-        Tool(refund_order, metadata={DEX_EFFECT_METADATA_KEY: ToolEffect.NON_IDEMPOTENT_WRITE.value}),
+        Tool(functions.lookup_order, metadata={DEX_EFFECT_METADATA_KEY: ToolEffect.READ.value}),
+        Tool(functions.refund_order, metadata={DEX_EFFECT_METADATA_KEY: ToolEffect.NON_IDEMPOTENT_WRITE.value}),
     ]
     if model is None:
         return Agent(FunctionModel(_scripted, stream_function=_scripted_stream), instructions=INSTRUCTIONS,
@@ -194,9 +152,21 @@ def build_support_flow(
 
 def support_flow() -> AgentSessionFlow:
     """The demo agent's Flow from the environment (see the module docstring), for ``dex-agents worker``."""
-    state_directory = Path(os.environ.get(STATE_DIR_ENV) or ".")
-    return build_support_flow(model=os.environ.get(MODEL_ENV) or None, state_directory=state_directory)
+    return flow_from_environment(build_support_flow)
 
 
-__all__ = ["DEMO_TURNS", "MissingModelKeyError", "build_support_agent", "build_support_flow", "check_model",
-           "support_flow"]
+__all__ = [
+    "CRASH_GATE_ENV",
+    "DEMO_TURNS",
+    "INSTRUCTIONS",
+    "MODEL_ENV",
+    "REFUNDS_LOG",
+    "REFUND_AMOUNT",
+    "REFUND_GATE",
+    "STATE_DIR_ENV",
+    "MissingModelKeyError",
+    "build_support_agent",
+    "build_support_flow",
+    "check_model",
+    "support_flow",
+]

@@ -9,11 +9,14 @@
 * ``model_call_usage``: one model call's usage, normalised to ``AgentUsage``.
 * ``user_message``, ``assistant_message``, ``tool_message``: ``FrameworkMessage`` builders.
 * ``unknown_tool_error``, ``invalid_arguments_error``: the ``ToolExecutionError``s every adapter raises.
+* ``RETRYABLE_CLIENT_STATUSES``, ``is_final_client_status``: the 4xx statuses a model-call retry can or
+  cannot pass, for every adapter's ``is_non_retryable``.
 * ``SessionFlowOptions``: the typed options an adapter's Flow factory passes through to
   ``create_agent_session_flow`` (``**options: Unpack[SessionFlowOptions]``).
 """
 
 from dex_agents.adapters.kit.messages import assistant_message, tool_message, user_message
+from dex_agents.adapters.kit.model_errors import RETRYABLE_CLIENT_STATUSES, is_final_client_status
 from dex_agents.adapters.kit.options import SessionFlowOptions
 from dex_agents.adapters.kit.run_state import RunState, RunStateError, decode_run_state, encode_run_state
 from dex_agents.adapters.kit.tool_errors import invalid_arguments_error, unknown_tool_error
@@ -23,6 +26,7 @@ from dex_agents.adapters.kit.usage import model_call_usage
 
 __all__ = [
     "DEX_EFFECT_METADATA_KEY",
+    "RETRYABLE_CLIENT_STATUSES",
     "RunState",
     "RunStateError",
     "SessionFlowOptions",
@@ -32,6 +36,7 @@ __all__ = [
     "decode_run_state",
     "encode_run_state",
     "invalid_arguments_error",
+    "is_final_client_status",
     "latest_round_results",
     "model_call_usage",
     "tool_effect_from_metadata",

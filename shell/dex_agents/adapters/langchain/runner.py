@@ -20,14 +20,20 @@ model or whose name is a tool's, and a model that cannot bind tools when tools a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Unpack, final
+from typing import Unpack, final
 
 from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from dex_agents.adapters.kit import SessionFlowOptions, tool_effect_from_metadata, user_message
+from dex_agents.adapters.kit import (
+    RETRYABLE_CLIENT_STATUSES,
+    SessionFlowOptions,
+    is_final_client_status,
+    tool_effect_from_metadata,
+    user_message,
+)
 from dex_agents.adapters.langchain.messages import user_prompt_item
 from dex_agents.adapters.langchain.model_step import BoundModel, ModelSetup, run_model_step
 from dex_agents.adapters.langchain.structured_output import StructuredOutput, structured_output
@@ -41,8 +47,6 @@ from dex_agents.shell.runner import (
     NonRetryableModelError,
     ToolExecutionResult,
 )
-
-_RETRYABLE_CLIENT_STATUSES: Final = frozenset({408, 409, 425, 429})
 
 
 def _status_code(error: BaseException) -> int | None:
@@ -60,11 +64,11 @@ def is_non_retryable(error: BaseException) -> bool:
     non-retryable when that status is 4xx. Everything else is retried.
     """
     status = _status_code(error)
-    if status in _RETRYABLE_CLIENT_STATUSES:
+    if status in RETRYABLE_CLIENT_STATUSES:
         return False
     if isinstance(error, ModelError):
         return not error.is_retryable
-    return status is not None and 400 <= status < 500
+    return status is not None and is_final_client_status(status)
 
 
 def _checked_tools(tools: Sequence[BaseTool]) -> dict[str, BaseTool]:

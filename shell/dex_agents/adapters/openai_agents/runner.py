@@ -46,7 +46,7 @@ from agents.tool import (
 )
 from openai import APIStatusError, OpenAIError
 
-from dex_agents.adapters.kit import SessionFlowOptions
+from dex_agents.adapters.kit import SessionFlowOptions, is_final_client_status
 from dex_agents.adapters.openai_agents.effects import tool_effect
 from dex_agents.adapters.openai_agents.items import user_framework_message
 from dex_agents.adapters.openai_agents.model_step import output_schema, run_model_step
@@ -63,7 +63,6 @@ from dex_agents.shell.runner import (
 
 ContextT = TypeVar("ContextT")
 
-_RETRYABLE_CLIENT_STATUSES: Final = frozenset({408, 409, 425, 429})
 _LOCAL_TOOLS: Final = (ComputerTool, LocalShellTool, ShellTool, ApplyPatchTool, CustomTool, ProgrammaticToolCallingTool)
 
 
@@ -88,7 +87,7 @@ def is_non_retryable(error: BaseException) -> bool:
             status = cause.status_code
             if status == 429:
                 return getattr(cause, "code", None) == "insufficient_quota"
-            return 400 <= status < 500 and status not in _RETRYABLE_CLIENT_STATUSES
+            return is_final_client_status(status)
     return False
 
 

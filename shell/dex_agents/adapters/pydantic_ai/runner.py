@@ -16,13 +16,13 @@ inside the model call, and provider-native tools (these run at the provider).
 
 from __future__ import annotations
 
-from typing import Any, Final, Generic, TypeVar, Unpack, final
+from typing import Any, Generic, TypeVar, Unpack, final
 
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelHTTPError, ModelQuotaExceededError, ModelRequestRejectedError, UserError
 from pydantic_ai.toolsets import FunctionToolset
 
-from dex_agents.adapters.kit import SessionFlowOptions, tool_effect_from_metadata, user_message
+from dex_agents.adapters.kit import SessionFlowOptions, is_final_client_status, tool_effect_from_metadata, user_message
 from dex_agents.adapters.pydantic_ai.messages import user_prompt_item
 from dex_agents.adapters.pydantic_ai.model_step import run_model_step
 from dex_agents.adapters.pydantic_ai.tools import execute_tool_call
@@ -38,15 +38,12 @@ from dex_agents.shell.runner import (
 
 DepsT = TypeVar("DepsT")
 
-_RETRYABLE_CLIENT_STATUSES: Final = frozenset({408, 409, 425, 429})
-
 
 def is_non_retryable(error: BaseException) -> bool:
     """Whether a retry of the model call cannot succeed after ``error``."""
     if isinstance(error, ModelRequestRejectedError | ModelQuotaExceededError | UserError):
         return True
-    return isinstance(error, ModelHTTPError) and 400 <= error.status_code < 500 and (
-        error.status_code not in _RETRYABLE_CLIENT_STATUSES)
+    return isinstance(error, ModelHTTPError) and is_final_client_status(error.status_code)
 
 
 @final
