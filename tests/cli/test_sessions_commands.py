@@ -74,10 +74,14 @@ def test_list_show_approve_send_and_tail_a_session(
         assert err.strip().splitlines() == ["dex-agents: error: session no-such-session was not found or is not "
                                             "running (hint: see the sessions with: dex-agents sessions list)"]
 
-    status, out, err = cli("send", "cli-1", LOOKUP_MESSAGE)
+    status, out, err = cli("send", "cli-1", LOOKUP_MESSAGE, "--message-id", "cli-msg-1")
     assert status == 0, err
     assert "sent to cli-1" in out
     sessions.wait_for_completed_turns("cli-1", 2)
+    status, out, err = cli("send", "cli-1", LOOKUP_MESSAGE, "--message-id", "cli-msg-1")  # repeated: nothing queued
+    assert status == 0, err
+    status, out, err = cli("send", "cli-1", LOOKUP_MESSAGE, "--message-id", "a/b")
+    assert status == 2 and "message_id must not contain '/'" in err
 
     status, out, err = cli("tail", "cli-1", "--no-follow")
     assert status == 0, err
@@ -89,6 +93,7 @@ def test_list_show_approve_send_and_tail_a_session(
     status, out, err = cli("show", "cli-1")
     assert status == 0, err
     assert LOOKUP_ANSWER in out and "usage: requests=4 input_tokens=40 output_tokens=20" in out
+    assert "turns 2 (completed 2, failed 0)" in out and "queued 0" in out
 
 
 def test_reject_tells_the_model(

@@ -36,8 +36,11 @@ def test_an_asyncio_application_runs_a_session(
             assert [item.cursor for item in seen] == [item.cursor for item in page.events]
             assert "interrupt_resolved" in [item.event.type for item in seen]
 
-            assert await sessions.send(session_id, LOOKUP_MESSAGE) is True
+            assert await sessions.send(session_id, LOOKUP_MESSAGE, message_id="async-1") is True
             await sessions.wait_for_completed_turns(session_id, 2)
+            assert await sessions.send(session_id, LOOKUP_MESSAGE, message_id="async-1") is True  # nothing queued
+            exported = await sessions.export(session_id)
+            assert exported.session.session_id == session_id and exported.inputs
             later = await sessions.events(session_id, page.cursor)
             assert later.events[0].event.type == "turn_started" and not later.missed_events
             snapshot = await sessions.snapshot(session_id)

@@ -17,12 +17,14 @@ from dex import JsonCodec, Value
 from pyrsistent import pvector
 from returns.result import Result
 
+from dex_agents.pure.invocation_record import InvocationRecord
 from dex_agents.pure.rpc_values import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
+    SendUserMessageOnceInput,
 )
 from dex_agents.pure.runner_values import (
     DeferredToolCall,
@@ -46,6 +48,7 @@ from dex_agents.pure.values import (
     FrameworkMessage,
     ToolCallCompleted,
     ToolEffect,
+    UserMessageReceipt,
 )
 from dex_agents.pure.wire import (
     WireError,
@@ -156,6 +159,22 @@ GOLDEN_CASES: list[GoldenCase] = [
     _case("tool_call_completed", ToolCallCompleted(tool_call_id="call_search_1"), record_type(ToolCallCompleted)),
     *[_case(f"agent_event.{event_type}", event, record_type(AgentEvent)) for event_type, event in EVENTS.items()],
     _case("send_user_message_input", SendUserMessageInput(text="Thanks"), record_type(SendUserMessageInput)),
+    _case(
+        "send_user_message_once_input",
+        SendUserMessageOnceInput(message_id="order-42-msg-7", text="Thanks \u00e9"),
+        record_type(SendUserMessageOnceInput),
+    ),
+    _case(
+        "invocation_record",
+        InvocationRecord(now_ms=pvector([1767323045000, 1767323045250]), interrupt_deadline_ms=86_400_000,
+                         max_model_calls_per_turn=50),
+        record_type(InvocationRecord),
+    ),
+    _case(
+        "user_message_receipt",
+        UserMessageReceipt(message_id="order-42-msg-7", text="Thanks \u00e9"),
+        record_type(UserMessageReceipt),
+    ),
     _case(
         "resolve_interrupt_input",
         ResolveInterruptInput(interrupt_id=INTERRUPT.interrupt_id, approved=True, rejection_message=None),

@@ -12,7 +12,7 @@ from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap
 
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageInput
+from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_inputs import (
@@ -31,6 +31,7 @@ from dex_agents.pure.step_inputs import (
     RecoveryError,
     ResolveInterruptCalled,
     SendUserMessageCalled,
+    SendUserMessageOnceCalled,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,
@@ -213,6 +214,9 @@ rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
     ),
     st.builds(AgentSnapshotRequested),
     st.builds(AgentMessagesListed, input=list_agent_messages_inputs),
+    st.builds(SendUserMessageOnceCalled, input=st.builds(
+        SendUserMessageOnceInput, message_id=st.sampled_from(["m-1", "m-2", "", " ", "a/b", "m-\ud800", "x" * 201]),
+        text=user_texts)),
 )
 session_inputs_any: SearchStrategy[SessionInput] = step_inputs_any | rpc_calls_any
 """Every Step input, ``wait_for`` input and RPC call, with valid, odd and invalid field values."""

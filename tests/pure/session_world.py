@@ -159,6 +159,8 @@ class SessionWorld:
                 case MapName.AGENT_MESSAGES:
                     if instance.key in self.messages:
                         messages.append(self.messages[instance.key])
+                case MapName.USER_MESSAGE_RECEIPTS:
+                    pass  # the machine sends no identified messages (send_user_message_once has its scenarios)
         return SessionState(
             agent_state=base.agent_state,
             messages=pvector(messages),

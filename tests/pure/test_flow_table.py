@@ -35,6 +35,8 @@ from dex_agents.pure.flow_table import (
     method_timeout_seconds,
     steps_with_input,
 )
+from dex_agents.pure.rpc_values import SendUserMessageOnceInput
+from dex_agents.pure.step_inputs import SendUserMessageOnceCalled
 from dex_agents.pure.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -83,7 +85,7 @@ SPEC_PERSISTED_NAMES = [
 ]
 """The spec's persistence table, "Persistence name" column, in its order."""
 
-ADDED_PERSISTED_NAMES = ["TurnModelCallCount"]
+ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts"]
 """Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
@@ -153,6 +155,21 @@ def test_a_tool_call_step_loads_only_its_own_record() -> None:
         assert STEP_TABLE[step_type].execute.call_instances == ()
 
 
+def test_every_reader_of_agent_messages_reads_them_as_a_cached_map() -> None:
+    """``AgentMessages`` instances are written once, so every method that reads them may be served from a
+    Worker's cache of committed messages (the bytes a turn moves do not grow with the session)."""
+    accesses = [*(row.execute for row in STEP_TABLE.values()), *(row.wait_for for row in STEP_TABLE.values()),
+                *(row.access for row in RPC_TABLE.values())]
+    for access in accesses:
+        assert (MapName.AGENT_MESSAGES in access.maps) == (MapName.AGENT_MESSAGES in access.cached_maps)
+    assert STEP_TABLE[StepType.RUN_MODEL].execute.cached_maps == (MapName.AGENT_MESSAGES,)
+
+
+def test_a_cached_map_must_be_loaded() -> None:
+    with pytest.raises(ValueError, match="among the maps loaded"):
+        MethodAccess(cached_maps=(MapName.AGENT_MESSAGES,))
+
+
 def test_method_timeouts_are_the_rows_or_dexs_two_hour_default() -> None:
     """One statement of Dex's default method timeout (2 h); ``RunModel`` sets its own 15 minutes."""
     assert DEX_DEFAULT_METHOD_TIMEOUT_SECONDS == 2 * 60 * 60
@@ -171,12 +188,15 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
     assert {name: row.access for name, row in RPC_TABLE.items()} == {
         RpcName.SEND_USER_MESSAGE: MethodAccess(),
         RpcName.RESOLVE_INTERRUPT: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
-        RpcName.GET_AGENT_SNAPSHOT: MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS)),
-        RpcName.LIST_AGENT_MESSAGES: MethodAccess(maps=(MapName.AGENT_MESSAGES,)),
+        RpcName.GET_AGENT_SNAPSHOT: MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS),
+                                                 cached_maps=(MapName.AGENT_MESSAGES,)),
+        RpcName.LIST_AGENT_MESSAGES: MethodAccess(maps=(MapName.AGENT_MESSAGES,), cached_maps=(MapName.AGENT_MESSAGES,)),
+        RpcName.SEND_USER_MESSAGE_ONCE: MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
     }
     assert {name for name, row in RPC_TABLE.items() if row.writes} == {
         RpcName.SEND_USER_MESSAGE,
         RpcName.RESOLVE_INTERRUPT,
+        RpcName.SEND_USER_MESSAGE_ONCE,
     }
     assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
 
@@ -193,6 +213,8 @@ def test_an_rpc_that_does_not_write_only_answers() -> None:
         RpcName.LIST_AGENT_MESSAGES: session.list_messages(),
         RpcName.SEND_USER_MESSAGE: session.send("x"),
         RpcName.RESOLVE_INTERRUPT: session.resolve("turn-1:w", True),
+        RpcName.SEND_USER_MESSAGE_ONCE: session.feed_rpc(
+            SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m", text="x"))),
     }
     for name, transition in transitions.items():
         only_answers = all(isinstance(effect, AnswerRpc) for effect in transition.effects)

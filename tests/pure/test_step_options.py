@@ -124,10 +124,10 @@ def test_move_to_builds_complete_options() -> None:
     assert move_to(StepType.RESUME_TURN, 2).input == 2
 
 
-def test_persisted_names_are_the_specs_plus_our_turn_model_call_count() -> None:
+def test_persisted_names_are_the_specs_plus_ours() -> None:
     assert [n.value for n in AttributeName] == [
         "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount"]
-    assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls"]
+    assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts"]
     assert [n.value for n in ChannelName] == ["QueuedUserMessages", "ToolCallResults"]
     assert [n.value for n in ChannelMapName] == ["InterruptResolutions"]
     assert [n.value for n in StreamName] == ["AgentEvents"]
@@ -136,6 +136,7 @@ def test_persisted_names_are_the_specs_plus_our_turn_model_call_count() -> None:
         "resolve_interrupt",
         "get_agent_snapshot",
         "list_agent_messages",
+        "send_user_message_once",
     ]
     assert {s.value for s in StepType} == {
         "StartAgentSession",

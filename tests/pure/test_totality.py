@@ -29,6 +29,7 @@ from dex_agents.pure.step_inputs import (
     ModelCallFailed,
     ResolveInterruptCalled,
     SendUserMessageCalled,
+    SendUserMessageOnceCalled,
     SessionInput,
 )
 from dex_agents.pure.transition import RpcTransition, StepTransition, Transition, WaitTransition
@@ -44,7 +45,8 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     result = reduce(state, config, session_input)
     assert repr(state) == state_before and repr(session_input) == input_before, "reduce mutated its inputs"
     match session_input:
-        case SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed():
+        case (SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed()
+              | SendUserMessageOnceCalled()):
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()

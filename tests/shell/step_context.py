@@ -42,6 +42,7 @@ class StepContext:
         timer_fired: bool = False,
         recovery_error: RecoveryErrorInfo | None = None,
         flow_id: str = "session-1",
+        run_id: str = "run-1",
         step_execution_id: str = "Step-1",
         attempt: int = 1,
     ) -> None:
@@ -51,11 +52,13 @@ class StepContext:
         self.timer_fired = timer_fired
         self.recovery_error = recovery_error
         self.flow_id = flow_id
+        self.run_id = run_id
         self.step_execution_id = step_execution_id
         self.attempt = attempt
         self.writes: list[tuple[str, Key, object]] = []
         self.published: list[tuple[Key, object]] = []
         self.events: list[AgentEvent] = []
+        self.recorded: dict[str, object] = {}
         self.heartbeats = 0
 
     @staticmethod
@@ -113,6 +116,9 @@ class StepContext:
 
     def is_cancellation_requested(self) -> bool:
         return False
+
+    def record_event(self, name: str, value: object) -> None:
+        self.recorded[name] = value  # the last invocation's (a test may run several on one Context)
 
     async def heartbeat(self, value: object = None) -> None:
         self.heartbeats += 1

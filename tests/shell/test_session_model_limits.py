@@ -14,6 +14,7 @@ import pytest
 from dex import WorkerInvocationError
 
 from dex_agents import NonRetryableModelError
+from dex_agents.pure.rpc_values import SendUserMessageInput
 from dex_agents.pure.runner_values import AgentTurnOutcome
 from dex_agents.pure.values import AgentStatus, MessageRole
 from dex_agents.shell import AgentTurnContext, DeferredToolExecution, create_agent_session_flow
@@ -238,10 +239,13 @@ def test_text_that_cannot_be_encoded_is_refused_by_the_rpcs(agent_environment: A
     interrupt = sessions.wait_for_pending_interrupt(session_id, "refund")
 
     with pytest.raises(WorkerInvocationError) as refused:
-        sessions.send_user_message(session_id, UNPAIRED)
+        environment.client.invoke_rpc(flow.send_user_message, session_id, SendUserMessageInput(text=UNPAIRED))
     assert (refused.value.worker_error_detail, refused.value.worker_error_type) == (
         UNPAIRED_ERROR, "dex_agents.shell.perform.RpcRefusedError")
     assert str(refused.value) == f"rpc send_user_message failed: {UNPAIRED_ERROR}"
+    with pytest.raises(WorkerInvocationError) as refused_once:  # the session client's send, with its message ID
+        sessions.send_user_message(session_id, UNPAIRED)
+    assert str(refused_once.value) == f"rpc send_user_message_once failed: {UNPAIRED_ERROR}"
     with pytest.raises(WorkerInvocationError, match=re.escape("rejection_message contains a lone surrogate U+DC00 at index 4")):
         sessions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=False, rejection_message="not \udc00")
     snapshot = sessions.snapshot(session_id)

@@ -209,5 +209,5 @@ def test_rpcs_run_off_the_workers_event_loop(agent_environment: AgentEnvironment
     sessions.snapshot(session_id)
     loop_threads = threads["ModelCallFinished"] | threads["SessionStarted"]
     assert len(loop_threads) == 1, threads  # the Steps run on the Worker's event loop
-    for rpc_fact in ("SendUserMessageCalled", "AgentSnapshotRequested"):
+    for rpc_fact in ("SendUserMessageOnceCalled", "AgentSnapshotRequested"):
         assert threads[rpc_fact].isdisjoint(loop_threads), threads

@@ -8,8 +8,11 @@ from datetime import timedelta
 
 import pytest
 from dex import RecoveryErrorInfo, Timer, Wait
+from pyrsistent import pvector
 
+from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT, InvocationRecord
 from dex_agents.pure.persistence import StepType
+from dex_agents.pure.wire import decode
 from dex_agents.pure.runner_values import AgentTurnOutcome
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.values import (
@@ -37,7 +40,7 @@ from dex_agents.shell.definitions import (
 )
 from dex_agents.shell.dex_options import dex_wait
 from dex_agents.shell.perform import AttemptRejectedError
-from dex_agents.shell.tool_steps import AwaitToolApproval, RecordToolFailure
+from dex_agents.shell.tool_steps import AwaitToolApproval, CallTool, RecordToolFailure
 from dex_agents.shell.turn_steps import AwaitUserMessage, ResumeTurn, RunModel, StartAgentSession
 from dex_agents.testing import ScriptedAgentRunner
 from tests.pure.scenario_support import T0_MS, Session, completed, requested, started_session, tool_call
@@ -191,3 +194,22 @@ def test_the_approval_wait_is_the_cores_a_deadline_timer_or_the_resolution_alone
     resolved = StepContext.holding(session.state).as_context()
     assert asyncio.run(AwaitToolApproval(flow.runtime).wait_for(resolved, "w")) == Wait.until(resolution)
     assert asyncio.run(AwaitToolApproval(flow.runtime).wait_for(resolved, "ghost")) == Wait.skip_immediately()
+
+
+def test_a_deciding_step_records_each_inputs_clock_and_the_options_an_attempt_that_fails_records_nothing() -> None:
+    """The ``dex_agents.invocation`` history event an export rebuilds the inputs with (issue 20)."""
+    clock = iter(range(T0_MS, T0_MS + 100))
+    flow = create_agent_session_flow(CountingRunner(), "RecordProtocol", interrupt_deadline_ms=60_000,
+                                     max_model_calls_per_turn=7, timing=SessionTiming(now_ms=lambda: next(clock)))
+    session = started_session()
+    session.model(requested(tool_call("r", ToolEffect.READ)))
+    routed = StepContext.holding(session.state, recovery_error=RecoveryErrorInfo(detail="lost", error_type=""))
+    asyncio.run(RecordToolFailure(flow.runtime).execute(routed.as_context(), "r"))
+    record = decode(str(routed.recorded[INVOCATION_RECORD_EVENT]), InvocationRecord).unwrap()
+    assert record == InvocationRecord(now_ms=pvector([T0_MS]), interrupt_deadline_ms=60_000,
+                                      max_model_calls_per_turn=7)
+
+    running = StepContext.holding(session.state)
+    with pytest.raises(RuntimeError, match="no scripted tool"):  # the tool raised: the attempt fails
+        asyncio.run(CallTool(flow.runtime).execute(running.as_context(), "r"))
+    assert running.recorded == {}

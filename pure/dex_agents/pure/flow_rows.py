@@ -65,17 +65,32 @@ class MethodAccess:
         locks: Attributes locked for the invocation.
         maps: AttributeMaps loaded whole.
         call_instances: AttributeMaps of which only the instance keyed by the Step's tool call ID loads.
+        message_instances: AttributeMaps of which only the instance keyed by the RPC input's message ID
+            loads; the caller locks and loads it when it invokes the RPC (``RPCInvokeOptions``), since
+            an ``@rpc`` fixes its locks and loads when the class is defined.
+        cached_maps: Maps of ``maps`` whose instances are written once (``AgentMessages``: messages are
+            only appended), so a Worker may keep the committed ones between invocations. The method
+            still sees the whole map; what Dex sends is the shell's choice: a Step movement loads only
+            the instances the moving Worker's cache lacks (its static options load the whole map), an
+            RPC loads none, and the shell reads what its cache lacks from Dex's committed state.
     """
 
     locks: tuple[AttributeName, ...] = ()
     maps: tuple[MapName, ...] = ()
     call_instances: tuple[MapName, ...] = ()
+    message_instances: tuple[MapName, ...] = ()
+    cached_maps: tuple[MapName, ...] = ()
 
-    def instances(self, tool_call_id: str | None) -> tuple[MapInstanceRef, ...]:
-        """The instances this method loads for the call ``tool_call_id`` (none without a call)."""
-        if tool_call_id is None:
+    def __post_init__(self) -> None:
+        if not set(self.cached_maps) <= set(self.maps):
+            raise ValueError(f"cached maps {self.cached_maps} must be among the maps loaded {self.maps}")
+
+    def instances(self, key: str | None) -> tuple[MapInstanceRef, ...]:
+        """The instances this method loads for ``key`` (a Step's tool call ID, an RPC input's message
+        ID; none without a key)."""
+        if key is None:
             return ()
-        return tuple(MapInstanceRef(name=name, key=tool_call_id) for name in self.call_instances)
+        return tuple(MapInstanceRef(name=name, key=key) for name in (*self.call_instances, *self.message_instances))
 
 
 @final

@@ -23,6 +23,7 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     RpcCall,
     SendUserMessageCalled,
+    SendUserMessageOnceCalled,
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
@@ -107,8 +108,16 @@ def rpc_of(call: RpcCall) -> RpcName:
             return RpcName.GET_AGENT_SNAPSHOT
         case AgentMessagesListed():
             return RpcName.LIST_AGENT_MESSAGES
+        case SendUserMessageOnceCalled():
+            return RpcName.SEND_USER_MESSAGE_ONCE
         case _:
             assert_never(call)
 
 
-__all__ = ["allowed_next_steps", "rpc_of", "steps_producing"]
+def rpc_instance_key(call: RpcCall) -> str | None:
+    """The key of the map instances ``call``'s RPC loads (its row's ``message_instances``): the
+    message ID of ``send_user_message_once``, else ``None``."""
+    return call.input.message_id if isinstance(call, SendUserMessageOnceCalled) else None
+
+
+__all__ = ["allowed_next_steps", "rpc_instance_key", "rpc_of", "steps_producing"]

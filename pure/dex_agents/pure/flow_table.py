@@ -23,6 +23,8 @@ Invariants:
     * A failure route is stated once, on the failing Step's row; a route's own row has no route.
     * Durations are whole seconds (Dex rejects anything else); every Step sets SYNC durability.
     * A tool Step loads only its own ``AgentToolCalls`` instance (``call_instances``).
+    * Every method that reads ``AgentMessages`` reads it as a cached map (``cached_maps``), so the
+      bytes Dex sends a Worker per turn do not grow with the session.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from dex_agents.pure.rpc_values import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
+    SendUserMessageOnceInput,
 )
 from dex_agents.pure.values import AgentSessionStartInput
 
@@ -59,6 +62,8 @@ _TOOL_STEPS: Final = frozenset({StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT
 _OWN_CALL: Final = MethodAccess(call_instances=(MapName.AGENT_TOOL_CALLS,))
 _RECORDING_RETRY: Final = RetrySpec(maximum_interval_seconds=5)
 """The recording Steps cap their retry backoff at 5 s."""
+_MESSAGES: Final = (MapName.AGENT_MESSAGES,)
+"""``AgentMessages``: read whole, served from a Worker's cache of committed messages (``cached_maps``)."""
 
 
 def _rows(*rows: StepRow) -> Mapping[StepType, StepRow]:
@@ -83,7 +88,7 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         execute_method_timeout_seconds=15 * 60,
         heartbeat_timeout_seconds=2 * 60,
         execute_retry=RetrySpec(maximum_attempts=3, total_duration_seconds=30 * 60),
-        execute=MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS)),
+        execute=MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS), cached_maps=_MESSAGES),
         next_steps=frozenset({StepType.AWAIT_USER_MESSAGE, StepType.AWAIT_TOOL_APPROVAL, StepType.RESUME_TURN})
         | _TOOL_STEPS,
         failure_route=StepType.RECORD_TURN_FAILURE,
@@ -155,20 +160,27 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
                 rpc=RpcName.GET_AGENT_SNAPSHOT,
                 input_type=None,
                 output_type=AgentSnapshot,
-                access=MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS)),
+                access=MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS), cached_maps=_MESSAGES),
                 writes=False,
             ),
             RpcRow(
                 rpc=RpcName.LIST_AGENT_MESSAGES,
                 input_type=ListAgentMessagesInput,
                 output_type=AgentMessagePage,
-                access=MethodAccess(maps=(MapName.AGENT_MESSAGES,)),
+                access=MethodAccess(maps=_MESSAGES, cached_maps=_MESSAGES),
                 writes=False,
+            ),
+            RpcRow(
+                rpc=RpcName.SEND_USER_MESSAGE_ONCE,
+                input_type=SendUserMessageOnceInput,
+                output_type=bool,
+                access=MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
+                writes=True,
             ),
         )
     }
 )
-"""Every RPC's row (the spec's RPC table, with the locks and loads its handler declares)."""
+"""Every RPC's row (the spec's RPC table, then ours, with the locks and loads its handler declares)."""
 
 
 def steps_with_input(kind: StepInputKind) -> frozenset[StepType]:

@@ -104,11 +104,36 @@ def interrupt_id_for(turn_id: str, tool_call_id: str) -> str:
     return f"{turn_id}:{tool_call_id}"
 
 
+MAX_MESSAGE_ID_LENGTH = 200
+"""The longest user message ID ``send_user_message_once`` takes (it keys a map instance)."""
+
+
+def message_id_problem(message_id: str) -> str | None:
+    """``None`` when ``message_id`` can key a ``UserMessageReceipts`` instance, else what is wrong: it
+    must be non-blank, at most ``MAX_MESSAGE_ID_LENGTH`` characters, without ``/`` (Dex instance keys
+    cannot hold one) and encodable as UTF-8 (no lone surrogate).
+
+    >>> message_id_problem("order-42/retry")
+    "message_id must not contain '/', got 'order-42/retry'"
+    """
+    if message_id.strip() == "":
+        return f"message_id must not be blank, got {message_id!r}"
+    if len(message_id) > MAX_MESSAGE_ID_LENGTH:
+        return f"message_id must be at most {MAX_MESSAGE_ID_LENGTH} characters, got {len(message_id)}"
+    if "/" in message_id:
+        return f"message_id must not contain '/', got {message_id!r}"
+    if any(0xD800 <= ord(character) <= 0xDFFF for character in message_id):
+        return f"message_id must not contain a lone surrogate, got {message_id!r}"
+    return None
+
+
 __all__ = [
+    "MAX_MESSAGE_ID_LENGTH",
     "MAX_MESSAGE_SEQUENCE",
     "MIN_MESSAGE_SEQUENCE",
     "idempotency_key",
     "interrupt_id_for",
+    "message_id_problem",
     "message_sequence_key",
     "turn_id_for",
 ]

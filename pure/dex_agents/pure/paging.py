@@ -41,6 +41,21 @@ def clamp_limit(limit: int | None) -> int:
     return max(MIN_PAGE_LIMIT, min(MAX_PAGE_LIMIT, limit))
 
 
+def page_window(message_count: int, before_sequence: int | None, limit: int | None) -> tuple[int, int]:
+    """The sequences ``(low, high)`` a page of the messages ``1..message_count`` is drawn from: the page's
+    own and the one just older than it, which tells ``page_messages`` whether an older page exists.
+    Paging those messages gives the page that paging all of them gives. ``low > high`` when the page
+    is empty.
+
+    >>> [page_window(120, None, None), page_window(120, 71, None), page_window(120, 30, 50), page_window(120, 1, 5)]
+    [(70, 120), (20, 70), (1, 29), (1, 0)]
+    """
+    newest = message_count if before_sequence is None else min(message_count, before_sequence - 1)
+    if newest < 1:
+        return (1, 0)
+    return (max(1, newest - clamp_limit(limit)), newest)
+
+
 def page_messages(
     messages: Sequence[AgentMessage], before_sequence: int | None, limit: int | None
 ) -> AgentMessagePage:
@@ -69,4 +84,5 @@ __all__ = [
     "MIN_PAGE_LIMIT",
     "clamp_limit",
     "page_messages",
+    "page_window",
 ]

@@ -6,9 +6,12 @@ lists of names; the typed keys (``AGENT_STATE: AttributeKey[AgentState]``, ...) 
 wire type, and are what effects take, so a value of the wrong type for a name is a mypy error and a
 misspelled name cannot reach the shell. The shell builds its Dex definitions and codecs from the keys.
 
-One name is ours, not the spec's: ``TurnModelCallCount`` (an int), the model calls of the running turn
-that deferred tool calls, which enforces ``max_model_calls_per_turn``. It is an addition: a reader
-that does not know it (the TypeScript package, a UI) never needs it, and no spec value changed.
+Two names are ours, not the spec's: ``TurnModelCallCount`` (an int), the model calls of the running
+turn that deferred tool calls, which enforces ``max_model_calls_per_turn``; and ``UserMessageReceipts``
+(an AttributeMap of ``UserMessageReceipt`` by message ID), the messages ``send_user_message_once``
+queued, so a second send of one answers as the first did. So is one RPC, ``send_user_message_once``.
+They are additions: a reader that does not know them (the TypeScript package, a UI) never needs them,
+and no spec value changed.
 
 Invariants:
     * Exactly one key per persisted name (``PERSISTED_KEYS``: the spec's table order, then ours).
@@ -37,6 +40,7 @@ from dex_agents.pure.values import (
     AgentUsage,
     AgentUserMessage,
     ToolCallCompleted,
+    UserMessageReceipt,
 )
 from dex_agents.pure.wire_schema import RecordNode, VectorNode, WireNode, WireType, record_type, vector_type
 
@@ -60,6 +64,7 @@ class MapName(StrEnum):
 
     AGENT_MESSAGES = "AgentMessages"
     AGENT_TOOL_CALLS = "AgentToolCalls"
+    USER_MESSAGE_RECEIPTS = "UserMessageReceipts"
 
 
 @final
@@ -108,6 +113,7 @@ class RpcName(StrEnum):
     RESOLVE_INTERRUPT = "resolve_interrupt"
     GET_AGENT_SNAPSHOT = "get_agent_snapshot"
     LIST_AGENT_MESSAGES = "list_agent_messages"
+    SEND_USER_MESSAGE_ONCE = "send_user_message_once"
 
 
 def _node_holds(value: object, node: WireNode) -> bool:
@@ -212,6 +218,9 @@ AGENT_USAGE: Final = AttributeKey(name=AttributeName.AGENT_USAGE, value_type=rec
 TURN_MODEL_CALL_COUNT: Final = AttributeKey(name=AttributeName.TURN_MODEL_CALL_COUNT, value_type=int)
 """Model calls of the running turn that deferred tool calls (Dex INT64); absent outside a turn and
 before its first deferral. Not in the spec: an addition old readers never need."""
+USER_MESSAGE_RECEIPTS: Final = MapKey(name=MapName.USER_MESSAGE_RECEIPTS, value_type=record_type(UserMessageReceipt))
+"""Keyed by message ID: the messages ``send_user_message_once`` queued. Not in the spec: an addition
+old readers never need."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -232,8 +241,10 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     TOOL_CALL_RESULTS,
     AGENT_EVENTS,
     TURN_MODEL_CALL_COUNT,
+    USER_MESSAGE_RECEIPTS,
 )
-"""Every persisted name's key: the spec's, in its table order, then ``TurnModelCallCount``."""
+"""Every persisted name's key: the spec's, in its table order, then ours (``TurnModelCallCount``,
+``UserMessageReceipts``)."""
 
 
 __all__ = [
@@ -249,6 +260,7 @@ __all__ = [
     "QUEUED_USER_MESSAGES",
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
+    "USER_MESSAGE_RECEIPTS",
     "AttributeKey",
     "AttributeName",
     "ChannelKey",

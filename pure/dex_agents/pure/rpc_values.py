@@ -1,5 +1,6 @@
 """Inputs and outputs of the session's RPCs (``send_user_message``, ``resolve_interrupt``,
-``get_agent_snapshot``, ``list_agent_messages``). Wire names as in ``docs/wire.md``."""
+``get_agent_snapshot``, ``list_agent_messages``, and ours, ``send_user_message_once``). Wire names as
+in ``docs/wire.md``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ from dex_agents.pure.values import AgentInterrupt, AgentMessage, AgentState, Age
 class SendUserMessageInput:
     """``send_user_message`` input. Blank text (empty or whitespace only) is refused with ``false``."""
 
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendUserMessageOnceInput:
+    """``send_user_message_once`` input: ``send_user_message`` with the message's identity. A second
+    call with the same ``message_id`` (and text) answers ``true`` and queues nothing."""
+
+    message_id: str
     text: str
 
 
@@ -70,4 +81,5 @@ __all__ = [
     "ListAgentMessagesInput",
     "ResolveInterruptInput",
     "SendUserMessageInput",
+    "SendUserMessageOnceInput",
 ]

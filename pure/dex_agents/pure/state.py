@@ -33,6 +33,7 @@ from dex_agents.pure.values import (
     AgentToolCall,
     AgentUsage,
     ToolEffect,
+    UserMessageReceipt,
 )
 
 
@@ -89,6 +90,8 @@ class SessionState:
             ``AwaitUserMessage`` takes one, never below 0); no effect ever writes it, because Dex
             keeps the real count.
         turn_model_call_count: The ``TurnModelCallCount`` Attribute (0 when absent).
+        user_message_receipts: The loaded ``UserMessageReceipts`` instances, by message ID (only
+            ``send_user_message_once`` loads one: its message's).
     """
 
     agent_state: AgentState | None
@@ -99,6 +102,7 @@ class SessionState:
     usage: AgentUsage
     queued_message_count: int
     turn_model_call_count: int = 0
+    user_message_receipts: PMap[str, UserMessageReceipt] = pmap()
 
     @staticmethod
     def initial() -> SessionState:

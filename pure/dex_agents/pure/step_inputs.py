@@ -25,7 +25,7 @@ effects that may end in a request (``effects.Request``); the shell performs it a
 | ``RecordTurnFailure`` | ``ModelAttemptsExhausted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn failure note) |
 
 RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
-``AgentMessagesListed``.
+``AgentMessagesListed``, ``SendUserMessageOnceCalled``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,12 @@ from typing import TypeAlias, final
 from pyrsistent.typing import PVector
 
 from dex_agents.pure.persistence import StepType
-from dex_agents.pure.rpc_values import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
+from dex_agents.pure.rpc_values import (
+    ListAgentMessagesInput,
+    ResolveInterruptInput,
+    SendUserMessageInput,
+    SendUserMessageOnceInput,
+)
 from dex_agents.pure.runner_values import AgentTurnOutcome
 from dex_agents.pure.values import (
     AgentInterruptResolution,
@@ -321,7 +326,21 @@ class AgentMessagesListed:
     input: ListAgentMessagesInput
 
 
-RpcCall: TypeAlias = SendUserMessageCalled | ResolveInterruptCalled | AgentSnapshotRequested | AgentMessagesListed
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendUserMessageOnceCalled:
+    """``send_user_message_once`` was called (its message's ``UserMessageReceipts`` instance loaded)."""
+
+    input: SendUserMessageOnceInput
+
+
+RpcCall: TypeAlias = (
+    SendUserMessageCalled
+    | ResolveInterruptCalled
+    | AgentSnapshotRequested
+    | AgentMessagesListed
+    | SendUserMessageOnceCalled
+)
 """Every RPC's input."""
 
 SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
@@ -344,6 +363,7 @@ __all__ = [
     "ResolveInterruptCalled",
     "RpcCall",
     "SendUserMessageCalled",
+    "SendUserMessageOnceCalled",
     "SessionInput",
     "SessionStarted",
     "SingleAttemptToolFailed",

@@ -41,7 +41,12 @@ def _no_instances() -> PVector[MapInstanceRef]:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepOptionsSpec:
-    """Complete options of one Step (a Dex ``StepOptions``). ``None`` timeouts use the server default."""
+    """Complete options of one Step (a Dex ``StepOptions``). ``None`` timeouts use the server default.
+
+    ``execute_cached_maps`` are maps of ``execute_load_attribute_maps`` a Worker may serve from its cache
+    of committed instances (``flow_rows.MethodAccess.cached_maps``): the shell loads only the instances
+    its cache lacks instead of the whole map.
+    """
 
     execute_method_timeout_seconds: int | None = None
     heartbeat_timeout_seconds: int | None = None
@@ -52,6 +57,7 @@ class StepOptionsSpec:
     wait_for_load_attribute_map_instances: PVector[MapInstanceRef] = field(default_factory=_no_instances)
     execute_load_attribute_maps: PVector[MapName] = field(default_factory=_no_maps)
     execute_load_attribute_map_instances: PVector[MapInstanceRef] = field(default_factory=_no_instances)
+    execute_cached_maps: PVector[MapName] = field(default_factory=_no_maps)
     failure_route: FailureRoute | None = None
 
 
@@ -120,6 +126,7 @@ def _options(step_type: StepType, tool_call_id: str | None) -> StepOptionsSpec:
         wait_for_load_attribute_map_instances=pvector(row.wait_for.instances(tool_call_id)),
         execute_load_attribute_maps=pvector(execute.maps),
         execute_load_attribute_map_instances=pvector(execute.instances(tool_call_id)),
+        execute_cached_maps=pvector(execute.cached_maps),
         failure_route=route,
     )
 

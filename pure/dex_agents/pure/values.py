@@ -193,6 +193,17 @@ class AgentUserMessage:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessageReceipt:
+    """A user message sent with an identity (``send_user_message_once``), kept in the
+    ``UserMessageReceipts`` AttributeMap under ``message_id``: a second send of it answers ``true``
+    and queues nothing. Ours, not the spec's."""
+
+    message_id: str
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallCompleted:
     """Published once to ``ToolCallResults`` when a tool call record becomes final."""
 
@@ -228,4 +239,5 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallStatus",
     "ToolEffect",
+    "UserMessageReceipt",
 ]

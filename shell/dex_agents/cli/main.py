@@ -1,8 +1,8 @@
 """The ``dex-agents`` command line.
 
 Commands: ``engine`` (the local Dex engine, unchanged: its arguments go to
-``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat`` and
-``sessions list|show|tail|approve|reject|send``.
+``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat``, ``replay`` and
+``sessions list|show|tail|approve|reject|send|export``.
 
 Invariants:
     * A failure prints one line ``dex-agents: error: <message> (hint: <hint>)`` to stderr and exits
@@ -276,14 +276,39 @@ def sessions_reject(session: str, interrupt_id: str, server: ServerOption = None
 
 @sessions_app.command("send")
 def sessions_send(session: str, text: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                  message_id: Annotated[str | None, typer.Option(
+                      "--message-id", help="the message's identity: sending it again queues nothing more "
+                                           "(default: a new one)")] = None,
                   token_file: TokenFileOption = None) -> None:
-    """Send a user message to a session (needs a Worker)."""
+    """Send a user message to a session, once (needs a Worker)."""
     from dex_agents.cli import sessions
 
     address = _server(server)
     credential = _credential(token_file)
-    _run(lambda: sessions.send(address, flow_type, session, text, _console(), credential=credential),
+    _run(lambda: sessions.send(address, flow_type, session, text, _console(), credential=credential,
+                               message_id=message_id), server=address)
+
+
+@sessions_app.command("export")
+def sessions_export(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                    out: Annotated[Path | None, typer.Option("--out", help="write the export here (default: "
+                                                                          "standard output)")] = None,
+                    token_file: TokenFileOption = None) -> None:
+    """Export a session to one JSON document: values, events, Step history and the reducers' inputs."""
+    from dex_agents.cli import sessions
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: sessions.export(address, flow_type, session, out, _console(), credential=credential),
          server=address)
+
+
+@app.command()
+def replay(file: Annotated[Path, typer.Argument(help="a session export (dex-agents sessions export)")]) -> None:
+    """Replay an exported session through the installed reducers, offline; exit 1 at a difference."""
+    from dex_agents.cli.replay import replay_file
+
+    raise typer.Exit(_run(lambda: replay_file(file, _console())))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

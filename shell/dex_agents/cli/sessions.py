@@ -10,9 +10,16 @@ Invariants:
       within one Step execution, then follows new events until Ctrl-C (or returns at once with
       ``--no-follow``).
     * ``list`` prints one line per session with full timestamps, never cut to the terminal's width.
+    * ``export`` reads the server only (no Worker) and writes one JSON document, to ``--out`` (written
+      whole or not at all: a temporary file renamed into place) or to standard output.
 """
 
 from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
 
 from dex import Credential, SearchFlowEntry
 from rich.console import Console
@@ -22,9 +29,10 @@ from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
 from dex_agents.client.sessions import search_sessions
+from dex_agents.pure.export_document import render_export
 from dex_agents.pure.rpc_values import AgentSnapshot
 
-__all__ = ["approve", "list_sessions", "print_snapshot", "send", "session_lines", "show", "tail"]
+__all__ = ["approve", "export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "tail"]
 
 
 def session_lines(entries: list[SearchFlowEntry], *, with_flow_type: bool) -> list[str]:
@@ -99,11 +107,16 @@ def show(server: str, flow_type: str | None, session_id: str, console: Console, 
 
 
 def send(server: str, flow_type: str | None, session_id: str, text: str, console: Console, *,
-         credential: Credential | None = None) -> None:
-    """Queue a user message (an RPC: needs a Worker)."""
+         credential: Credential | None = None, message_id: str | None = None) -> None:
+    """Queue a user message once (an RPC: needs a Worker); repeating the command with the same
+    ``message_id`` queues nothing more."""
     with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
         require_worker(sessions, session_id)
-        if not sessions.send(session_id, text):
+        try:
+            accepted = sessions.send(session_id, text, message_id=message_id)
+        except ValueError as error:
+            raise CliError(str(error), hint="pass --message-id a short ID without '/'", exit_code=2) from error
+        if not accepted:
             raise CliError("the message was not accepted", hint="a message must not be blank")
     console.print(f"sent to {session_id}", highlight=False)
 
@@ -131,3 +144,37 @@ def tail(server: str, flow_type: str | None, session_id: str, console: Console, 
         view.finish_line()
         if follow:
             follow_events(sessions, session_id, view.show, cursor=page.cursor)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory, renamed into place."""
+    directory = path.parent if str(path.parent) else Path(".")
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def export(server: str, flow_type: str | None, session_id: str, out: Path | None, console: Console, *,
+           credential: Credential | None = None) -> None:
+    """Write the session's export (values, events, Step history, inputs) to ``out`` or standard output."""
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        with console.status("reading the session..."):
+            document = sessions.export(session_id)
+    text = render_export(document)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        _write_whole(out, text)
+    except OSError as error:
+        raise CliError(f"cannot write {out}: {error}", exit_code=2) from error
+    console.print(f"exported session {session_id} to {out}: {len(document.steps)} history steps, "
+                  f"{len(document.inputs)} inputs (clock: {document.reconstruction.clock}), "
+                  f"{len(document.events)} events", highlight=False, markup=False)
+    for note in document.reconstruction.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)

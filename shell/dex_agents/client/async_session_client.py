@@ -5,8 +5,10 @@ Every method of ``SessionClient`` is here with the same name, arguments and resu
 AsyncSessionClient.connect(address, "SupportAgent")``, or ``AsyncSessionClient(async_client, flow)``.
 
 Invariants: those of ``SessionClient`` (RPCs need a Worker, reads and waits only the server; waits
-poll with ``asyncio.sleep``; lock conflicts of ``resolve_interrupt`` are retried until ``timeout``;
-``close`` ends only what the client opened).
+poll with ``asyncio.sleep`` and read again after a failed read; ``send`` carries a message ID and
+``start`` a request ID, and both are retried with them after a transient failure until ``timeout``;
+lock conflicts of ``resolve_interrupt`` are retried until ``timeout``; ``close`` ends only what the
+client opened).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dex import (
     Credential,
     FlowInfo,
     LongPollTimeoutError,
+    RPCInvokeOptions,
     RpcLockConflictError,
     SearchFlowEntry,
     StartFlowOptions,
@@ -34,7 +37,16 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from dex_agents.client.connection import OwnedBlobCache, client_options, definition_of
+from dex_agents.client.retries import (
+    checked_message_id,
+    is_repeatable_start,
+    is_transient,
+    repeat_async,
+    retried_start_options,
+    send_options,
+)
 from dex_agents.client.server_calls import AsyncServerCalls
+from dex_agents.client.session_client import SessionClient
 from dex_agents.client.shared import (
     EVENT_PAGE_SIZE,
     LOCK_RETRY_FIRST_SECONDS,
@@ -56,15 +68,17 @@ from dex_agents.client.values import (
     turns_completed,
     turns_ended,
 )
+from dex_agents.pure.export_document import ExportDocument
 from dex_agents.pure.rpc_values import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
     ResolveInterruptInput,
-    SendUserMessageInput,
+    SendUserMessageOnceInput,
 )
 from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentSessionStartInput, AgentState, AgentStatus
 from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.sdk_private import large_message_channels
 from dex_agents.shell.worker import session_registry
 
 __all__ = ["AsyncSessionClient"]
@@ -113,8 +127,9 @@ class AsyncSessionClient:
         definition = definition_of(flow)
         cache = OwnedBlobCache()
         try:
-            client = AsyncClient(session_registry([definition]), cache.blob_cache,
-                                 client_options(server_address, credential))
+            with large_message_channels():  # a snapshot of a session with megabytes of history
+                client = AsyncClient(session_registry([definition]), cache.blob_cache,
+                                     client_options(server_address, credential))
         except BaseException:
             cache.close()
             raise
@@ -142,10 +157,18 @@ class AsyncSessionClient:
     # Sessions (no Worker needed)
 
     async def start(self, session_id: str, initial_message: str | None = None, *,
-                    options: StartFlowOptions | None = None) -> str:
-        """Start the session ``session_id``; returns the run ID (``FlowAlreadyStartedError`` if it exists)."""
+                    options: StartFlowOptions | None = None, request_id: str | None = None) -> str:
+        """Start the session ``session_id``; returns the run ID (see ``SessionClient.start``: without
+        ``options`` it carries a request ID and retries transient failures with it)."""
         start_input = AgentSessionStartInput(initial_message=initial_message)
-        return await self.client.start_flow(self.flow, session_id, start_input, options or StartFlowOptions())
+        start_options = retried_start_options(options, request_id)
+
+        async def start_flow() -> str:
+            return await self.client.start_flow(self.flow, session_id, start_input, start_options)
+
+        if is_repeatable_start(start_options):
+            return await repeat_async(start_flow, self.timeout)
+        return await start_flow()
 
     async def stop(self, session_id: str, options: StopFlowOptions | None = None) -> None:
         """Stop the session (cancel by default)."""
@@ -161,10 +184,18 @@ class AsyncSessionClient:
 
     # RPCs (a Worker serving the Flow type runs them)
 
-    async def send(self, session_id: str, text: str) -> bool:
-        """Queue a user message: ``False`` for blank text."""
-        result = await self._invoke(self.flow.send_user_message, session_id, SendUserMessageInput(text=text))
-        return expect(result, bool, "send_user_message")
+    async def send(self, session_id: str, text: str, *, message_id: str | None = None) -> bool:
+        """Queue a user message once: ``False`` for blank text (see ``SessionClient.send``: the message
+        carries ``message_id``, or one made up here, and a transient failure is retried with it)."""
+        identity = checked_message_id(message_id)
+        request = SendUserMessageOnceInput(message_id=identity, text=text)
+        options = send_options(identity)
+
+        async def send_once() -> bool:
+            answer = await self._invoke(self.flow.send_user_message_once, session_id, request, options=options)
+            return expect(answer, bool, "send_user_message_once")
+
+        return await repeat_async(send_once, self.timeout)
 
     async def approve(self, session_id: str, interrupt_id: str) -> bool:
         """Approve a pending interrupt: ``False`` when it is not pending or past its deadline."""
@@ -210,9 +241,10 @@ class AsyncSessionClient:
         if not await self._server.worker_answers(self.flow, session_id, seconds):
             raise NoWorkerError(self.flow_type, self.server_address, seconds)
 
-    async def _invoke(self, method: Callable[..., Any], session_id: str, *rpc_input: object) -> object:
+    async def _invoke(self, method: Callable[..., Any], session_id: str, *rpc_input: object,
+                      options: RPCInvokeOptions | None = None) -> object:
         invoke = cast(Callable[..., Awaitable[object]], self.client.invoke_rpc)
-        return await invoke(method, session_id, *rpc_input)
+        return await invoke(method, session_id, *rpc_input, options=options or RPCInvokeOptions())
 
     # Events (no Worker needed)
 
@@ -241,12 +273,29 @@ class AsyncSessionClient:
 
     async def follow(self, session_id: str, after: str = "", *,
                      wait: float = 1.0) -> AsyncIterator[SessionEvent | None]:
-        """Every event after ``after`` as it is written, forever; ``None`` after each quiet ``wait``."""
+        """Every event after ``after`` as it is written, forever; ``None`` after each quiet ``wait`` (or
+        after a transient failure, such as a restarting engine, which it reads through)."""
         while True:
-            event = await self.next_event(session_id, after, wait=wait)
+            try:
+                event = await self.next_event(session_id, after, wait=wait)
+            except Exception as error:
+                if not is_transient(error):
+                    raise
+                await asyncio.sleep(min(wait, self.poll_interval * 10))
+                event = None
             if event is not None:
                 after = event.cursor
             yield event
+
+    async def export(self, session_id: str) -> ExportDocument:
+        """The session as one self-describing document (see ``SessionClient.export``): read by a sync
+        session client of the same server and Flow type on a worker thread."""
+        def export_now() -> ExportDocument:
+            with SessionClient.connect(self.server_address, self.flow_type, credential=self.client.options.credential,
+                                       timeout=self.timeout) as sessions:
+                return sessions.export(session_id)
+
+        return await asyncio.to_thread(export_now)
 
     # Committed state and waits (no Worker needed)
 

@@ -1,4 +1,5 @@
-"""The two server calls the SDK's Clients lack: committed Attribute reads and a Worker probe.
+"""The server calls the SDK's Clients lack: committed Attribute reads, a Worker probe, and the raw
+reads an export needs (every Attribute, a Channel's pending messages, the run's history).
 
 dex-python-sdk 1.23.0 has no Attribute read on ``Client``/``AsyncClient`` and no per-call RPC
 timeout. Both are built here, and only here, from the SDK's generated stubs and its private
@@ -14,6 +15,9 @@ Invariants:
       timeout, so a probe that times out was never run, and nothing a probe runs changes a session.
       It answers ``True`` once any Worker answered (even with an error), ``False`` when none took
       it, and raises the translated error when the session is unknown or the server refused.
+    * ``read_all_values``, ``read_channel`` and ``read_history`` return Dex's own records
+      (``GetAttributes`` with every key, ``GetChannelMessages``, ``GetHistoryEvents`` paged to the
+      end), with every blob reference in a returned value hydrated, undecoded: the export reads them.
 """
 
 from __future__ import annotations
@@ -119,6 +123,42 @@ class ServerCalls:
         except grpc.RpcError as error:
             return _probe_outcome(error, session_id)
         return True
+
+    def _call(self, method: str, request: object, session_id: str, timeout: float) -> object:
+        try:
+            return cast(object, getattr(self._stub, method)(request, timeout=timeout))
+        except grpc.RpcError as error:
+            raise translate_rpc_error(error, method, session_id, "existing") from error
+
+    def hydrated(self, session_id: str, value: pb.Value) -> pb.Value:
+        """``value`` itself, or the value its blob reference stands for."""
+        kind = value.WhichOneof("kind")
+        return self._hydrator.hydrate(session_id, value) if kind and kind.startswith("internal_blob_id") else value
+
+    def read_all_values(self, session_id: str, *, timeout: float) -> list[tuple[str, pb.Value]]:
+        """Every committed Attribute and map instance: (physical key, hydrated value), in Dex's order."""
+        request = pb.GetAttributesRequest(flow_id=session_id, all_keys=True)
+        response = cast(pb.GetAttributesResponse, self._call("GetAttributes", request, session_id, timeout))
+        return [(entry.key, self.hydrated(session_id, entry.value)) for entry in response.attributes]
+
+    def read_channel(self, session_id: str, channel_name: str, *, timeout: float) -> list[pb.Value]:
+        """The pending messages of one Channel, oldest first (hydrated)."""
+        request = pb.GetChannelMessagesRequest(flow_id=session_id, channel_name=channel_name)
+        response = cast(pb.GetChannelMessagesResponse, self._call("GetChannelMessages", request, session_id, timeout))
+        return [self.hydrated(session_id, message.value) for message in response.messages]
+
+    def read_history(self, session_id: str, *, timeout: float) -> list[pb.FlowHistoryEvent]:
+        """Every history event of the session's current run, oldest first (values not yet hydrated:
+        ``hydrated`` each one read)."""
+        events: list[pb.FlowHistoryEvent] = []
+        page_token = b""
+        while True:
+            request = pb.GetHistoryEventsRequest(flow_id=session_id, next_page_token=page_token)
+            response = cast(pb.GetHistoryEventsResponse, self._call("GetHistoryEvents", request, session_id, timeout))
+            events.extend(response.events)
+            if not response.next_page_token:
+                return events
+            page_token = response.next_page_token
 
     def close(self) -> None:
         """Close the channel (idempotent; also when the object is collected)."""

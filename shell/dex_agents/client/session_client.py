@@ -8,9 +8,13 @@ Invariants:
     * The RPCs (``send``, ``approve``/``reject``, ``snapshot``, ``messages``, ``check_worker``) run on
       a Worker serving the Flow type; ``start``, ``stop``, ``events``, ``state``,
       ``pending_interrupts`` and every wait need only the server, so they work while no Worker runs.
+    * ``send`` queues a message at most once: it carries a message ID (the caller's, or one made up
+      for the call) and is retried with that ID after a transient failure (a lost connection, a
+      restarted engine) until ``timeout``; the session answers a resend as the first send
+      (``send_user_message_once``). ``start`` is retried the same way with its request ID.
     * A wait returns the first committed value that satisfies it, polling every ``poll_interval``;
-      its ``TimeoutError`` names the session, what was awaited and the last value seen (the last
-      read error is chained as the cause).
+      a failed read (the engine restarting, say) is read again. Its ``TimeoutError`` names the
+      session, what was awaited and the last value seen (the last read error is chained as the cause).
     * ``resolve_interrupt`` retries only ``RpcLockConflictError`` (safe: the RPC did not run), with a
       growing pause, until ``timeout``.
     * ``close`` (idempotent) closes what the client opened; a Client passed in stays open.
@@ -30,6 +34,7 @@ from dex import (
     Credential,
     FlowInfo,
     LongPollTimeoutError,
+    RPCInvokeOptions,
     RpcLockConflictError,
     SearchFlowEntry,
     StartFlowOptions,
@@ -40,6 +45,15 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from dex_agents.client.connection import OwnedBlobCache, client_options, definition_of
+from dex_agents.client.export import export_session
+from dex_agents.client.retries import (
+    checked_message_id,
+    is_repeatable_start,
+    is_transient,
+    repeat_sync,
+    retried_start_options,
+    send_options,
+)
 from dex_agents.client.server_calls import ServerCalls
 from dex_agents.client.shared import (
     EVENT_PAGE_SIZE,
@@ -63,15 +77,17 @@ from dex_agents.client.values import (
     turns_completed,
     turns_ended,
 )
+from dex_agents.pure.export_document import ExportDocument
 from dex_agents.pure.rpc_values import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
     ResolveInterruptInput,
-    SendUserMessageInput,
+    SendUserMessageOnceInput,
 )
 from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentSessionStartInput, AgentState, AgentStatus
 from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.sdk_private import large_message_channels
 from dex_agents.shell.worker import session_registry
 
 __all__ = ["SessionClient"]
@@ -136,7 +152,9 @@ class SessionClient:
         definition = definition_of(flow)
         cache = OwnedBlobCache()
         try:
-            client = Client(session_registry([definition]), cache.blob_cache, client_options(server_address, credential))
+            with large_message_channels():  # a snapshot of a session with megabytes of history
+                client = Client(session_registry([definition]), cache.blob_cache,
+                                client_options(server_address, credential))
         except BaseException:
             cache.close()
             raise
@@ -160,17 +178,28 @@ class SessionClient:
     # Sessions (no Worker needed)
 
     def start(self, session_id: str, initial_message: str | None = None, *,
-              options: StartFlowOptions | None = None) -> str:
+              options: StartFlowOptions | None = None, request_id: str | None = None) -> str:
         """Start the session ``session_id``; with ``initial_message`` its first turn starts at once.
+
+        Without ``options`` the start carries a request ID (``request_id``, or one made up here) with
+        ``ignore_already_started``, and a transient failure is retried with it until ``timeout``: Dex
+        returns the run that request started, so the session starts once. Pass the same
+        ``request_id`` to repeat a start whose answer you lost.
 
         Returns:
             The run ID.
 
         Raises:
-            FlowAlreadyStartedError: The session already exists (unless ``options`` allow reuse).
+            FlowAlreadyStartedError: The session already exists, started by another request (unless
+                ``options`` allow reuse).
         """
         start_input = AgentSessionStartInput(initial_message=initial_message)
-        return self.client.start_flow(self.flow, session_id, start_input, options or StartFlowOptions())
+        start_options = retried_start_options(options, request_id)
+
+        def start_flow() -> str:
+            return self.client.start_flow(self.flow, session_id, start_input, start_options)
+
+        return repeat_sync(start_flow, self.timeout) if is_repeatable_start(start_options) else start_flow()
 
     def stop(self, session_id: str, options: StopFlowOptions | None = None) -> None:
         """Stop the session (cancel by default); returns once Dex accepted the request."""
@@ -186,10 +215,28 @@ class SessionClient:
 
     # RPCs (a Worker serving the Flow type runs them)
 
-    def send(self, session_id: str, text: str) -> bool:
-        """Queue a user message: ``False`` for blank text; sent during a turn, it starts the next turn."""
-        return expect(self._invoke(self.flow.send_user_message, session_id, SendUserMessageInput(text=text)),
-                      bool, "send_user_message")
+    def send(self, session_id: str, text: str, *, message_id: str | None = None) -> bool:
+        """Queue a user message once: ``False`` for blank text; sent during a turn, it starts the next turn.
+
+        The message carries ``message_id`` (``None``: one made up for this call). A transient failure
+        (a lost connection, a restarted engine) is retried with it until ``timeout``, and a message ID
+        the session already queued answers ``True`` without queueing it again, so sending one
+        message twice, here or after a lost answer, queues it once.
+
+        Raises:
+            ValueError: ``message_id`` is blank, longer than 200 characters or holds ``/``.
+            WorkerInvocationError: The session refused the message (the ID was sent with another
+                text, the text holds a lone surrogate).
+        """
+        identity = checked_message_id(message_id)
+        request = SendUserMessageOnceInput(message_id=identity, text=text)
+        options = send_options(identity)
+
+        def send_once() -> bool:
+            answer = self._invoke(self.flow.send_user_message_once, session_id, request, options=options)
+            return expect(answer, bool, "send_user_message_once")
+
+        return repeat_sync(send_once, self.timeout)
 
     def approve(self, session_id: str, interrupt_id: str) -> bool:
         """Approve a pending interrupt: ``False`` when it is not pending or past its deadline."""
@@ -247,9 +294,10 @@ class SessionClient:
         if not self._server.worker_answers(self.flow, session_id, seconds):
             raise NoWorkerError(self.flow_type, self.server_address, seconds)
 
-    def _invoke(self, method: Callable[..., Any], session_id: str, *rpc_input: object) -> object:
+    def _invoke(self, method: Callable[..., Any], session_id: str, *rpc_input: object,
+                options: RPCInvokeOptions | None = None) -> object:
         invoke = cast(Callable[..., object], self.client.invoke_rpc)
-        return invoke(method, session_id, *rpc_input)
+        return invoke(method, session_id, *rpc_input, options=options or RPCInvokeOptions())
 
     # Events (no Worker needed)
 
@@ -280,9 +328,16 @@ class SessionClient:
 
     def follow(self, session_id: str, after: str = "", *, wait: float = 1.0) -> Iterator[SessionEvent | None]:
         """Every event after ``after`` as it is written, forever; ``None`` after each ``wait`` without
-        one, so the caller can check its own conditions (break out of the loop to stop)."""
+        one (or after a transient failure, such as a restarting engine, which it reads through), so
+        the caller can check its own conditions (break out of the loop to stop)."""
         while True:
-            event = self.next_event(session_id, after, wait=wait)
+            try:
+                event = self.next_event(session_id, after, wait=wait)
+            except Exception as error:
+                if not is_transient(error):
+                    raise
+                time.sleep(min(wait, self.poll_interval * 10))
+                event = None
             if event is not None:
                 after = event.cursor
             yield event
@@ -301,6 +356,18 @@ class SessionClient:
         """The committed ``PendingInterrupts`` (empty before the session started)."""
         pending = self.read_attribute(session_id, self.flow.pending_interrupts)
         return pvector() if pending is None else pending
+
+    def export(self, session_id: str) -> ExportDocument:
+        """The session as one self-describing document (``dex_agents.pure.export_document``): committed
+        values, retained events, Step history and the inputs the reducers saw, rebuilt from the history.
+        Reads the server only (no Worker); ``render_export`` gives its JSON text.
+
+        Raises:
+            FlowNotFoundError: No session ``session_id`` exists.
+            RuntimeError: The session kept changing while it was read, or a stored value is unreadable.
+        """
+        return export_session(self.client, self._server, self.flow, session_id, self.events(session_id),
+                              timeout=self.timeout)
 
     # Waits on committed state (no Worker needed to observe them)
 

@@ -109,6 +109,7 @@ AGENT_USAGE: Final = attribute_of(persistence.AGENT_USAGE)
 TURN_MODEL_CALL_COUNT: Final = attribute_of(persistence.TURN_MODEL_CALL_COUNT)
 AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
 AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
+USER_MESSAGE_RECEIPTS: Final = map_of(persistence.USER_MESSAGE_RECEIPTS)
 QUEUED_USER_MESSAGES: Final = channel_of(persistence.QUEUED_USER_MESSAGES)
 TOOL_CALL_RESULTS: Final = channel_of(persistence.TOOL_CALL_RESULTS)
 INTERRUPT_RESOLUTIONS: Final = channel_map_of(persistence.INTERRUPT_RESOLUTIONS)
@@ -147,6 +148,7 @@ __all__ = [
     "SCHEMA_DEFINITIONS",
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
+    "USER_MESSAGE_RECEIPTS",
     "AnyDefinition",
     "attribute_lock",
     "attribute_of",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeAlias, TypeVar, assert_never
 
-from dex import RetryPolicy, Step, StepDurability, StepMovement, StepOptions, Wait, rpc
+from dex import AttributeMapLoad, RetryPolicy, Step, StepDurability, StepMovement, StepOptions, Wait, rpc
 
 from dex_agents.pure.flow_rows import (
     Durability,
@@ -24,13 +24,17 @@ from dex_agents.pure.flow_rows import (
     RetrySpec,
 )
 from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
-from dex_agents.pure.persistence import RpcName, StepType
+from dex_agents.pure.persistence import MapName, RpcName, StepType
 from dex_agents.pure.step_options import StepMovement as MovementSpec
 from dex_agents.pure.step_options import StepOptionsSpec
 from dex_agents.shell.definitions import CHANNELS, MAPS, attribute_lock, map_instance_load
 
 StepClassOf: TypeAlias = Callable[[StepType], type[Step[Any]]]
 """Resolves a Step type to the Step class registered for it (movement targets are classes)."""
+
+CachedLoads: TypeAlias = Callable[[MapName], tuple[AttributeMapLoad, ...]]
+"""The instance loads of a cached map (``execute_cached_maps``) a movement's target needs: those the
+moving Worker's cache of committed instances lacks."""
 
 
 def _seconds(seconds: int | None) -> timedelta | None:
@@ -60,8 +64,11 @@ def dex_durability(durability: Durability) -> StepDurability:
             assert_never(durability)
 
 
-def dex_step_options(spec: StepOptionsSpec, step_class_of: StepClassOf) -> StepOptions:
-    """The SDK ``StepOptions`` of ``spec``, its failure route included."""
+def dex_step_options(spec: StepOptionsSpec, step_class_of: StepClassOf,
+                     cached_loads: CachedLoads | None = None) -> StepOptions:
+    """The SDK ``StepOptions`` of ``spec``, its failure route included. With ``cached_loads``, a cached map
+    loads only the instances it names instead of the whole map (without: the whole map)."""
+    cached = frozenset(spec.execute_cached_maps) if cached_loads is not None else frozenset()
     options = StepOptions(
         execute_method_timeout=_seconds(spec.execute_method_timeout_seconds),
         heartbeat_timeout=_seconds(spec.heartbeat_timeout_seconds),
@@ -72,24 +79,27 @@ def dex_step_options(spec: StepOptionsSpec, step_class_of: StepClassOf) -> StepO
         wait_for_load_attribute_map_instances=tuple(
             map_instance_load(ref.name, ref.key) for ref in spec.wait_for_load_attribute_map_instances
         ),
-        execute_load_attribute_maps=tuple(MAPS[name] for name in spec.execute_load_attribute_maps),
-        execute_load_attribute_map_instances=tuple(
-            map_instance_load(ref.name, ref.key) for ref in spec.execute_load_attribute_map_instances
+        execute_load_attribute_maps=tuple(MAPS[name] for name in spec.execute_load_attribute_maps if name not in cached),
+        execute_load_attribute_map_instances=(
+            *(map_instance_load(ref.name, ref.key) for ref in spec.execute_load_attribute_map_instances),
+            *(load for name in spec.execute_load_attribute_maps if name in cached
+              for load in (cached_loads(name) if cached_loads is not None else ())),
         ),
     )
     route = spec.failure_route
     if route is None:
         return options
     return options.on_execute_failure_proceed_to(
-        step_class_of(route.step_type), dex_step_options(route.options, step_class_of)
+        step_class_of(route.step_type), dex_step_options(route.options, step_class_of, cached_loads)
     )
 
 
-def dex_movement(movement: MovementSpec, step_class_of: StepClassOf) -> StepMovement[Any]:
-    """The SDK ``StepMovement`` of one pure movement, with its complete options."""
-    return StepMovement.of(
-        step_class_of(movement.step_type), movement.input, options=dex_step_options(movement.options, step_class_of)
-    )
+def dex_movement(movement: MovementSpec, step_class_of: StepClassOf,
+                 cached_loads: CachedLoads | None = None) -> StepMovement[Any]:
+    """The SDK ``StepMovement`` of one pure movement, with its complete options (``cached_loads``: see
+    ``dex_step_options``)."""
+    options = dex_step_options(movement.options, step_class_of, cached_loads)
+    return StepMovement.of(step_class_of(movement.step_type), movement.input, options=options)
 
 
 def dex_wait(step_type: StepType, step_input: int | None = None) -> Wait:
@@ -112,15 +122,16 @@ def dex_wait(step_type: StepType, step_input: int | None = None) -> Wait:
 
 
 def session_rpc(name: RpcName) -> Callable[[HandlerT], HandlerT]:
-    """The ``@rpc`` decorator of the RPC ``name``: its protocol name, locks and loads from its row."""
+    """The ``@rpc`` decorator of the RPC ``name``: its protocol name, locks and loads from its row (a
+    cached map is not loaded: the handler reads it through the Worker's cache, ``shell.history``)."""
     access = RPC_TABLE[name].access
     if access.call_instances:
         raise ValueError(f"RPC {name} has no tool call whose instances it could load")
     return rpc(
         name=name.value,
         lock_attributes=tuple(attribute_lock(attribute) for attribute in access.locks),
-        load_attribute_maps=tuple(MAPS[attribute_map] for attribute_map in access.maps),
+        load_attribute_maps=tuple(MAPS[name] for name in access.maps if name not in access.cached_maps),
     )
 
 
-__all__ = ["StepClassOf", "dex_durability", "dex_movement", "dex_step_options", "dex_wait", "session_rpc"]
+__all__ = ["CachedLoads", "StepClassOf", "dex_durability", "dex_movement", "dex_step_options", "dex_wait", "session_rpc"]

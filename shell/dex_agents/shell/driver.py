@@ -10,25 +10,34 @@ Invariants:
     * A stored value that cannot be decoded fails the session with ``force_fail`` and a message naming
       the value: decoding is deterministic, so retrying could never succeed.
     * The attempt's event writer is closed when the handler returns (later writes are dropped).
+    * A Step method that decides, and an RPC call that writes and read a clock, record the clock of
+      each input it reduced and the Flow's options (``invocation_record``) as a Dex history event,
+      committed with its writes, so an export can rebuild its inputs exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TypeAlias, TypeVar, cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 
 from dex_agents.pure.effects import RpcOutput
-from dex_agents.pure.flow_shape import rpc_of
+from dex_agents.pure.flow_shape import rpc_instance_key, rpc_of
 from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
+from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT, clock_of, invocation_record
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import Invocation, RpcCall, StepInput, WaitInput
+from dex_agents.pure.state import SessionConfig
+from dex_agents.pure.paging import page_window
+from dex_agents.pure.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
+from dex_agents.pure.wire import encode
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.gather import gather_for
+from dex_agents.shell.history import cached_messages, cached_messages_sync
 from dex_agents.shell.perform import perform_rpc, perform_step, perform_wait
 from dex_agents.shell.requests import perform_request
 from dex_agents.shell.runtime import SessionRuntime
@@ -48,6 +57,12 @@ def cannot_continue(context: Context, error: StoredValueError) -> StepDecision:
     return force_fail(f"session {context.flow_id} cannot continue: {error}")
 
 
+def record_invocation(context: Context, config: SessionConfig, clocks: Iterable[int]) -> None:
+    """Stage the invocation record (the clock of each input reduced, the Flow's options) as a Dex history
+    event; it commits with the invocation's writes."""
+    context.record_event(INVOCATION_RECORD_EVENT, encode(invocation_record(clocks, config)))
+
+
 def _invocation(context: Context, now_ms: int) -> Invocation:
     return Invocation(
         flow_id=context.flow_id, step_execution_id=context.step_execution_id, attempt=context.attempt, now_ms=now_ms
@@ -59,8 +74,10 @@ async def drive_step(
 ) -> StepDecision:
     """Run one Step ``execute``: gather what its row loads, reduce its started input, perform, and
     reduce each request's follow-up until a decision."""
+    access = STEP_TABLE[step_type].execute
     try:
-        state = gather_for(context, STEP_TABLE[step_type].execute, tool_call_id)
+        messages = await cached_messages(runtime.history, context, access)
+        state = gather_for(context, access, tool_call_id, messages)
         invocation = _invocation(context, runtime.timing.now_ms())
         step_input = started(invocation, state)
     except StoredValueError as error:
@@ -74,10 +91,13 @@ async def drive_step(
     )
     try:
         cause: BaseException | None = None
+        clocks: list[int] = []
         while True:
+            clocks.append(step_input.invocation.now_ms)
             transition = runtime.reduce_step(state, step_input)
             performed = perform_step(transition, run, cause)
             if isinstance(performed, StepDecision):
+                record_invocation(context, runtime.config, clocks)
                 return performed
             follow_up = await perform_request(performed, run)
             state, step_input, cause = transition.state, follow_up.input, follow_up.cause
@@ -90,7 +110,10 @@ def drive_wait(
 ) -> Wait:
     """Run one Step ``wait_for`` the core decides: gather what its row loads, reduce, return the Wait."""
     state = gather_for(context, STEP_TABLE[step_type].wait_for, tool_call_id)
-    return perform_wait(runtime.reduce_wait(state, started(_invocation(context, runtime.timing.now_ms()))))
+    wait_input = started(_invocation(context, runtime.timing.now_ms()))
+    waited = perform_wait(runtime.reduce_wait(state, wait_input))
+    record_invocation(context, runtime.config, [wait_input.invocation.now_ms])
+    return waited
 
 
 def off_the_loop(body: Callable[[], RPCResult[OutputT]]) -> RPCResult[OutputT]:
@@ -107,6 +130,13 @@ def off_the_loop(body: Callable[[], RPCResult[OutputT]]) -> RPCResult[OutputT]:
     return cast("RPCResult[OutputT]", loop.run_in_executor(None, body))
 
 
+def _message_window(call: RpcCall, message_count: int) -> tuple[int, int]:
+    """The messages an RPC that reads them sees: a page's window (``paging.page_window``), else all."""
+    if isinstance(call, AgentMessagesListed):
+        return page_window(message_count, call.input.before_sequence, call.input.limit)
+    return (1, message_count)
+
+
 def drive_rpc(
     runtime: SessionRuntime,
     context: Context,
@@ -118,10 +148,24 @@ def drive_rpc(
     row = RPC_TABLE[rpc_of(call)]
     if output_type is not row.output_type:
         raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
-    output = perform_rpc(runtime.reduce_rpc(gather_for(context, row.access), call), context)
+    messages = cached_messages_sync(runtime.history, context, row.access, partial(_message_window, call))
+    transition = runtime.reduce_rpc(gather_for(context, row.access, rpc_instance_key(call), messages), call)
+    clock = clock_of(call)
+    if transition.effects and clock is not None:
+        record_invocation(context, runtime.config, [clock])
+    output = perform_rpc(transition, context)
     if not isinstance(output, output_type):
         raise RuntimeError(f"the core answered {type(output).__name__}, not {output_type.__name__}")
     return RPCResult(output)
 
 
-__all__ = ["Started", "WaitStarted", "cannot_continue", "drive_rpc", "drive_step", "drive_wait", "off_the_loop"]
+__all__ = [
+    "Started",
+    "WaitStarted",
+    "cannot_continue",
+    "drive_rpc",
+    "drive_step",
+    "drive_wait",
+    "off_the_loop",
+    "record_invocation",
+]

@@ -31,6 +31,7 @@ from dex_agents.pure.rpc_values import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
+    SendUserMessageOnceInput,
 )
 from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
@@ -40,6 +41,7 @@ from dex_agents.pure.step_inputs import (
     AgentSnapshotRequested,
     ResolveInterruptCalled,
     SendUserMessageCalled,
+    SendUserMessageOnceCalled,
 )
 from dex_agents.pure.values import AgentEvent, AgentSessionStartInput, FrameworkMessage, ToolEffect
 from dex_agents.shell.definitions import (
@@ -54,6 +56,7 @@ from dex_agents.shell.definitions import (
     SCHEMA_DEFINITIONS,
     TOOL_CALL_RESULTS,
     TURN_MODEL_CALL_COUNT,
+    USER_MESSAGE_RECEIPTS,
     event_stream,
 )
 from dex_agents.shell.driver import drive_rpc, off_the_loop
@@ -103,8 +106,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     """The session Flow of one agent (build it with ``create_agent_session_flow``).
 
     The persistence definitions are properties (``flow.agent_state``, ``flow.agent_events``, ...);
-    the RPCs are ``flow.send_user_message``, ``flow.resolve_interrupt``, ``flow.get_agent_snapshot``
-    and ``flow.list_agent_messages`` (pass them to ``Client.invoke_rpc``).
+    the RPCs are ``flow.send_user_message``, ``flow.resolve_interrupt``, ``flow.get_agent_snapshot``,
+    ``flow.list_agent_messages`` and ours, ``flow.send_user_message_once`` (pass them to
+    ``Client.invoke_rpc``).
     """
 
     def __init__(
@@ -142,6 +146,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     interrupt_resolutions: Final = INTERRUPT_RESOLUTIONS
     tool_call_results: Final = TOOL_CALL_RESULTS
     turn_model_call_count: Final = TURN_MODEL_CALL_COUNT
+    user_message_receipts: Final = USER_MESSAGE_RECEIPTS
 
     def get_flow_type(self) -> str:
         return self._flow_type
@@ -174,6 +179,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def list_agent_messages(self, context: Context, input: ListAgentMessagesInput) -> RPCResult[AgentMessagePage]:
         """One page of stored messages, oldest first (``limit`` clamped to 1..200, default 50)."""
         return off_the_loop(lambda: drive_rpc(self.runtime, context, AgentMessagesListed(input=input), AgentMessagePage))
+
+    @session_rpc(RpcName.SEND_USER_MESSAGE_ONCE)
+    def send_user_message_once(self, context: Context, input: SendUserMessageOnceInput) -> RPCResult[bool]:
+        """Queue a user message under its ``message_id`` once: a resend answers ``True`` and queues
+        nothing. Invoke it with the message's ``UserMessageReceipts`` instance locked and loaded
+        (``SessionClient.send`` does); it is refused otherwise."""
+        called = SendUserMessageOnceCalled(input=input)
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
 
 
 def _check_rpc_handlers() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TypeVar
 
-from dex import Context, ValueMappingError
+from dex import AttributeMapNotLoadedError, Context, ValueMappingError
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
@@ -25,7 +25,14 @@ from dex_agents.pure.flow_rows import MapInstanceRef, MethodAccess
 from dex_agents.pure.persistence import MapName
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import RecoveryError
-from dex_agents.pure.values import AgentInterruptResolution, AgentMessage, AgentToolCall, AgentUsage, AgentUserMessage
+from dex_agents.pure.values import (
+    AgentInterruptResolution,
+    AgentMessage,
+    AgentToolCall,
+    AgentUsage,
+    AgentUserMessage,
+    UserMessageReceipt,
+)
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
@@ -37,6 +44,7 @@ from dex_agents.shell.definitions import (
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
     TURN_MODEL_CALL_COUNT,
+    USER_MESSAGE_RECEIPTS,
 )
 
 T = TypeVar("T")
@@ -61,15 +69,36 @@ def _tool_calls(context: Context, keys: Iterable[str]) -> PMap[str, AgentToolCal
     return pmap(records)
 
 
+def _receipts(context: Context, keys: Iterable[str]) -> PMap[str, UserMessageReceipt]:
+    receipts: dict[str, UserMessageReceipt] = {}
+    for key in keys:
+        try:
+            receipt = read_stored(f"{USER_MESSAGE_RECEIPTS.name}/{key}",
+                                  partial(USER_MESSAGE_RECEIPTS.get, context, key))
+        except AttributeMapNotLoadedError as error:
+            raise RuntimeError(
+                f"send_user_message_once needs the {USER_MESSAGE_RECEIPTS.name}/{key} instance locked and loaded "
+                f"by its caller (RPCInvokeOptions; SessionClient.send does this)") from error
+        if receipt is not None:
+            receipts[key] = receipt
+    return pmap(receipts)
+
+
 def gather_state(
     context: Context,
     *,
     whole_maps: Iterable[MapName] = (),
     instances: Iterable[MapInstanceRef] = (),
+    messages: PVector[AgentMessage] | None = None,
 ) -> SessionState:
-    """The session state visible to ``context``, given the maps and instances it loaded."""
+    """The session state visible to ``context``, given the maps and instances it loaded (``messages``:
+    the ``AgentMessages`` already read through the Worker's cache, ``shell.history``)."""
     loaded_maps = frozenset(whole_maps)
-    messages: PVector[AgentMessage] = pvector()
+    instances = tuple(instances)  # read once per map below
+    if messages is None:
+        messages = pvector()
+    elif MapName.AGENT_MESSAGES in loaded_maps:
+        loaded_maps -= {MapName.AGENT_MESSAGES}
     if MapName.AGENT_MESSAGES in loaded_maps:
         keys = AGENT_MESSAGES.get_all_instance_keys(context)
         stored = [
@@ -91,13 +120,18 @@ def gather_state(
         usage=AgentUsage() if usage is None else usage,
         queued_message_count=QUEUED_USER_MESSAGES.size(context),
         turn_model_call_count=read_stored(TURN_MODEL_CALL_COUNT.name, lambda: TURN_MODEL_CALL_COUNT.get(context)) or 0,
+        user_message_receipts=_receipts(
+            context, (ref.key for ref in instances if ref.name is MapName.USER_MESSAGE_RECEIPTS)
+        ),
     )
 
 
-def gather_for(context: Context, access: MethodAccess, tool_call_id: str | None = None) -> SessionState:
+def gather_for(context: Context, access: MethodAccess, key: str | None = None,
+               messages: PVector[AgentMessage] | None = None) -> SessionState:
     """The session state visible to a Step method or RPC that loads ``access`` (the instances keyed by
-    ``tool_call_id`` for a tool call Step)."""
-    return gather_state(context, whole_maps=access.maps, instances=access.instances(tool_call_id))
+    ``key``: a tool call Step's tool call ID, ``send_user_message_once``'s message ID; ``messages``: a
+    cached map's messages, read through the Worker's cache)."""
+    return gather_state(context, whole_maps=access.maps, instances=access.instances(key), messages=messages)
 
 
 def consumed_messages(context: Context) -> PVector[AgentUserMessage]:

@@ -51,7 +51,8 @@ from dex_agents.pure.effects import (
 )
 from dex_agents.pure.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, channel_map_of, channel_of, map_of
-from dex_agents.shell.dex_options import dex_movement
+from dex_agents.shell.dex_options import CachedLoads, dex_movement
+from dex_agents.shell.history import message_loads
 from dex_agents.shell.step_run import StepRun
 
 DEADLINE_CONDITION_ID: Final = "deadline"
@@ -102,7 +103,8 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
     ending = transition.ending
     match ending:
         case GoToSteps(movements=movements):
-            return go_to_many(*(dex_movement(movement, run.runtime.step_class_of) for movement in movements))
+            loads = _message_loads(transition, run) if any(m.options.execute_cached_maps for m in movements) else None
+            return go_to_many(*(dex_movement(movement, run.runtime.step_class_of, loads) for movement in movements))
         case DeadEnd():
             return dead_end()
         case BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall():
@@ -111,6 +113,15 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
             raise AttemptRejectedError(error) from cause
         case _:
             assert_never(ending)
+
+
+def _message_loads(transition: StepTransition, run: StepRun) -> CachedLoads | None:
+    """The ``AgentMessages`` instances a movement's target loads: the committed messages (as of this
+    transition) this Worker's cache lacks (``history.message_loads``)."""
+    agent_state = transition.state.agent_state
+    count = 0 if agent_state is None else agent_state.message_count
+    context = run.context
+    return message_loads(run.runtime.history, context.flow_id, context.run_id, count)
 
 
 def perform_wait(transition: WaitTransition) -> Wait:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, final
 
 from dex import Step, Stream
@@ -14,6 +14,7 @@ from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import RpcCall, SessionInput, StepInput, WaitInput
 from dex_agents.pure.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.pure.values import AgentEvent
+from dex_agents.shell.history import MessageHistory
 from dex_agents.shell.runner import AgentFrameworkRunner
 from dex_agents.shell.timing import SessionTiming
 
@@ -21,8 +22,9 @@ from dex_agents.shell.timing import SessionTiming
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRuntime:
-    """The runner, the reducers' configuration, the clock, the Flow's event Stream, its Step classes
-    and an optional observer of every input the session reduces (``fact_observer``, the Flow option).
+    """The runner, the reducers' configuration, the clock, the Flow's event Stream, its Step classes,
+    an optional observer of every input the session reduces (``fact_observer``, the Flow option) and the
+    Worker's cache of committed messages (``history``).
 
     Invariant: ``step_classes`` holds one registered Step class per ``StepType`` (the class name is
     the Step type), so every movement target resolves.
@@ -34,6 +36,8 @@ class SessionRuntime:
     events: Stream[AgentEvent]
     step_classes: Mapping[StepType, type[Step[Any]]]
     fact_observer: Callable[[SessionInput], None] | None = None
+    history: MessageHistory = field(default_factory=MessageHistory)
+    """This Flow's cache of committed messages on this Worker (``shell.history``)."""
 
     def reduce_step(self, state: SessionState, step_input: StepInput) -> StepTransition:
         """``reduce_step`` under this Flow's configuration; the observer (if any) sees the input first."""

@@ -13,7 +13,9 @@ from typing import Any, Final
 from dex import AsyncWorker, BlobCache, Codec, Credential, Flow, PullWorkerOptions, Registry, WorkerOptions
 
 from dex_agents.shell.codecs import session_codec_registry
-from dex_agents.shell.sdk_private import memoize_sdk_version
+from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.history import CommittedReader
+from dex_agents.shell.sdk_private import large_message_channels, memoize_sdk_version
 
 DEFAULT_MAX_CONCURRENT_TASKS: Final = 8
 """Task slots of a session Worker (RPCs and Steps share them; one is reserved for RPCs)."""
@@ -35,7 +37,9 @@ def session_worker(
     """A pull ``AsyncWorker`` serving ``registry``'s Flows from the Dex server at ``server_address``.
 
     Building one memoizes the SDK's version lookup for its stream registrations (see
-    ``sdk_private``).
+    ``sdk_private``), gives its channel to Dex a receive limit above gRPC's 4 MiB (the ``LoadBlobs``
+    that hydrates large values), and gives each session Flow's message cache a reader of the server's
+    committed state (``shell.history``), so a Step or RPC can read the committed messages its cache lacks.
     """
     memoize_sdk_version()
     options = WorkerOptions(
@@ -43,7 +47,15 @@ def session_worker(
         pull=PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks),
         credential=credential,
     )
-    return AsyncWorker(registry, blob_cache, options)
+    with large_message_channels():  # LoadBlobs may hydrate several large values at once
+        worker = AsyncWorker(registry, blob_cache, options)
+    for flow in registry.flows:
+        if isinstance(flow, AgentSessionFlow):
+            history = flow.runtime.history
+            previous, history.reader = history.reader, CommittedReader(server_address, credential, blob_cache, registry)
+            if previous is not None:
+                previous.close()
+    return worker
 
 
 __all__ = ["DEFAULT_MAX_CONCURRENT_TASKS", "session_registry", "session_worker"]

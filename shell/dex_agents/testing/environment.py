@@ -27,6 +27,7 @@ from typing import Any, Final, TypeVar, final
 from dex import AsyncWorker, BlobCache, BlobCacheConfig, Client, ClientOptions, Registry, WorkerTarget, open_blob_cache
 
 from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.sdk_private import large_message_channels
 from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry, session_worker
 from dex_agents.testing.session_client import AgentSessionTestClient
 
@@ -164,8 +165,9 @@ class AgentTestEnvironment:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         try:
-            client = Client(registry, blob_cache, ClientOptions(server_address=server_address,
-                                                                worker_target=WorkerTarget(pull=True)))
+            with large_message_channels():  # a snapshot of a session with megabytes of history
+                client = Client(registry, blob_cache, ClientOptions(server_address=server_address,
+                                                                    worker_target=WorkerTarget(pull=True)))
         except BaseException:
             blob_cache.close()
             shutil.rmtree(directory, ignore_errors=True)

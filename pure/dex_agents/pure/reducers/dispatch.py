@@ -32,6 +32,7 @@ not fit the state (or a runner defect) gives a rejection (``is_rejection``: stat
 | ``ResolveInterruptCalled`` | ``resolve_interrupt`` | ``rpcs.reduce_resolve_interrupt`` |
 | ``AgentSnapshotRequested`` | ``get_agent_snapshot`` | ``rpcs.reduce_agent_snapshot_requested`` |
 | ``AgentMessagesListed`` | ``list_agent_messages`` | ``rpcs.reduce_agent_messages_listed`` |
+| ``SendUserMessageOnceCalled`` | ``send_user_message_once`` | ``rpcs.reduce_send_user_message_once`` |
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from dex_agents.pure.reducers.rpcs import (
     reduce_agent_snapshot_requested,
     reduce_resolve_interrupt,
     reduce_send_user_message,
+    reduce_send_user_message_once,
 )
 from dex_agents.pure.reducers.session import (
     reduce_initial_message_built,
@@ -86,6 +88,7 @@ from dex_agents.pure.step_inputs import (
     ResolveInterruptCalled,
     RpcCall,
     SendUserMessageCalled,
+    SendUserMessageOnceCalled,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,
@@ -172,6 +175,8 @@ def reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> Rpc
             return reduce_agent_snapshot_requested(state, call)
         case AgentMessagesListed():
             return reduce_agent_messages_listed(state, call)
+        case SendUserMessageOnceCalled():
+            return reduce_send_user_message_once(state, call)
         case _:
             assert_never(call)
 
@@ -193,7 +198,13 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
     False
     """
     match session_input:
-        case SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed():
+        case (
+            SendUserMessageCalled()
+            | ResolveInterruptCalled()
+            | AgentSnapshotRequested()
+            | AgentMessagesListed()
+            | SendUserMessageOnceCalled()
+        ):
             return reduce_rpc(state, config, session_input)
         case ApprovalWaitStarted():
             return reduce_wait(state, config, session_input)

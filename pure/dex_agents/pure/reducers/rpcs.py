@@ -13,6 +13,12 @@
 * ``get_agent_snapshot``: the state, messages, pending interrupts, records in deferral order, usage
   and queued message count (reads everything; the RPC loads the whole maps).
 * ``list_agent_messages``: one page of messages (see ``paging``).
+* ``send_user_message_once`` (ours): ``send_user_message`` with the message's identity. A message ID
+  already in ``UserMessageReceipts`` answers ``true`` and queues nothing (the same text: a resend) or
+  is refused (another text: the ID was reused). Otherwise as ``send_user_message``; a queued message
+  also stores its receipt in the same commit. Blank text answers ``false`` and keeps no receipt. A
+  message ID that cannot key an instance (``keys.message_id_problem``) is refused. The RPC reads the
+  receipt its caller loaded and locked, so two concurrent sends of one ID cannot both queue.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ from dataclasses import replace
 
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import PublishToChannel, PublishToChannelInstance
+from dex_agents.pure.effects import PublishToChannel, PublishToChannelInstance, SetMapInstance
 from dex_agents.pure.paging import page_messages
 from dex_agents.pure.deadlines import is_late
-from dex_agents.pure.persistence import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES
+from dex_agents.pure.keys import message_id_problem
+from dex_agents.pure.persistence import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES, USER_MESSAGE_RECEIPTS
 from dex_agents.pure.reducers.common import interrupt_deadline, set_pending_interrupts
 from dex_agents.pure.reducers.session import is_blank
 from dex_agents.pure.rpc_values import AgentSnapshot
@@ -34,10 +41,11 @@ from dex_agents.pure.step_inputs import (
     AgentSnapshotRequested,
     ResolveInterruptCalled,
     SendUserMessageCalled,
+    SendUserMessageOnceCalled,
 )
 from dex_agents.pure.transition import RpcTransition, answer, refuse
 from dex_agents.pure.validation import lone_surrogate_problem
-from dex_agents.pure.values import AgentInterruptResolution, AgentUserMessage
+from dex_agents.pure.values import AgentInterruptResolution, AgentUserMessage, UserMessageReceipt
 
 
 def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> RpcTransition:
@@ -51,6 +59,31 @@ def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled)
     queued = replace(state, queued_message_count=state.queued_message_count + 1)
     publish = PublishToChannel.of(QUEUED_USER_MESSAGES, AgentUserMessage(text=text))
     return answer(queued, True, [publish])
+
+
+def reduce_send_user_message_once(state: SessionState, called: SendUserMessageOnceCalled) -> RpcTransition:
+    """``send_user_message_once``: ``true`` for a message already queued under its ID (nothing queued
+    again); a reused ID with another text, a bad ID or un-encodable text is refused; else as
+    ``send_user_message``, storing the receipt with the queued message."""
+    message_id, text = called.input.message_id, called.input.text
+    problem = message_id_problem(message_id) or lone_surrogate_problem(text, "text")
+    if problem is not None:
+        return refuse(state, problem)
+    receipt = state.user_message_receipts.get(message_id)
+    if receipt is not None:
+        if receipt.text != text:
+            return refuse(state, f"message id {message_id!r} was already sent with another text")
+        return answer(state, True)
+    if is_blank(text):
+        return answer(state, False)
+    receipt = UserMessageReceipt(message_id=message_id, text=text)
+    queued = replace(
+        state,
+        queued_message_count=state.queued_message_count + 1,
+        user_message_receipts=state.user_message_receipts.set(message_id, receipt),
+    )
+    publish = PublishToChannel.of(QUEUED_USER_MESSAGES, AgentUserMessage(text=text))
+    return answer(queued, True, [publish, SetMapInstance.of(USER_MESSAGE_RECEIPTS, message_id, receipt)])
 
 
 def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> RpcTransition:
@@ -113,5 +146,6 @@ __all__ = [
     "reduce_agent_snapshot_requested",
     "reduce_resolve_interrupt",
     "reduce_send_user_message",
+    "reduce_send_user_message_once",
     "snapshot_of",
 ]

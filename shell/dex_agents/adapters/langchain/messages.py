@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages import messages_from_dict as _messages_from_dict
 from langchain_core.messages import messages_to_dict as _messages_to_dict
 
 from dex_agents.adapters.kit import assistant_message, tool_message, user_message
+from dex_agents.adapters.kit.history import HistoryMemo
 from dex_agents.pure.values import AgentMessage, FrameworkMessage
 
 
@@ -51,9 +53,15 @@ def load_messages(data: str | object) -> list[BaseMessage]:
         raise ValueError(f"not LangChain messages: {error}") from error
 
 
+_HISTORY: Final[HistoryMemo[BaseMessage]] = HistoryMemo(lambda item: load_messages(item),
+                                                        lambda message: message.model_copy())
+"""Parsed stored items; each model call gets (shallow) copies, which a chat model may change."""
+
+
 def load_history(stored: Iterable[AgentMessage]) -> list[BaseMessage]:
-    """The model input the stored messages replay to, from their ``framework_item``s only."""
-    return [message for item in stored for message in load_messages(item.framework_item)]
+    """The model input the stored messages replay to, from their ``framework_item``s only (each item
+    parsed once per Worker: ``kit.history.HistoryMemo``)."""
+    return _HISTORY.load(stored)
 
 
 def user_prompt_item(text: str) -> str:

@@ -25,6 +25,7 @@ from agents.items import TResponseInputItem
 from pydantic_core import to_jsonable_python
 
 from dex_agents.adapters.kit import assistant_message, tool_message, user_message
+from dex_agents.adapters.kit.messages import expanded_item
 from dex_agents.pure.values import AgentMessage, FrameworkMessage
 
 ASSISTANT: Final = "assistant"
@@ -57,7 +58,7 @@ def load_items(text: str) -> list[TResponseInputItem]:
 
 def load_history(stored: Iterable[AgentMessage]) -> list[TResponseInputItem]:
     """The model input the stored messages replay to, from their ``framework_item``s only."""
-    return [item for message in stored for item in load_items(message.framework_item)]
+    return [item for message in stored for item in load_items(expanded_item(message))]
 
 
 def item_type(item: Mapping[str, Any]) -> str:

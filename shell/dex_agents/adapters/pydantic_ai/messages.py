@@ -10,8 +10,10 @@ Invariants:
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -26,6 +28,7 @@ from pydantic_ai.messages import (
 )
 
 from dex_agents.adapters.kit import assistant_message, tool_message, user_message
+from dex_agents.adapters.kit.history import HistoryMemo
 from dex_agents.pure.values import AgentMessage, FrameworkMessage
 
 
@@ -46,9 +49,26 @@ def load_messages(data: str | object) -> list[ModelMessage]:
     return list(ModelMessagesTypeAdapter.validate_python(data))
 
 
+def _shallow_copy(message: ModelMessage) -> ModelMessage:
+    """A copy sharing the message's parts (Pydantic AI only ever reassigns a history message's own
+    attributes: its run metadata, its parts list)."""
+    fields = getattr(message, "__dict__", None)
+    if fields is None:
+        return copy.copy(message)
+    copied = object.__new__(type(message))
+    copied.__dict__.update(fields)
+    return copied
+
+
+_HISTORY: Final[HistoryMemo[ModelMessage]] = HistoryMemo(lambda item: load_messages(item), _shallow_copy)
+"""Parsed stored items; each model call gets shallow copies (Pydantic AI fills in run metadata on a
+history's messages)."""
+
+
 def load_history(stored: Iterable[AgentMessage]) -> list[ModelMessage]:
-    """The model input the stored messages replay to, from their ``framework_item``s only."""
-    return [message for item in stored for message in load_messages(item.framework_item)]
+    """The model input the stored messages replay to, from their ``framework_item``s only (each item
+    parsed once per Worker: ``kit.history.HistoryMemo``)."""
+    return _HISTORY.load(stored)
 
 
 def user_prompt_item(text: str) -> str:

@@ -1,0 +1,149 @@
+"""The calls a session client repeats on its own, and when: a call whose repetition is harmless,
+after a failure that may have lost the call or its answer.
+
+What Dex guarantees decides what is harmless. ``start_flow`` with a stable request ID and
+``ignore_already_started`` returns the run that request started (documented by the SDK), so a start
+is retried with the request ID of its first try. An RPC gets a fresh request ID from the SDK on every
+``invoke_rpc`` and Dex documents no deduplication of RPCs, so a repeated ``send_user_message`` would
+queue the message again: a send is retried only as ``send_user_message_once`` with the message ID of
+its first try, which the session itself deduplicates (``UserMessageReceipts``).
+
+Invariants:
+    * A failure is transient when the call may not have run, or ran and its answer was lost: the
+      server unreachable or gone (a SIGKILLed or restarting engine: ``UNAVAILABLE``, "Stream
+      removed"), an RPC no Worker took, a lock held by a concurrent duplicate. What the session or
+      Dex decided (a refused message, an unknown session, a bad argument) is final.
+    * Retries pause with a growing back-off and stop at the deadline, raising the last failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+import grpc
+from dex import (
+    DexServiceError,
+    FlowAlreadyStartedError,
+    FlowClosingError,
+    FlowNotActiveOrNotFoundError,
+    FlowNotFoundError,
+    RPCInvokeOptions,
+    RpcLockConflictError,
+    StartFlowOptions,
+    WorkerInvocationError,
+)
+
+from dex_agents.pure.keys import message_id_problem
+from dex_agents.shell.definitions import USER_MESSAGE_RECEIPTS
+
+__all__ = [
+    "RETRY_FIRST_SECONDS",
+    "RETRY_MAX_SECONDS",
+    "TRANSIENT_CODES",
+    "checked_message_id",
+    "is_repeatable_start",
+    "is_transient",
+    "repeat_async",
+    "repeat_sync",
+    "retried_start_options",
+    "send_options",
+]
+
+T = TypeVar("T")
+
+RETRY_FIRST_SECONDS: Final = 0.05
+RETRY_MAX_SECONDS: Final = 1.0
+
+TRANSIENT_CODES: Final = frozenset({
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.INTERNAL,
+})
+"""gRPC codes of a call that may not have run or whose answer may be lost (transport and server
+failures). ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``FAILED_PRECONDITION``, ``PERMISSION_DENIED``, ... are
+answers."""
+
+_FINAL_ERRORS: Final = (FlowAlreadyStartedError, FlowClosingError, FlowNotActiveOrNotFoundError, FlowNotFoundError)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether a repeatable call that raised ``error`` should be tried again (see the module docstring)."""
+    if isinstance(error, RpcLockConflictError):
+        return True
+    if isinstance(error, WorkerInvocationError):
+        return not error.worker_error_type  # no type: no Worker took the RPC, nothing ran
+    if isinstance(error, _FINAL_ERRORS):
+        return False
+    return isinstance(error, DexServiceError) and error.code in TRANSIENT_CODES
+
+
+def checked_message_id(message_id: str | None) -> str:
+    """``message_id``, or a new random one for ``None``.
+
+    Raises:
+        ValueError: ``message_id`` cannot be a message ID (blank, too long, holding ``/``).
+    """
+    if message_id is None:
+        return uuid.uuid4().hex
+    problem = message_id_problem(message_id)
+    if problem is not None:
+        raise ValueError(problem)
+    return message_id
+
+
+def send_options(message_id: str) -> RPCInvokeOptions:
+    """``send_user_message_once``'s per-call options: its message's receipt instance, locked (two
+    concurrent sends of one ID cannot both queue) and loaded (the handler reads it)."""
+    return RPCInvokeOptions(lock_attribute_map_instances=(USER_MESSAGE_RECEIPTS.lock(message_id),),
+                            load_attribute_map_instances=(USER_MESSAGE_RECEIPTS.load(message_id),))
+
+
+def retried_start_options(options: StartFlowOptions | None, request_id: str | None) -> StartFlowOptions:
+    """The start options of ``SessionClient.start``: the caller's, else a request ID (``request_id`` or
+    a new one) with ``ignore_already_started``, so a retried start returns the run its first try made."""
+    if options is not None:
+        return options
+    return StartFlowOptions(request_id=request_id or uuid.uuid4().hex, ignore_already_started=True)
+
+
+def is_repeatable_start(options: StartFlowOptions) -> bool:
+    """Whether a start with ``options`` may be repeated: Dex returns its run only for the same request
+    ID with ``ignore_already_started``."""
+    return bool(options.request_id) and options.ignore_already_started
+
+
+def repeat_sync(call: Callable[[], T], seconds: float) -> T:
+    """``call()``, tried again after each transient failure until ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    pause = RETRY_FIRST_SECONDS
+    while True:
+        try:
+            return call()
+        except Exception as error:
+            remaining = deadline - time.monotonic()
+            if not is_transient(error) or remaining <= 0:
+                raise
+            time.sleep(min(pause, remaining))
+            pause = min(pause * 2, RETRY_MAX_SECONDS)
+
+
+async def repeat_async(call: Callable[[], Awaitable[T]], seconds: float) -> T:
+    """``await call()``, tried again after each transient failure until ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    pause = RETRY_FIRST_SECONDS
+    while True:
+        try:
+            return await call()
+        except Exception as error:
+            remaining = deadline - time.monotonic()
+            if not is_transient(error) or remaining <= 0:
+                raise
+            await asyncio.sleep(min(pause, remaining))
+            pause = min(pause * 2, RETRY_MAX_SECONDS)

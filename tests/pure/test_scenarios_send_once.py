@@ -1,0 +1,90 @@
+"""``send_user_message_once`` (ours): a message ID already queued answers ``true`` and queues nothing;
+a reused ID with another text, a bad ID and un-encodable text are refused; blank text keeps no
+receipt."""
+
+from __future__ import annotations
+
+import pytest
+from pyrsistent import pmap
+
+from dex_agents.pure.effects import AnswerRpc, PublishToChannel, RefuseRpc, SetMapInstance
+from dex_agents.pure.flow_shape import rpc_instance_key, rpc_of
+from dex_agents.pure.keys import MAX_MESSAGE_ID_LENGTH, message_id_problem
+from dex_agents.pure.persistence import QUEUED_USER_MESSAGES, USER_MESSAGE_RECEIPTS, RpcName
+from dex_agents.pure.replay import replay
+from dex_agents.pure.rpc_values import SendUserMessageInput, SendUserMessageOnceInput
+from dex_agents.pure.step_inputs import SendUserMessageCalled, SendUserMessageOnceCalled
+from dex_agents.pure.values import AgentUserMessage, UserMessageReceipt
+from tests.pure.scenario_support import Session, answer_of, failure_of
+
+
+def send_once(session: Session, message_id: str, text: str) -> object:
+    return session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id=message_id, text=text)))
+
+
+def test_the_first_send_queues_the_message_and_keeps_its_receipt() -> None:
+    session = Session()
+    session.start(None)
+    t = session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m-1", text="hi")))
+    receipt = UserMessageReceipt(message_id="m-1", text="hi")
+    assert list(t.effects) == [
+        PublishToChannel(channel=QUEUED_USER_MESSAGES, value=AgentUserMessage(text="hi")),
+        SetMapInstance(map=USER_MESSAGE_RECEIPTS, key="m-1", value=receipt),
+    ]
+    assert t.ending == AnswerRpc(output=True)
+    assert t.state.queued_message_count == 1 and t.state.user_message_receipts == pmap({"m-1": receipt})
+
+
+def test_a_resend_answers_as_the_first_and_queues_nothing() -> None:
+    session = Session()
+    session.start(None)
+    send_once(session, "m-1", "hi")
+    before = session.state
+    t = session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m-1", text="hi")))
+    assert answer_of(t) is True and list(t.effects) == [] and t.state == before
+
+
+def test_a_reused_id_with_another_text_is_refused() -> None:
+    session = Session()
+    session.start(None)
+    send_once(session, "m-1", "hi")
+    t = session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m-1", text="bye")))
+    assert isinstance(t.ending, RefuseRpc)
+    assert failure_of(t) == "message id 'm-1' was already sent with another text"
+
+
+def test_blank_text_answers_false_and_keeps_no_receipt() -> None:
+    session = Session()
+    session.start(None)
+    t = session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m-1", text=" ")))
+    assert answer_of(t) is False and list(t.effects) == [] and not t.state.user_message_receipts
+
+
+@pytest.mark.parametrize(
+    ("message_id", "text", "problem"),
+    [
+        ("", "hi", "message_id must not be blank"),
+        ("a/b", "hi", "message_id must not contain '/'"),
+        ("x" * (MAX_MESSAGE_ID_LENGTH + 1), "hi", f"at most {MAX_MESSAGE_ID_LENGTH} characters"),
+        ("m-\ud800", "hi", "lone surrogate"),
+        ("m-1", "ok \ud800", "text contains a lone surrogate U+D800"),
+    ],
+)
+def test_bad_ids_and_unencodable_text_are_refused(message_id: str, text: str, problem: str) -> None:
+    session = Session()
+    session.start(None)
+    t = session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id=message_id, text=text)))
+    assert isinstance(t.ending, RefuseRpc) and problem in t.ending.error
+    assert t.state == session.state
+
+
+def test_the_rpc_loads_its_messages_receipt() -> None:
+    call = SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m-7", text="hi"))
+    assert rpc_of(call) is RpcName.SEND_USER_MESSAGE_ONCE and rpc_instance_key(call) == "m-7"
+    assert rpc_instance_key(SendUserMessageCalled(input=SendUserMessageInput(text="hi"))) is None
+    assert message_id_problem("fine-id") is None
+
+
+def test_replay_keeps_the_receipts_so_a_replayed_resend_queues_nothing() -> None:
+    calls = [SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m", text="hi"))] * 2
+    assert replay(calls).queued_message_count == 1
