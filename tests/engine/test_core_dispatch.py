@@ -16,6 +16,7 @@ from dex_agents.engine import policy
 from dex_agents.engine.dispatch import Dispatcher
 from dex_agents.engine.request_checks import _DecodedFrames
 from dex_agents.engine.tasks import Task, WorkerStream
+from dex_agents.engine.timing import ManualClock
 from dex_agents.engine.worker_service import WorkerTaskService
 
 Scheduled = list[tuple[float, Callable[[], None]]]
@@ -23,7 +24,8 @@ Scheduled = list[tuple[float, Callable[[], None]]]
 
 def dispatcher() -> tuple[Dispatcher, Scheduled]:
     scheduled: Scheduled = []
-    return Dispatcher(lambda delay, callback: scheduled.append((delay, callback))), scheduled
+    # A manual clock: under load the real one can pass a decline's back-off before the test looks.
+    return Dispatcher(lambda delay, callback: scheduled.append((delay, callback)), clock=ManualClock()), scheduled
 
 
 def task(task_id: str, kind: str = "execute") -> Task:
