@@ -32,7 +32,7 @@ for a Step execution whose ``execute`` committed a decision: turn ``k`` of a ses
 a message runs ``RunModel`` executions ``2k - 1`` (asks for the tool) and ``2k`` (answers). The long
 poll is woken by the commit itself, so detection costs one response on the loopback and no polling
 interval; an event set by the runner would fire before the commit, and polling
-``get_agent_snapshot`` would add its interval and load the whole message history each time.
+``get_agent_snapshot`` would add its interval and build the whole message history each time.
 
 Between turns (untimed), the session settles as it would before a user's next message: the
 benchmark pauses 10 ms, then reads the Flow history (incrementally, from the last event read) until
@@ -42,8 +42,8 @@ Step type). At the end of each scenario one ``get_agent_snapshot`` per session c
 committed ``AgentState``: every turn completed, none failed, four messages per turn.
 
 Scenarios (after a warm-up of both paths):
-    (a) sequential turns on ONE session. ``RunModel`` loads and decodes every stored message, so a
-        turn's cost may grow with the session; the ratio reported is the overhead around turn 50
+    (a) sequential turns on ONE session. ``RunModel`` sees every stored message (loading only the
+        turn's new ones: the Worker keeps the rest), so a growth with the session shows here; the ratio reported is the overhead around turn 50
         (median of turns 46-55) over the overhead of a first turn (median of scenario (b)'s first
         turns), with the single samples of turns 1 and 50 printed too.
     (b) one turn on each of N fresh sessions (``start_flow`` with no initial message, settle, then

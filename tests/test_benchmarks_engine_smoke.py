@@ -17,7 +17,7 @@ BACKLOG_LABELS = ("backlog: 70 open runs", "restart to ready with the backlog:",
                   "StartFlow with the whole backlog queued")
 FLOOR_LABELS = ("synchronous=FULL (power-loss): n=50", "synchronous=NORMAL (process-crash): n=50",
                 "sync server: round trip: n=50", "aio  server: round trip: n=50", "server CPU per round trip",
-                "turn floor at power-loss: 12 commits", "turn floor at process-crash: 12 commits")
+                "turn floor at power-loss: 8 commits", "turn floor at process-crash: 8 commits")
 LONG_POLL_LABELS = ("quiet:", "5 WaitForFlow abandoned after 2 s", "200 WaitForAttribute polls waiting:",
                     "5 silent PollWorkerTask streams open:", "steps/s; HealthCheck")
 

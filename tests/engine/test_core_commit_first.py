@@ -93,7 +93,14 @@ def test_a_failed_outcome_commit_leaves_the_task_its_deadline_and_its_locks(
     harness = dex.start(flow, address=server.address)
     flow_id = dex.flow_id()
     harness.client.start_flow(flow, flow_id, method)
-    flow.probe.wait("attempt")
+
+    def first_attempt() -> bool | None:
+        if flow.probe.values("attempt"):
+            return True
+        clock.advance(0.05)  # a decline's back-off (a Worker still registering, under load) runs on this clock
+        return None
+
+    eventually(first_attempt, what="the first attempt", timeout=WAIT)
     with engine.lock:
         run = engine.current_flow(flow_id)
         assert run is not None

@@ -1,5 +1,5 @@
-"""Engine core, one bad run never stops others: a task too large for the pull Worker fails its
-attempt with a clear error, a Step type no Worker knows fails with NO_WORKER_AVAILABLE after the
+"""Engine core, one bad run never stops others: a task too large for the pull Worker (its values each
+under the blob threshold: larger ones go by reference) fails its attempt with a clear error, a Step type no Worker knows fails with NO_WORKER_AVAILABLE after the
 dispatch wait while the other Flows of its type go on, retry back-off stays finite at any attempt
 number, the periodic deadline check survives a failing pass, and SearchFlows bounds its query and parses it
 without the engine lock. Runs in-process ``EngineServer``s
@@ -16,9 +16,12 @@ from typing import cast
 import grpc
 import pytest
 from dex import (
+    Attribute,
     Context,
     FlowStatus,
+    PersistenceSchema,
     RetryPolicy,
+    StartFlowOptions,
     Step,
     StepDecision,
     StepList,
@@ -29,6 +32,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.engine import policy
+from dex_agents.engine.blobs import BLOB_THRESHOLD_BYTES
 from dex_agents.engine.queries import MAX_QUERY_CHARS
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.timing import EngineTiming, ManualClock
@@ -66,6 +70,23 @@ class OldFlow(NamedFlow[str]):
         return StepList.start_step(Echo())
 
 
+PIECES = [Attribute(f"Piece{index}", str) for index in range(40)]
+PIECE = "p" * (policy.WORKER_TASK_LIMIT // 38)
+"""Each piece stays under the blob threshold (it goes in the frame); together they exceed the frame limit."""
+
+
+class ManyPiecesFlow(OldFlow):
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(*PIECES)
+
+
+def with_pieces() -> StartFlowOptions:
+    options = StartFlowOptions()
+    for piece in PIECES:
+        options = options.with_attribute(piece, PIECE)
+    return options
+
+
 class NewFlow(NamedFlow[str]):
     """The same Flow type as :class:`OldFlow`, as a newer Client sees it."""
 
@@ -87,10 +108,11 @@ def quick(tmp_path: Path) -> Iterator[EngineServer]:
 
 def test_a_task_too_large_for_the_worker_fails_its_attempt_and_others_go_on(
         dex: DexFixture, quick: EngineServer) -> None:
-    flow = OldFlow(dex.flow_type())
+    assert len(PIECE) < BLOB_THRESHOLD_BYTES < policy.WORKER_TASK_LIMIT < len(PIECE) * len(PIECES)
+    flow = ManyPiecesFlow(dex.flow_type())
     harness = dex.start(flow, address=quick.address)
     big, small = dex.flow_id("big"), dex.flow_id("small")
-    harness.client.start_flow(flow, big, "x" * (policy.WORKER_TASK_LIMIT + 1024))
+    harness.client.start_flow(flow, big, "x", with_pieces())
     harness.client.start_flow(flow, small, "ok")
     assert harness.result(small).single_output(int) == 2
     failed = harness.result(big)
@@ -194,8 +216,10 @@ def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(own_engine: 
                                                                     own_channel: grpc.Channel) -> None:
     stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
     stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
-    big = pb.InvokeRPCRequest(flow_id="f", rpc_name="r", lock_attribute_keys=["K"],
-                              input=pb.Value(string_value="x" * policy.WORKER_TASK_LIMIT))
+    stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="f", messages=[
+        pb.ChannelMessage(channel_name="C", value=pb.Value(string_value=PIECE)) for _ in PIECES]))
+    big = pb.InvokeRPCRequest(flow_id="f", rpc_name="r", lock_attribute_keys=["K"], load_channel_names=["C"],
+                              input=pb.Value(string_value="x"))
     with pytest.raises(grpc.RpcError) as raised:
         stub.InvokeRPC(big, timeout=WAIT)
     error = cast(grpc.Call, raised.value)

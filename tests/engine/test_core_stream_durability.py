@@ -1,12 +1,15 @@
 """Engine core, commit durability: a best-effort Stream append is committed without an fsync of its
-own (SQLite ``synchronous=NORMAL`` for that commit) while every other commit keeps the store's level;
-the ``process-crash`` level relaxes every commit; a nested block joins its outer transaction."""
+own (SQLite ``synchronous=NORMAL`` for that commit) while every other commit keeps the store's level,
+except the first output frame of a single-attempt method (it records that the attempt sent output,
+which keeps a restarted engine from running it again); the ``process-crash`` level relaxes every
+commit; a nested block joins its outer transaction."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dex import AsyncContext, StartFlowOptions, Step, StepDecision, force_complete
+import pytest
+from dex import AsyncContext, RetryPolicy, StartFlowOptions, Step, StepDecision, StepOptions, force_complete
 
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.durability import Durability
@@ -78,6 +81,13 @@ class ThreeWrites(Step[str]):
         return force_complete("written")
 
 
+class ThreeWritesOnce(ThreeWrites):
+    """``ThreeWrites`` as a single-attempt method (``maximum_attempts`` 1)."""
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
+
+
 def _commits(statements: list[str]) -> list[tuple[str, list[str]]]:
     """Group traced SQL into committed transactions: (synchronous level in force, statements)."""
     level, current, out = "FULL", list[str](), list[tuple[str, list[str]]]()
@@ -94,12 +104,14 @@ def _commits(statements: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def test_only_a_steps_later_stream_appends_skip_the_fsync(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("step", "first_level"), [(ThreeWritesOnce, "FULL"), (ThreeWrites, "NORMAL")])
+def test_stream_appends_skip_the_fsync_but_a_single_attempt_methods_first_output(
+        tmp_path: Path, step: type[ThreeWrites], first_level: str) -> None:
     server = EngineServer(tmp_path / "engine.db")
     server.start()
     try:
         statements: list[str] = []
-        flow = StreamStepFlow(unique_name("durability"), ThreeWrites)
+        flow = StreamStepFlow(unique_name("durability"), step)
         harness = open_harness([flow], address=server.address, cache_dir=tmp_path / "cache", async_worker=True)
         try:
             with server.engine.lock:
@@ -116,7 +128,7 @@ def test_only_a_steps_later_stream_appends_skip_the_fsync(tmp_path: Path) -> Non
     appends = [(level, sql) for level, sql in _commits(statements)
                if any(s.startswith("INSERT INTO streams") for s in sql)]
     assert len(appends) == 3
-    assert appends[0][0] == "FULL", "the first output frame ends re-delivery, so it is fsync'd"
+    assert appends[0][0] == first_level, "only a single-attempt method's first output frame is fsync'd"
     assert [level for level, _ in appends[1:]] == ["NORMAL", "NORMAL"]
     others = [level for level, sql in _commits(statements) if not any(s.startswith("INSERT INTO streams") for s in sql)]
     assert others and set(others) == {"FULL"}, "every other commit keeps the fsync"

@@ -21,6 +21,7 @@ keys are held waits (FIFO) until they free. An RPC that finds a key held fails a
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from typing import Literal, Protocol
 from dex.dexpb import dex_pb2 as pb
 
 from .attribute_locks import AttributeLocks
+from .blobs import Blobs
 from .dispatch import Dispatcher
 from .lock_discipline import assert_engine_lock_held
 from .rows import Effects, FlowRow, StepRow
@@ -83,6 +85,9 @@ class StepEffects(Protocol):
     def check_waits(self, uid: int) -> None:
         """Re-evaluate the run's waiting Steps."""
 
+    def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
+        """Complete, in the open transaction, the run's Waits its publishes satisfied."""
+
     def fire_timer(self, uid: int, seid: str, idx: int) -> None:
         """A Timer's time came."""
 
@@ -108,7 +113,10 @@ class EngineCore:
         self.lock = threading.RLock()
         self._waiters: dict[WaitKey, set[LongPoll]] = {}
         self.scheduler = Scheduler(self.lock, self.clock)
-        self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock, guard=self.assert_locked)
+        self.blobs = Blobs()
+        """The large values delivered tasks reference, for ``LoadBlobs`` (``blobs``)."""
+        self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock, guard=self.assert_locked,
+                                     blobs=self.blobs)
         self.running: dict[tuple[int, str], Task] = {}
         self.tasks: dict[str, Task] = {}
         self.attribute_locks = AttributeLocks(guard=self.assert_locked)
@@ -220,6 +228,13 @@ class EngineCore:
     def _timer_callback(self, uid: int, seid: str, idx: int) -> Callable[[], None]:
         steps, _ = self._performers()
         return lambda: steps.fire_timer(uid, seid, idx)
+
+    def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
+        """Complete the run's Waits a publish satisfied inside the transaction that publishes (lock
+        held), so the publish and the Waits it satisfies commit together: one commit, not two."""
+        self.assert_locked()
+        steps, _ = self._performers()
+        steps.complete_waits(db, uid, effects)
 
     # ---- effects
     def apply(self, effects: Effects) -> None:

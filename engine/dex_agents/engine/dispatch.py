@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from dex.dexpb import dex_pb2 as pb
 
+from .blobs import Blobs
 from .pending import PendingTasks
 from .tasks import IllegalTaskTransition, Task, TaskKind, TaskState, WorkerStream
 from .timing import Clock, EngineTiming, SystemClock
@@ -34,9 +35,11 @@ class Dispatcher:
 
     def __init__(self, schedule_retry: Callable[[float, Callable[[], None]], None],
                  timing: EngineTiming | None = None, clock: Clock | None = None,
-                 guard: Callable[[], None] = lambda: None) -> None:
-        """``guard`` is called on entry of every public method: the engine passes its lock check."""
+                 guard: Callable[[], None] = lambda: None, blobs: Blobs | None = None) -> None:
+        """``guard`` is called on entry of every public method: the engine passes its lock check.
+        ``blobs`` keeps the large values a delivered task references (``blobs.Blobs``)."""
         self._guard = guard
+        self._blobs = blobs if blobs is not None else Blobs()
         self.timing = timing if timing is not None else EngineTiming()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._idle: dict[str, list[WorkerStream]] = {}
@@ -337,4 +340,4 @@ class Dispatcher:
             task.message.deadline.FromNanoseconds(int(task.deadline * 1e9))
             if task.heartbeat_timeout is not None:
                 task.heartbeat_deadline = wall + task.heartbeat_timeout
-        chosen.send(pb.PollWorkerTaskResponse(task=task.message))
+        chosen.send(pb.PollWorkerTaskResponse(task=self._blobs.outgoing(task.message)))

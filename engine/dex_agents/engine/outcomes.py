@@ -2,8 +2,9 @@
 
 Each outcome commits in one transaction: the handler's writes (Attributes, Step-execution locals,
 Channel publishes and deletes), the Step's new phase, the decision's new Steps or the Flow's close,
-and the history events. Channel messages a satisfied Wait consumes are removed in the same
-transaction that moves the Step to ``execute`` and stores them as its ConditionResults.
+the Waits its publishes satisfied, and the history events. Channel messages a satisfied Wait
+consumes are removed in the same transaction that moves the Step to ``execute`` and stores them as
+its ConditionResults.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class Outcomes:
                     reason = waits.validate(response.waiting_condition) if has_wait else None
                     if reason is not None:
                         raise ValueError(reason)
-                    self._apply_writes(db, step, response, effects)
+                    published = self._apply_writes(db, step, response, effects)
                     history.wait_for_completed(db, step, response, flow.config)
                     now = self.engine.now_ms()
                     if has_wait:
@@ -108,6 +109,8 @@ class Outcomes:
                     else:
                         self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(now, None))
                         self._pending_execute(db, step, effects)
+                    if published:
+                        self.complete_waits(db, step.uid, effects)
         except (ValueError, ServiceError) as bad:
             self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
             return
@@ -143,10 +146,12 @@ class Outcomes:
                 current = self._current(task)
                 if current is not None:
                     flow, step = current
-                    self._apply_writes(db, step, response, effects)
+                    published = self._apply_writes(db, step, response, effects)
                     history.execute_completed(db, step, response, flow.config)
                     self.engine.rows.update_step(db, step.uid, step.seid, phase="done")
                     self.flows.apply_decision(db, flow, step, response.step_decision, effects)
+                    if published:
+                        self.complete_waits(db, step.uid, effects)
         except (ValueError, ServiceError) as bad:
             self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
             return
@@ -232,8 +237,9 @@ class Outcomes:
 
     def _apply_writes(self, db: sqlite3.Connection, step: StepRow,
                       response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
-                      effects: Effects) -> None:
-        """Apply a Step method's Attribute, Step-local and Channel writes."""
+                      effects: Effects) -> bool:
+        """Apply a Step method's Attribute, Step-local and Channel writes; whether it published (then
+        the caller completes the Waits that satisfied, in the same transaction: ``complete_waits``)."""
         state.upsert_attributes(db, step.uid, response.upsert_attributes)
         effects.written.update((step.uid, write.key) for write in response.upsert_attributes)
         if response.upsert_step_exe_locals:
@@ -243,9 +249,9 @@ class Outcomes:
             self.engine.rows.update_step(db, step.uid, step.seid, locals=list(merged.values()))
         if response.publish_to_channel:
             state.publish(db, step.uid, response.publish_to_channel)
-            effects.wait_checks.add(step.uid)
         if response.delete_from_channel:
             state.delete_messages(db, step.uid, response.delete_from_channel)
+        return bool(response.publish_to_channel)
 
     # ---- Waits
     def try_complete_wait(self, db: sqlite3.Connection, uid: int, seid: str, effects: Effects) -> bool:
@@ -271,6 +277,17 @@ class Outcomes:
         self.engine.rows.update_step(db, uid, seid, **_method_reset(self.engine.now_ms(), results))
         self._pending_execute(db, step, effects)
         return True
+
+    def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
+        """Complete, in the open transaction, every Wait of the run that is satisfied now, oldest first
+        (after a publish of the same transaction: the publish and the Waits it satisfies commit as one)."""
+        self.engine.assert_locked()
+        flow = self.engine.flow(uid)
+        if flow is None or not flow.running:
+            return
+        for (seid,) in db.execute("SELECT seid FROM steps WHERE uid=? AND phase='waiting' ORDER BY seq",
+                                  (uid,)).fetchall():
+            self.try_complete_wait(db, uid, seid, effects)
 
     def check_waits(self, uid: int) -> None:
         """Re-evaluate the run's waiting Steps (after a publish or a Timer), oldest first."""

@@ -14,6 +14,8 @@ from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
+from .blobs import BLOB_THRESHOLD_BYTES, referenced
+
 Method = Literal["wait_for", "execute"]
 DEFAULT_INITIAL_INTERVAL = 1.0
 DEFAULT_COEFFICIENT = 2.0
@@ -45,6 +47,13 @@ MAX_RETRY_DELAY = 365 * 24 * 3600.0
 def retry_policy(options: pb.StepOptions, method: Method) -> pb.RetryPolicy:
     """The configured retry policy of a Step method (may be all zeros)."""
     return options.wait_for_retry_policy if method == "wait_for" else options.execute_retry_policy
+
+
+def single_attempt(options: pb.StepOptions, method: Method) -> bool:
+    """Whether the method may run only once (``maximum_attempts`` 1): the record that an attempt of it
+    sent output is what keeps a restarted engine from re-delivering (running) it again, so that record
+    must survive an OS crash; any other method may run again anyway (see ``steps.on_progress``)."""
+    return retry_policy(options, method).maximum_attempts == 1
 
 
 def next_retry_delay(
@@ -83,12 +92,13 @@ def backoff(initial: float, coefficient: float, failed_attempt: int, maximum: fl
 
 
 def oversized_task(message: pb.PollWorkerTask) -> str | None:
-    """Why the task cannot reach a pull Worker (its frame exceeds WORKER_TASK_LIMIT), or None."""
-    size = pb.PollWorkerTaskResponse(task=message).ByteSize() + TASK_FRAME_MARGIN
+    """Why the task cannot reach a pull Worker (its frame, large values referenced as blobs, exceeds
+    WORKER_TASK_LIMIT), or None."""
+    size = pb.PollWorkerTaskResponse(task=referenced(message)[0]).ByteSize() + TASK_FRAME_MARGIN
     if size <= WORKER_TASK_LIMIT:
         return None
-    return (f"task of {size} bytes exceeds the pull Worker's {WORKER_TASK_LIMIT}-byte message limit; keep the "
-            "Flow's singleton Attributes, the input and the loaded Channel messages smaller")
+    return (f"task of {size} bytes exceeds the pull Worker's {WORKER_TASK_LIMIT}-byte message limit (values over "
+            f"{BLOB_THRESHOLD_BYTES} bytes already go by reference); keep the Flow's many smaller values fewer")
 
 
 def method_timeout(options: pb.StepOptions, method: Method) -> float:

@@ -190,7 +190,6 @@ class RpcOps:
             effects.written.update((uid, write.key) for write in response.upsert_attributes)
             if response.publish_to_channel:
                 state.publish(db, uid, response.publish_to_channel)
-                effects.wait_checks.add(uid)
             missing = state.delete_messages(db, uid, response.delete_from_channel)
             if missing and request.is_transactional:
                 raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
@@ -202,4 +201,6 @@ class RpcOps:
                 create_step(engine, db, flow, movement, "", effects)
             history.rpc_completed(db, uid, request.rpc_name, request.input, response, worker_id)
             self.flows.after_step_finished(db, uid, effects)
+            if response.publish_to_channel:
+                engine.complete_waits(db, uid, effects)  # the publish and the Waits it satisfies: one commit
         return pb.InvokeRPCResponse(output=response.output), effects

@@ -235,13 +235,17 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def LoadBlobs(self, request: pb.LoadBlobsRequest, context: grpc.ServicerContext) -> pb.LoadBlobsResponse:  # noqa: N802
         def load() -> pb.LoadBlobsResponse:
+            response = pb.LoadBlobsResponse()
             for entry in request.entries:
                 kind = entry.blob_value.WhichOneof("kind")
                 blob_id = getattr(entry.blob_value, kind) if kind else ""
-                raise ServiceError(grpc.StatusCode.NOT_FOUND,
-                                   f"blob not found: {blob_id} (the local engine stores values inline)")
-            return pb.LoadBlobsResponse()
-        return self._run(context, load)
+                value = self.engine.blobs.load(entry.flow_id, entry.blob_value)
+                if value is None:
+                    raise ServiceError(grpc.StatusCode.NOT_FOUND, f"blob not found: {blob_id} (the engine keeps the "
+                                       "large values of the tasks it delivered, the least recently used first out)")
+                response.values[blob_id].CopyFrom(value)
+            return response
+        return self._run(context, load, locked=False)
 
 
 def _unimplemented(name: str) -> Callable[..., object]:

@@ -142,8 +142,14 @@ class StepOps(Outcomes):
             with engine.store.transaction() as db:
                 engine.rows.update_step(db, task.uid, task.seid, output_seen=True,
                                         heartbeat=heartbeat.value if heartbeat.HasField("value") else None)
-        if write is not None:  # only a first output frame (it ends re-delivery) needs its own fsync
-            with engine.store.transaction(durable=first) as db:
+        if write is not None:
+            # A Stream append is best effort: no fsync of its own. The first output frame of an attempt
+            # also records that the attempt sent output (a restarted engine fails it instead of
+            # re-delivering it): fsync'd only for a single-attempt method, whose re-delivery would run
+            # it twice; a method that may retry loses, at an OS crash, only that mark (its attempt runs
+            # again under the same number, at most once more per crash).
+            durable = first and self._single_attempt(task)
+            with engine.store.transaction(durable=durable) as db:
                 if first:
                     engine.rows.update_step(db, task.uid, task.seid, output_seen=True)
                 try:
@@ -154,6 +160,10 @@ class StepOps(Outcomes):
         task.output_seen = True
         if task.heartbeat_timeout is not None:
             task.heartbeat_deadline = engine.clock.time() + task.heartbeat_timeout
+
+    def _single_attempt(self, task: Task) -> bool:
+        step = self.engine.step(task.uid, task.seid)
+        return step is None or task.kind == "rpc" or policy.single_attempt(step.options, task.kind)
 
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second, over

@@ -11,9 +11,11 @@ Invariants:
     * ``session_flow_definition`` builds the same Flow without a runner, for Clients: its schema,
       RPC handles and codecs are those of every Flow of its type, ``serves_sessions`` is false, and
       a Step run by mistake on a Worker fails with an error naming the mistake.
-    * RPC bodies (gather, reduce, perform) run on a worker thread (``off_the_loop``): a snapshot of a
-      long session decodes every message, and the Worker's event loop must keep serving the
-      heartbeats and event flushes of the Steps running beside it. Each RPC owns its Context.
+    * The reading RPCs' bodies (gather, reduce, perform) run on a worker thread (``off_the_loop``): a
+      snapshot of a long session builds every message (and may read the ones this Worker lacks from
+      Dex), and the Worker's event loop must keep serving the heartbeats and event flushes of the
+      Steps running beside it. ``send_user_message`` and ``resolve_interrupt`` read only singleton
+      Attributes, so they run on the loop, without a thread hand-off. Each RPC owns its Context.
 """
 
 from __future__ import annotations
@@ -161,14 +163,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     @session_rpc(RpcName.SEND_USER_MESSAGE)
     def send_user_message(self, context: Context, input: SendUserMessageInput) -> RPCResult[bool]:
         """Queue a user message: ``False`` for blank text; sent during a turn, it starts the next turn."""
-        return off_the_loop(lambda: drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool))
+        return drive_rpc(self.runtime, context, SendUserMessageCalled(input=input), bool)
 
     @session_rpc(RpcName.RESOLVE_INTERRUPT)
     def resolve_interrupt(self, context: Context, input: ResolveInterruptInput) -> RPCResult[bool]:
         """Approve or reject a pending interrupt: ``False`` when not pending or past its deadline.
         May raise ``RpcLockConflictError``, which is safe to retry."""
         called = ResolveInterruptCalled(input=input, now_ms=self.runtime.timing.now_ms())
-        return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
+        return drive_rpc(self.runtime, context, called, bool)
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
