@@ -61,6 +61,7 @@ from dex_agents.client.values import (
     DEFAULT_WORKER_PROBE_SECONDS,
     EventPage,
     NoWorkerError,
+    PendingInterruptOf,
     SessionEvent,
     StateCondition,
     page_after,
@@ -315,10 +316,8 @@ class AsyncSessionClient:
     async def wait_for(self, session_id: str, condition: StateCondition, *,
                        timeout: float | None = None) -> AgentState:
         """Wait until the committed ``AgentState`` satisfies ``condition``, and return it."""
-        def accept(state: AgentState | None) -> AgentState | None:
-            return state if state is not None and condition.predicate(state) else None
-
-        return await self._wait(session_id, condition.description, lambda: self.state(session_id), accept, timeout)
+        return await self._wait(session_id, condition.description, lambda: self.state(session_id), condition.accept,
+                              timeout)
 
     async def wait_for_turns(self, session_id: str, count: int, *, timeout: float | None = None) -> AgentState:
         """Wait until ``count`` turns ended (completed or failed) and no turn runs."""
@@ -337,11 +336,9 @@ class AsyncSessionClient:
     async def wait_for_pending_interrupt(self, session_id: str, tool_name: str | None = None, *,
                                          timeout: float | None = None) -> AgentInterrupt:
         """Wait until an interrupt (of a ``tool_name`` call, when given) is pending; return the first."""
-        def accept(pending: PVector[AgentInterrupt]) -> AgentInterrupt | None:
-            return next((interrupt for interrupt in pending if tool_name in (None, interrupt.tool_name)), None)
-
-        what = "a pending interrupt" + ("" if tool_name is None else f" of tool {tool_name!r}")
-        return await self._wait(session_id, what, lambda: self.pending_interrupts(session_id), accept, timeout)
+        wanted = PendingInterruptOf(tool_name=tool_name)
+        return await self._wait(session_id, wanted.description, lambda: self.pending_interrupts(session_id),
+                              wanted.accept, timeout)
 
     async def _wait(self, session_id: str, description: str, read: Callable[[], Awaitable[V]],
                     accept: Callable[[V], T | None], timeout: float | None) -> T:

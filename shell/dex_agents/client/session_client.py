@@ -70,6 +70,7 @@ from dex_agents.client.values import (
     DEFAULT_WORKER_PROBE_SECONDS,
     EventPage,
     NoWorkerError,
+    PendingInterruptOf,
     SessionEvent,
     StateCondition,
     page_after,
@@ -377,10 +378,8 @@ class SessionClient:
         Raises:
             TimeoutError: Not within ``timeout`` (default ``self.timeout``); names the condition.
         """
-        def accept(state: AgentState | None) -> AgentState | None:
-            return state if state is not None and condition.predicate(state) else None
-
-        return self._wait(session_id, condition.description, lambda: self.state(session_id), accept, timeout)
+        return self._wait(session_id, condition.description, lambda: self.state(session_id), condition.accept,
+                              timeout)
 
     def wait_for_turns(self, session_id: str, count: int, *, timeout: float | None = None) -> AgentState:
         """Wait until ``count`` turns ended (completed or failed) and no turn runs."""
@@ -398,11 +397,9 @@ class SessionClient:
     def wait_for_pending_interrupt(self, session_id: str, tool_name: str | None = None, *,
                                    timeout: float | None = None) -> AgentInterrupt:
         """Wait until an interrupt (of a ``tool_name`` call, when given) is pending; return the first."""
-        def accept(pending: PVector[AgentInterrupt]) -> AgentInterrupt | None:
-            return next((interrupt for interrupt in pending if tool_name in (None, interrupt.tool_name)), None)
-
-        what = "a pending interrupt" + ("" if tool_name is None else f" of tool {tool_name!r}")
-        return self._wait(session_id, what, lambda: self.pending_interrupts(session_id), accept, timeout)
+        wanted = PendingInterruptOf(tool_name=tool_name)
+        return self._wait(session_id, wanted.description, lambda: self.pending_interrupts(session_id),
+                              wanted.accept, timeout)
 
     def _wait(self, session_id: str, description: str, read: Callable[[], V], accept: Callable[[V], T | None],
               timeout: float | None) -> T:

@@ -21,12 +21,13 @@ from typing import Final, final
 
 from dex import StreamMessage
 
-from dex_agents.pure.values import AgentEvent, AgentState, AgentStatus
+from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, AgentStatus
 
 __all__ = [
     "DEFAULT_WORKER_PROBE_SECONDS",
     "EventPage",
     "NoWorkerError",
+    "PendingInterruptOf",
     "SessionEvent",
     "StateCondition",
     "page_after",
@@ -80,6 +81,26 @@ class StateCondition:
 
     description: str
     predicate: Callable[[AgentState], bool]
+
+    def accept(self, state: AgentState | None) -> AgentState | None:
+        """``state`` when it is there and meets the condition (what a wait returns), else ``None``."""
+        return state if state is not None and self.predicate(state) else None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingInterruptOf:
+    """A wait for a pending interrupt, of a ``tool_name`` call when given."""
+
+    tool_name: str | None = None
+
+    @property
+    def description(self) -> str:
+        return "a pending interrupt" + ("" if self.tool_name is None else f" of tool {self.tool_name!r}")
+
+    def accept(self, pending: Sequence[AgentInterrupt]) -> AgentInterrupt | None:
+        """The first pending interrupt that matches, else ``None``."""
+        return next((interrupt for interrupt in pending if self.tool_name in (None, interrupt.tool_name)), None)
 
 
 def turns_ended(count: int) -> StateCondition:
