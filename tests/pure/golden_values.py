@@ -172,7 +172,7 @@ GOLDEN_CASES: list[GoldenCase] = [
     ),
     _case(
         "user_message_receipt",
-        UserMessageReceipt(message_id="order-42-msg-7", text="Thanks \u00e9"),
+        UserMessageReceipt.of("order-42-msg-7", "Thanks \u00e9"),
         record_type(UserMessageReceipt),
     ),
     _case(

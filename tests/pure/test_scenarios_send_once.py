@@ -4,6 +4,8 @@ receipt."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pyrsistent import pmap
 
@@ -13,12 +15,14 @@ from dex_agents.pure.keys import MAX_MESSAGE_ID_LENGTH, message_id_problem
 from dex_agents.pure.persistence import QUEUED_USER_MESSAGES, USER_MESSAGE_RECEIPTS, RpcName
 from dex_agents.pure.replay import replay
 from dex_agents.pure.rpc_values import SendUserMessageInput, SendUserMessageOnceInput
+from dex_agents.pure.transition import RpcTransition
 from dex_agents.pure.step_inputs import SendUserMessageCalled, SendUserMessageOnceCalled
 from dex_agents.pure.values import AgentUserMessage, UserMessageReceipt
+from dex_agents.pure.wire import decode_as, encode_as, record_type
 from tests.pure.scenario_support import Session, answer_of, failure_of
 
 
-def send_once(session: Session, message_id: str, text: str) -> object:
+def send_once(session: Session, message_id: str, text: str) -> RpcTransition:
     return session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id=message_id, text=text)))
 
 
@@ -26,7 +30,7 @@ def test_the_first_send_queues_the_message_and_keeps_its_receipt() -> None:
     session = Session()
     session.start(None)
     t = session.feed_rpc(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m-1", text="hi")))
-    receipt = UserMessageReceipt(message_id="m-1", text="hi")
+    receipt = UserMessageReceipt.of("m-1", "hi")
     assert list(t.effects) == [
         PublishToChannel(channel=QUEUED_USER_MESSAGES, value=AgentUserMessage(text="hi")),
         SetMapInstance(map=USER_MESSAGE_RECEIPTS, key="m-1", value=receipt),
@@ -88,3 +92,28 @@ def test_the_rpc_loads_its_messages_receipt() -> None:
 def test_replay_keeps_the_receipts_so_a_replayed_resend_queues_nothing() -> None:
     calls = [SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m", text="hi"))] * 2
     assert replay(calls).queued_message_count == 1
+
+
+def test_a_receipt_keeps_the_texts_digest_not_the_text() -> None:
+    """A 1 MB message must not be stored twice (once queued, once in its receipt)."""
+    session = Session()
+    session.start(None)
+    text = "x" * 1_000_000
+    t = send_once(session, "m-big", text)
+    receipts = [effect.value for effect in t.effects
+                if isinstance(effect, SetMapInstance) and isinstance(effect.value, UserMessageReceipt)]
+    assert len(receipts) == 1
+    assert len(encode_as(receipts[0], record_type(UserMessageReceipt))) < 200
+    again = send_once(session, "m-big", text)
+    assert answer_of(again) is True and list(again.effects) == []
+    other = send_once(session, "m-big", text + "y")
+    assert failure_of(other) == "message id 'm-big' was already sent with another text"
+
+
+def test_a_receipt_written_with_its_text_by_an_earlier_version_still_binds_the_id() -> None:
+    legacy = decode_as('{"message_id":"m-1","text":"hi"}', record_type(UserMessageReceipt)).unwrap()
+    session = Session()
+    session.start(None)
+    session.state = replace(session.state, user_message_receipts=pmap({"m-1": legacy}))
+    assert answer_of(send_once(session, "m-1", "hi")) is True
+    assert failure_of(send_once(session, "m-1", "bye")) == "message id 'm-1' was already sent with another text"

@@ -7,6 +7,7 @@ enum's value is its wire string. Nothing here decides anything: the reducers do.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import final
@@ -199,7 +200,26 @@ class UserMessageReceipt:
     and queues nothing. Ours, not the spec's."""
 
     message_id: str
-    text: str
+    text_sha256: str | None = None
+    """The SHA-256 of the text's UTF-8 bytes, in lowercase hex: a receipt never holds the text again."""
+    text: str | None = None
+    """Only in receipts written by versions before ``text_sha256`` (read, never written)."""
+
+    @staticmethod
+    def of(message_id: str, text: str) -> UserMessageReceipt:
+        """The receipt of ``text`` queued under ``message_id`` (its digest, not the text)."""
+        return UserMessageReceipt(message_id=message_id, text_sha256=text_sha256(text))
+
+    def binds(self, text: str) -> bool:
+        """Whether a resend of ``text`` under this message ID is the message the receipt records."""
+        if self.text_sha256 is not None:
+            return self.text_sha256 == text_sha256(text)
+        return self.text == text
+
+
+def text_sha256(text: str) -> str:
+    """The lowercase hex SHA-256 of ``text`` encoded as UTF-8 (``text`` holds no lone surrogate)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @final

@@ -71,12 +71,12 @@ def reduce_send_user_message_once(state: SessionState, called: SendUserMessageOn
         return refuse(state, problem)
     receipt = state.user_message_receipts.get(message_id)
     if receipt is not None:
-        if receipt.text != text:
+        if not receipt.binds(text):
             return refuse(state, f"message id {message_id!r} was already sent with another text")
         return answer(state, True)
     if is_blank(text):
         return answer(state, False)
-    receipt = UserMessageReceipt(message_id=message_id, text=text)
+    receipt = UserMessageReceipt.of(message_id, text)
     queued = replace(
         state,
         queued_message_count=state.queued_message_count + 1,
