@@ -1,6 +1,6 @@
 """The floor of a turn's Step shape on this machine: the same Steps, waits, RPC and Stream writes as a
 one-tool turn, with no session logic, no framework and trivial values, on the local engine and the
-SDK's ``AsyncWorker``.
+SDK's ``AsyncWorker`` with a session Worker's stream options.
 
 Run: ``python -m benchmarks.shape_floor`` (``--turns N``, ``--durability``). Prints figures, never
 asserts.
@@ -66,6 +66,7 @@ from benchmarks.engine_roundtrip import cpu_seconds, percentile
 from benchmarks.side_by_side import MachineSample, machine_line
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import EngineProcess
+from dex_agents.shell.worker import IDLE_STREAMS_PER_QUEUE
 
 SYNC: Final = StepOptions(wait_for_durability=StepDurability.SYNC, execute_durability=StepDurability.SYNC)
 STATE: Final = Attribute("State", str)
@@ -173,8 +174,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         thread.start()
         try:
             async def build() -> AsyncWorker:
-                return AsyncWorker(registry, cache, WorkerOptions(server_address=engine.address,
-                                                                   pull=PullWorkerOptions(max_concurrent_tasks=8)))
+                pull = PullWorkerOptions(max_concurrent_tasks=8, idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE)
+                return AsyncWorker(registry, cache, WorkerOptions(server_address=engine.address, pull=pull))
 
             worker = asyncio.run_coroutine_threadsafe(build(), loop).result(30)
             serving = asyncio.run_coroutine_threadsafe(worker.start(), loop)

@@ -19,6 +19,11 @@ from dex_agents.shell.sdk_private import large_message_channels, memoize_sdk_ver
 
 DEFAULT_MAX_CONCURRENT_TASKS: Final = 8
 """Task slots of a session Worker (RPCs and Steps share them; one is reserved for RPCs)."""
+IDLE_STREAMS_PER_QUEUE: Final = 2
+"""Idle task streams a session Worker keeps open (the SDK's default is 1). A turn runs two tasks at
+once (``CallTool`` beside ``ResumeTurn``'s wait), after which the SDK holds two idle streams; with one
+wanted it closes one and later opens another, a stream closed, opened and registered per turn (about
+1.5 ms of CPU in the Worker and as much in the engine, measured in ``benchmarks.side_by_side``)."""
 
 
 def session_registry(flows: Sequence[Flow[Any]], *, codecs: Mapping[object, Codec[Any]] | None = None) -> Registry:
@@ -44,7 +49,7 @@ def session_worker(
     memoize_sdk_version()
     options = WorkerOptions(
         server_address=server_address,
-        pull=PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks),
+        pull=PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks, idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE),
         credential=credential,
     )
     with large_message_channels():  # LoadBlobs may hydrate several large values at once
@@ -58,4 +63,4 @@ def session_worker(
     return worker
 
 
-__all__ = ["DEFAULT_MAX_CONCURRENT_TASKS", "session_registry", "session_worker"]
+__all__ = ["DEFAULT_MAX_CONCURRENT_TASKS", "IDLE_STREAMS_PER_QUEUE", "session_registry", "session_worker"]
