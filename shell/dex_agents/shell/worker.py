@@ -23,7 +23,8 @@ IDLE_STREAMS_PER_QUEUE: Final = 2
 """Idle task streams a session Worker keeps open (the SDK's default is 1). A turn runs two tasks at
 once (``CallTool`` beside ``ResumeTurn``'s wait), after which the SDK holds two idle streams; with one
 wanted it closes one and later opens another, a stream closed, opened and registered per turn (about
-1.5 ms of CPU in the Worker and as much in the engine, measured in ``benchmarks.side_by_side``)."""
+1 ms of CPU in the Worker and 1 ms in the engine per fresh turn, in alternating runs of
+``benchmarks.side_by_side``; see the README's benchmarks)."""
 
 
 def session_registry(flows: Sequence[Flow[Any]], *, codecs: Mapping[object, Codec[Any]] | None = None) -> Registry:
