@@ -26,6 +26,7 @@ from typing import Any, Final, TypeVar, final
 
 from dex import AsyncWorker, BlobCache, BlobCacheConfig, Client, ClientOptions, Registry, WorkerTarget, open_blob_cache
 
+from dex_agents.client.shared import run_all
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.sdk_private import large_message_channels
 from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry, session_worker
@@ -235,18 +236,9 @@ class AgentTestEnvironment:
             if self._closed:
                 return
             self._closed = True
-        errors: list[BaseException] = []
-        steps: list[Callable[[], None]] = [self.stop_worker]
-        steps.extend(session_client.close for session_client in self._session_clients)
-        steps += [self.client.close, self.blob_cache.close, self._close_loop,
-                  lambda: shutil.rmtree(self._directory, ignore_errors=True)]
-        for step in steps:
-            try:
-                step()
-            except BaseException as error:  # noqa: BLE001 - every step must run
-                errors.append(error)
-        if errors:
-            raise errors[0]
+        run_all([self.stop_worker, *(session_client.close for session_client in self._session_clients),
+                 self.client.close, self.blob_cache.close, self._close_loop,
+                 lambda: shutil.rmtree(self._directory, ignore_errors=True)])
 
     def _close_loop(self) -> None:
         if self._loop is not None:

@@ -69,14 +69,9 @@ class KillableWorkerFactory(Protocol):
 
 def _run_all(teardowns: Sequence[Callable[[], None]]) -> None:
     """Run every teardown, last first; all run even if one fails, and the first failure is raised."""
-    errors: list[BaseException] = []
-    for teardown in reversed(teardowns):
-        try:
-            teardown()
-        except BaseException as error:  # noqa: BLE001 - teardown must reach every item
-            errors.append(error)
-    if errors:
-        raise errors[0]
+    from dex_agents.client.shared import run_all  # the plugin loads nothing heavy until a fixture runs
+
+    run_all(list(reversed(teardowns)))
 
 
 @pytest.fixture(scope="session")
