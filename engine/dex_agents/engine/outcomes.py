@@ -10,6 +10,8 @@ its ConditionResults.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+
 import grpc
 
 from dex.dexpb import dex_pb2 as pb
@@ -87,36 +89,24 @@ class Outcomes:
 
     def on_wait_for_result(self, task: Task, response: pb.InvokeWaitForMethodResponse) -> None:
         """``wait_for`` returned: store its Wait (or go straight to ``execute``)."""
-        self.engine.assert_locked()
-        if self._overdue(task):
-            self.method_timeout(task)
-            return
-        effects = Effects(touched={task.uid})
-        try:
-            with self.engine.store.transaction() as db:
-                current = self._current(task)
-                if current is not None:
-                    flow, step = current
-                    has_wait = response.HasField("waiting_condition")
-                    reason = waits.validate(response.waiting_condition) if has_wait else None
-                    if reason is not None:
-                        raise ValueError(reason)
-                    published = self._apply_writes(db, step, response, effects)
-                    history.wait_for_completed(db, step, response, flow.config)
-                    now = self.engine.now_ms()
-                    if has_wait:
-                        self._start_wait(db, flow, step, response.waiting_condition, now, effects)
-                    else:
-                        self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(now, None))
-                        self._pending_execute(db, step, effects)
-                    if published:
-                        self.complete_waits(db, step.uid, effects)
-        except (ValueError, ServiceError) as bad:
-            self.on_failure(task, f"invalid wait_for result: {bad}", "dex.InvalidStepResult", 0)
-            return
-        self.snapshots.pop((task.uid, task.seid), None)
-        self.settle(task)
-        self.engine.apply(effects)
+
+        def commit(db: sqlite3.Connection, flow: FlowRow, step: StepRow, effects: Effects) -> None:
+            has_wait = response.HasField("waiting_condition")
+            reason = waits.validate(response.waiting_condition) if has_wait else None
+            if reason is not None:
+                raise ValueError(reason)
+            published = self._apply_writes(db, step, response, effects)
+            history.wait_for_completed(db, step, response, flow.config)
+            now = self.engine.now_ms()
+            if has_wait:
+                self._start_wait(db, flow, step, response.waiting_condition, now, effects)
+            else:
+                self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(now, None))
+                self._pending_execute(db, step, effects)
+            if published:
+                self.complete_waits(db, step.uid, effects)
+
+        self._commit_result(task, "wait_for", commit)
 
     def _start_wait(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, waiting: pb.WaitingCondition,
                     now: int, effects: Effects) -> None:
@@ -136,6 +126,22 @@ class Outcomes:
 
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
+
+        def commit(db: sqlite3.Connection, flow: FlowRow, step: StepRow, effects: Effects) -> None:
+            published = self._apply_writes(db, step, response, effects)
+            history.execute_completed(db, step, response, flow.config)
+            self.engine.rows.update_step(db, step.uid, step.seid, phase="done")
+            self.flows.apply_decision(db, flow, step, response.step_decision, effects)
+            if published:
+                self.complete_waits(db, step.uid, effects)
+
+        self._commit_result(task, "execute", commit)
+
+    def _commit_result(self, task: Task, method: str,
+                       commit: Callable[[sqlite3.Connection, FlowRow, StepRow, Effects], None]) -> None:
+        """Commit a method's result with ``commit`` (skipped when the attempt is no longer current),
+        then settle the task and apply the effects. An overdue result is a method timeout; one that
+        ``commit`` finds invalid (``ValueError``, ``ServiceError``) fails the attempt and commits nothing."""
         self.engine.assert_locked()
         if self._overdue(task):
             self.method_timeout(task)
@@ -145,15 +151,9 @@ class Outcomes:
             with self.engine.store.transaction() as db:
                 current = self._current(task)
                 if current is not None:
-                    flow, step = current
-                    published = self._apply_writes(db, step, response, effects)
-                    history.execute_completed(db, step, response, flow.config)
-                    self.engine.rows.update_step(db, step.uid, step.seid, phase="done")
-                    self.flows.apply_decision(db, flow, step, response.step_decision, effects)
-                    if published:
-                        self.complete_waits(db, step.uid, effects)
+                    commit(db, *current, effects)
         except (ValueError, ServiceError) as bad:
-            self.on_failure(task, f"invalid execute result: {bad}", "dex.InvalidStepResult", 0)
+            self.on_failure(task, f"invalid {method} result: {bad}", "dex.InvalidStepResult", 0)
             return
         self.snapshots.pop((task.uid, task.seid), None)
         self.settle(task)
