@@ -3,8 +3,8 @@
 Invariants:
     * ``start_engine`` yields an engine that already serves; leaving the ``with`` block stops it and
       removes the temporary database directory it made (a caller's ``db_path`` is kept).
-    * An ``EngineProcess`` runs ``python -m dex_agents.engine.cli engine`` in a new session (its own
-      process group), logging to a file; ``start`` returns only once the ready line is in the log,
+    * An ``EngineProcess`` runs ``python -m dex_agents.engine.cli engine`` as a ``ChildGroup`` (its own
+      process group, see ``child_group``), logging to a file; ``start`` returns only once the ready line is in the log,
       and fails with the log's tail when the child exits or the timeout passes first.
     * Every child still running when this interpreter exits is killed (``atexit``); and a child
       whose parent died without running ``atexit`` (SIGKILL) stops by itself when its stdin, a pipe
@@ -19,20 +19,16 @@ Invariants:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, Protocol, final
 
+from dex_agents.engine.child_group import ChildGroup, NotReady, log_tail
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.timing import EngineTiming
 
@@ -42,9 +38,7 @@ LOOPBACK: Final = "127.0.0.1"
 READY_PREFIX: Final = "dex-agents engine ready on "
 """The CLI's ready line: READY_PREFIX + host:port, then ``; durability <level description>``."""
 _READY_PATTERN: Final = re.compile(re.escape(READY_PREFIX) + r"(?P<host>\S+):(?P<port>\d+)(?:;[^\n]*)?$", re.M)
-_POLL_SECONDS: Final = 0.01
 _STOP_GRACE_SECONDS: Final = 10.0
-_LOG_TAIL_BYTES: Final = 4000
 
 
 class RunningEngine(Protocol):
@@ -61,42 +55,17 @@ class EngineStartError(RuntimeError):
     """The engine child did not become ready; the message carries its log tail."""
 
 
-def _log_tail(path: Path) -> str:
-    try:
-        with path.open("rb") as log:
-            log.seek(0, os.SEEK_END)
-            size = log.tell()
-            log.seek(max(0, size - _LOG_TAIL_BYTES))
-            return log.read().decode("utf-8", "replace").strip() or "(log is empty)"
-    except OSError as error:
-        return f"(log unreadable: {error})"
-
-
-_live: set[EngineProcess] = set()
-_live_lock = threading.Lock()
-
-
-def _kill_leftovers() -> None:
-    with _live_lock:
-        leftovers = list(_live)
-    for engine in leftovers:
-        engine.kill()
-
-
-atexit.register(_kill_leftovers)
-
-
 @final
 class EngineProcess:
     """The engine as a child process in its own process group (so tests can SIGKILL it whole)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], *, port: int, log_path: Path, owns_log: bool) -> None:
+    def __init__(self, child: ChildGroup, *, port: int, owns_log: bool) -> None:
         """Wrap a started, ready child; use ``EngineProcess.start``."""
-        self._process = process
+        self._child = child
         self.port = port
         self.address = f"{LOOPBACK}:{port}"
-        self.pid = process.pid
-        self.log_path = log_path
+        self.pid = child.pid
+        self.log_path = child.log_path
         self._owns_log = owns_log
 
     @classmethod
@@ -132,112 +101,52 @@ class EngineProcess:
             fd, name = tempfile.mkstemp(prefix="dex-agents-engine-", suffix=".log")
             os.close(fd)
             log_path = Path(name)
-        command = [
-            sys.executable,
-            "-m",
-            "dex_agents.engine.cli",
-            "engine",
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(port),
-            "--db",
-            str(db_path),
-            "--stop-on-stdin-eof",
-            "--durability",
-            durability.value,
-        ]
+        command = [sys.executable, "-m", "dex_agents.engine.cli", "engine", "--host", LOOPBACK, "--port", str(port),
+                   "--db", str(db_path), "--stop-on-stdin-eof", "--durability", durability.value]
         if token_file is not None:
             command += ["--token-file", str(token_file)]
-        with log_path.open("ab") as log:
-            offset = log.tell()
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,  # closes when this process dies, however it dies
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            bound = cls._await_ready(process, log_path, offset, ready_timeout,
-                                     "log (temporary, removed)" if owns_log else f"log {log_path}")
-        except EngineStartError:
-            if owns_log:
-                with contextlib.suppress(OSError):
-                    log_path.unlink()
-            raise
-        engine = cls(process, port=bound, log_path=log_path, owns_log=owns_log)
-        with _live_lock:
-            _live.add(engine)
-        return engine
+        child, offset = ChildGroup.spawn(command, log_path)
 
-    @staticmethod
-    def _await_ready(
-        process: subprocess.Popen[bytes], log_path: Path, offset: int, timeout: float, log_name: str
-    ) -> int:
-        deadline = time.monotonic() + timeout
-        while True:
-            with log_path.open("rb") as log:
-                log.seek(offset)
-                match = _READY_PATTERN.search(log.read().decode("utf-8", "replace"))
-            if match is not None:
-                return int(match.group("port"))
-            status = process.poll()
-            if status is not None:
-                raise EngineStartError(
-                    f"engine exited with status {status} before it was ready; {log_name}:\n"
-                    f"{_log_tail(log_path)}"
-                )
-            if time.monotonic() >= deadline:
-                _kill_group(process)
-                raise EngineStartError(
-                    f"engine printed no ready line within {timeout:g} s (killed); {log_name}:\n"
-                    f"{_log_tail(log_path)}"
-                )
-            time.sleep(_POLL_SECONDS)
+        def bound_port(text: str) -> int | None:
+            match = _READY_PATTERN.search(text)
+            return None if match is None else int(match.group("port"))
+
+        try:
+            bound = child.await_ready(offset, bound_port, ready_timeout)
+        except NotReady as not_ready:
+            log_name = "log (temporary, removed)" if owns_log else f"log {log_path}"
+            message = f"engine {not_ready}; {log_name}:\n{log_tail(log_path)}"
+            _discard(child, log_path if owns_log else None)
+            raise EngineStartError(message) from None
+        except BaseException:
+            _discard(child, log_path if owns_log else None)
+            raise
+        return cls(child, port=bound, owns_log=owns_log)
 
     @property
     def returncode(self) -> int | None:
-        """The child's exit status, or ``None`` while it runs."""
-        return self._process.poll()
+        """The child's exit status, or ``None`` while it runs (peeks without reaping)."""
+        return self._child.returncode
 
     def kill(self) -> None:
         """SIGKILL the whole process group and wait for the child to exit."""
-        _kill_group(self._process)
-        self._forget()
+        _discard(self._child, self.log_path if self._owns_log else None)
 
     def stop(self) -> None:
         """SIGTERM the child (graceful stop), then SIGKILL the group after a grace period."""
-        if self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._process.pid, signal.SIGTERM)
-            try:
-                self._process.wait(timeout=_STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
-        _kill_group(self._process)
-        self._forget()
-
-    def _forget(self) -> None:
-        with _live_lock:
-            _live.discard(self)
-        if self._owns_log:
-            with contextlib.suppress(OSError):
-                self.log_path.unlink()
+        self._child.stop(_STOP_GRACE_SECONDS)
+        _discard(self._child, self.log_path if self._owns_log else None)
 
     def __repr__(self) -> str:
         return f"EngineProcess(pid={self.pid}, address={self.address!r}, returncode={self.returncode})"
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's group unless the child was already reaped (its pid may be reused)."""
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    if process.stdin is not None:
+def _discard(child: ChildGroup, owned_log: Path | None) -> None:
+    """Kill the child's group (if still running) and remove the log this module made for it."""
+    child.kill()
+    if owned_log is not None:
         with contextlib.suppress(OSError):
-            process.stdin.close()
+            owned_log.unlink()
 
 
 @contextlib.contextmanager
