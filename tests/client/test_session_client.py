@@ -111,8 +111,9 @@ def test_bad_arguments_are_clear_errors(dex_engine: PrivateDexEngine, tmp_path: 
             SessionClient(sessions.client, other)
         with pytest.raises(ValueError, match="does not hold"):
             AgentSessionTestClient(sessions.client, other)
+    with SessionClient.connect(dex_engine.server_address, "It's") as quoted:
         with pytest.raises(ValueError, match="quote"):
-            SessionClient.connect(dex_engine.server_address, "It's").list_sessions()
+            quoted.list_sessions()
 
 
 def test_the_testing_client_is_the_product_client_underneath(
