@@ -43,15 +43,20 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks.side_by_side import MachineSample, machine_line
+
+if TYPE_CHECKING:
+    from dex_agents.engine import EngineProcess
+    from dex_agents.testing import AgentTestEnvironment
 
 PROMPT: Final = "Where is order 42?"
 TOOL_RESULT: Final = "order 42: shipped, in transit via Berlin hub, ETA 2 days"
 FINAL_ANSWER: Final = "Order 42 has shipped and is in transit via the Berlin hub; it should arrive in about 2 days."
 FLOW_TYPE: Final = "TurnProfile"
 WAIT: Final = timedelta(seconds=60)
+WARM_UP_TURNS: Final = 5
 
 
 # ---- the workload (the peers' agent: pai_workload.py, with a streaming FunctionModel)
@@ -339,22 +344,36 @@ def print_profile(profile: cProfile.Profile, turns: int, top: int) -> None:
               f"{short}:{line} {name}")
 
 
-def run_cpu(turns: int, top: int, use_strace: bool, fresh: bool) -> None:
-    """The engine in a child process; cProfile of this process's threads over ``turns`` turns."""
-    from benchmarks.engine_roundtrip import cpu_seconds
+@contextlib.contextmanager
+def _warm_session(name: str, fresh: bool) -> Iterator[tuple[Path, EngineProcess, AgentTestEnvironment, Session]]:
+    """An engine child (power-loss) in a temporary state directory, a test environment on it, and a
+    session ``name`` that ran ``WARM_UP_TURNS`` turns; the engine is stopped and the directory removed
+    on exit."""
     from dex_agents.engine import EngineProcess
     from dex_agents.testing import AgentTestEnvironment
 
     flow = build_flow()
     state = Path(tempfile.mkdtemp(prefix="dex-agents-turn-profile-"))
     engine = EngineProcess.start(state / "engine.sqlite3")
-    tracer: subprocess.Popen[bytes] | None = None
     try:
         with AgentTestEnvironment.start(server_address=engine.address, flows=[flow]) as env:
-            session = Session(env.client, flow, "profile-cpu", fresh=fresh)
+            session = Session(env.client, flow, name, fresh=fresh)
             session.start()
-            for _ in range(5):
+            for _ in range(WARM_UP_TURNS):
                 session.turn()
+            yield state, engine, env, session
+    finally:
+        engine.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def run_cpu(turns: int, top: int, use_strace: bool, fresh: bool) -> None:
+    """The engine in a child process; cProfile of this process's threads over ``turns`` turns."""
+    from benchmarks.engine_roundtrip import cpu_seconds
+
+    tracer: subprocess.Popen[bytes] | None = None
+    with _warm_session("profile-cpu", fresh) as (state, engine, env, session):
+        try:
             if use_strace:
                 trace = state / "strace.txt"
                 tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(trace), "-p", str(engine.pid)],
@@ -380,8 +399,11 @@ def run_cpu(turns: int, top: int, use_strace: bool, fresh: bool) -> None:
                 tracer.send_signal(2)
                 tracer.wait(timeout=30)
             session.check()
+        finally:
+            if tracer is not None and tracer.poll() is None:
+                tracer.kill()
         elapsed.sort()
-        print(f"CPU profile over turns 6-{5 + turns} of one session (engine child, power-loss); {line}")
+        print(f"CPU profile over turns {WARM_UP_TURNS + 1}-{WARM_UP_TURNS + turns} of one session (engine child, power-loss); {line}")
         print(f"  turn p50 {1000 * elapsed[len(elapsed) // 2]:.2f} ms; CPU per turn: engine {1000 * engine_used / turns:.2f} ms,"
               f" this process (Worker + Client, profiled) {1000 * own_used / turns:.2f} ms")
         print("  Client thread:")
@@ -391,29 +413,14 @@ def run_cpu(turns: int, top: int, use_strace: bool, fresh: bool) -> None:
         if use_strace:
             print(f"  engine child syscalls over the turns (strace -f -c; divide by {turns}):")
             print("\n".join("    " + row for row in (state / "strace.txt").read_text().splitlines()[:25]))
-    finally:
-        if tracer is not None and tracer.poll() is None:
-            tracer.kill()
-        engine.stop()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 def run_sampled(turns: int, top: int, py_spy: str, fresh: bool) -> None:
     """The engine in a child process; ``py-spy`` samples both processes (on-CPU stacks) over ``turns``
     turns: own time by package and the top functions, per process."""
-    from dex_agents.engine import EngineProcess
-    from dex_agents.testing import AgentTestEnvironment
-
-    flow = build_flow()
-    state = Path(tempfile.mkdtemp(prefix="dex-agents-turn-profile-"))
-    engine = EngineProcess.start(state / "engine.sqlite3")
     samplers: list[subprocess.Popen[bytes]] = []
-    try:
-        with AgentTestEnvironment.start(server_address=engine.address, flows=[flow]) as env:
-            session = Session(env.client, flow, "profile-sampled", fresh=fresh)
-            session.start()
-            for _ in range(5):
-                session.turn()
+    with _warm_session("profile-sampled", fresh) as (state, engine, _env, session):
+        try:
             outputs = {"engine": state / "engine.txt", "worker+client": state / "local.txt"}
             for pid, output in ((engine.pid, outputs["engine"]), (os.getpid(), outputs["worker+client"])):
                 samplers.append(subprocess.Popen(
@@ -429,16 +436,14 @@ def run_sampled(turns: int, top: int, py_spy: str, fresh: bool) -> None:
                 sampler.send_signal(2)
             for sampler in samplers:
                 sampler.wait(timeout=60)
+        finally:
+            for sampler in samplers:
+                if sampler.poll() is None:
+                    sampler.kill()
         what = "fresh sessions" if fresh else "one session"
         print(f"py-spy samples (500 Hz, the thread holding the GIL only) over {turns} turns of {what}; {line}")
         for name, output in outputs.items():
             print_collapsed(name, output, turns, top)
-    finally:
-        for sampler in samplers:
-            if sampler.poll() is None:
-                sampler.kill()
-        engine.stop()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 def print_collapsed(name: str, output: Path, turns: int, top: int) -> None:
