@@ -24,15 +24,25 @@ export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
 # Python's default: cache compiled modules, so the pytest workers and every engine and Worker child
 # reuse them instead of compiling the project again (some environments switch the cache off).
 unset PYTHONDONTWRITEBYTECODE
+# The tests get a temporary directory of their own: whatever they leave in it, beyond pytest's
+# own tmp_path tree, fails the run (tests leave no files behind).
+test_tmp="$(mktemp -d)"
+trap 'rm -rf "$test_tmp"' EXIT
 set +e
 # Tests mostly wait on engines, Workers and child processes, so four pytest workers fit two cores;
 # DEX_AGENTS_TEST_WORKERS=0 runs them in this process, one after another.
-.venv/bin/python -m pytest -q -p no:cacheprovider --numprocesses "${DEX_AGENTS_TEST_WORKERS:-4}" \
+TMPDIR="$test_tmp" .venv/bin/python -m pytest -q -p no:cacheprovider --numprocesses "${DEX_AGENTS_TEST_WORKERS:-4}" \
     --cov=pure/dex_agents/pure --cov-branch --cov-report=term --cov-fail-under=95 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
     echo "pytest collected no tests: failing" >&2
+    exit 1
+fi
+leftovers="$(find "$test_tmp" -mindepth 1 -maxdepth 1 ! -name 'pytest-of-*')"
+if [ -n "$leftovers" ]; then
+    echo "the tests left these in the temporary directory: failing" >&2
+    echo "$leftovers" >&2
     exit 1
 fi
 exit "$status"
