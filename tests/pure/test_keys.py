@@ -14,6 +14,7 @@ from dex_agents.pure.keys import (
     interrupt_id_for,
     message_sequence_key,
     turn_id_for,
+    turn_number_of,
 )
 
 sequences = st.integers(min_value=MIN_MESSAGE_SEQUENCE, max_value=MAX_MESSAGE_SEQUENCE)
@@ -62,6 +63,17 @@ def test_turn_id_for(number: int, turn_id: str) -> None:
 def test_turn_id_for_rejects_non_positive(number: int) -> None:
     with pytest.raises(ValueError, match="turn number must be >= 1"):
         turn_id_for(number)
+
+
+@given(st.integers(min_value=1, max_value=10**12))
+def test_turn_number_of_inverts_turn_id_for(number: int) -> None:
+    assert turn_number_of(turn_id_for(number)) == number
+
+
+@pytest.mark.parametrize("turn_id", ["turn-0", "turn-", "turn-x", "3", "turn--1", "turn-\u0663", "Turn-3"])
+def test_turn_number_of_rejects_what_is_not_a_turn_id(turn_id: str) -> None:
+    with pytest.raises(ValueError, match="a turn ID is turn-<n>"):
+        turn_number_of(turn_id)
 
 
 def test_turn_id_for_rejects_bool() -> None:

@@ -69,6 +69,21 @@ def turn_id_for(turn_number: int) -> str:
     return f"turn-{turn_number}"
 
 
+def turn_number_of(turn_id: str) -> int:
+    """Return ``n`` of the turn id ``turn-<n>`` (the inverse of ``turn_id_for``).
+
+    >>> turn_number_of("turn-3")
+    3
+
+    Raises:
+        ValueError: ``turn_id`` is not ``turn-<n>`` with ``n >= 1``.
+    """
+    number = turn_id.removeprefix("turn-")
+    if number == turn_id or not (number.isascii() and number.isdigit()) or int(number) < 1:
+        raise ValueError(f"a turn ID is turn-<n>, got {turn_id!r}")
+    return int(number)
+
+
 def idempotency_key(flow_id: str, turn_id: str, tool_call_id: str) -> str:
     """Return the idempotency key of one tool call: ``<flowId>/<turnId>/<toolCallId>``.
 
@@ -136,4 +151,5 @@ __all__ = [
     "message_id_problem",
     "message_sequence_key",
     "turn_id_for",
+    "turn_number_of",
 ]

@@ -100,6 +100,11 @@ class AgentState:
     failed_turn_count: int
     last_turn_error: str | None
 
+    @property
+    def ended_turn_count(self) -> int:
+        """Turns that ended, completed or failed (turns end in order: ``turn-<n>`` ended once this is ``n``)."""
+        return self.completed_turn_count + self.failed_turn_count
+
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,6 +21,7 @@ from typing import Final, final
 
 from dex import StreamMessage
 
+from dex_agents.pure.keys import turn_number_of
 from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, AgentStatus
 
 __all__ = [
@@ -107,8 +108,7 @@ def turns_ended(count: int) -> StateCondition:
     """``count`` turns ended (completed or failed) and no turn runs."""
     return StateCondition(
         description=f"{count} ended turn(s) and no turn running",
-        predicate=lambda state: state.completed_turn_count + state.failed_turn_count >= count
-        and state.current_turn_id is None,
+        predicate=lambda state: state.ended_turn_count >= count and state.current_turn_id is None,
     )
 
 
@@ -121,11 +121,9 @@ def turn_ended(turn_id: str) -> StateCondition:
     Raises:
         ValueError: ``turn_id`` is not ``turn-<n>``.
     """
-    number = turn_id.removeprefix("turn-")
-    if not number.isdigit():
-        raise ValueError(f"a turn ID is turn-<n>, got {turn_id!r}")
+    number = turn_number_of(turn_id)
     return StateCondition(description=f"turn {turn_id} ended (committed)",
-                          predicate=lambda state: state.completed_turn_count + state.failed_turn_count >= int(number))
+                          predicate=lambda state: state.ended_turn_count >= number)
 
 
 def turns_completed(count: int) -> StateCondition:
