@@ -24,6 +24,7 @@ from typing import Final, final
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from dex_agents.pure.compaction import CompactionPolicy
 from dex_agents.pure.policies import resolve_tool_policy
 from dex_agents.pure.runner_values import ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values import (
@@ -53,12 +54,14 @@ class SessionConfig:
             ``"approval deadline passed"``; ``None`` means approvals never expire.
         max_model_calls_per_turn: The most model calls one turn makes (>= 1): the call that reaches
             it and still asks for tools fails the turn instead of deferring them.
+        compaction: When and how the history is compacted; ``None``: never (the spec's behaviour).
     """
 
     tool_policies: PMap[str, ToolPolicy] = pmap()
     default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
     interrupt_deadline_ms: int | None = None
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
+    compaction: CompactionPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.interrupt_deadline_ms is not None and self.interrupt_deadline_ms < 0:

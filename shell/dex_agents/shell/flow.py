@@ -25,6 +25,7 @@ from typing import Any, Final, get_args, get_type_hints
 
 from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream
 
+from dex_agents.pure.compaction import CompactionPolicy
 from dex_agents.pure.flow_table import RPC_TABLE
 from dex_agents.pure.persistence import RpcName, StepType
 from dex_agents.pure.rpc_values import (
@@ -204,6 +205,10 @@ def _check_rpc_handlers() -> None:
 _check_rpc_handlers()
 
 
+DEFAULT_COMPACTION: Final = CompactionPolicy()
+"""``create_agent_session_flow``'s compaction unless one is given: reactive, the last 2 turns kept."""
+
+
 def create_agent_session_flow(
     runner: AgentFrameworkRunner,
     flow_type: str,
@@ -215,6 +220,7 @@ def create_agent_session_flow(
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     timing: SessionTiming | None = None,
     fact_observer: Callable[[SessionInput], None] | None = None,
+    compaction: CompactionPolicy | None = DEFAULT_COMPACTION,
 ) -> AgentSessionFlow:
     """A new session Flow of type ``flow_type`` driven by ``runner``.
 
@@ -236,6 +242,10 @@ def create_agent_session_flow(
             calls on a worker thread, the others on the event loop), before its effects are
             performed, including inputs of attempts that later fail. For recording a session to
             ``dex_agents.pure.replay`` it offline, and for tests.
+        compaction: When and how the session compacts its history (``CompactionPolicy``; by default
+            reactively, when the model refuses an input longer than its context window). ``None``:
+            never, as the spec's sessions. A runner without ``summarize_history`` gets no compaction
+            by default, and a ``TypeError`` when one is asked for.
 
     Raises:
         ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
@@ -245,7 +255,12 @@ def create_agent_session_flow(
     validate_runner(runner)
     validate_flow_type(flow_type)
     validate_stream_capacity(event_stream_capacity_bytes)
-    config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms, max_model_calls_per_turn)
+    if not callable(getattr(runner, "summarize_history", None)):
+        if compaction is not DEFAULT_COMPACTION and compaction is not None:
+            raise TypeError(f"runner {type(runner).__name__} has no summarize_history, which compaction needs")
+        compaction = None
+    config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms, max_model_calls_per_turn,
+                            compaction)
     return AgentSessionFlow(
         runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes, fact_observer
     )

@@ -9,6 +9,7 @@ from typing import Final
 from pyrsistent import pmap
 
 from dex_agents.pure.runner_values import ToolPolicy
+from dex_agents.pure.compaction import CompactionPolicy
 from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.values import ToolEffect
 
@@ -91,8 +92,11 @@ def session_config(
     default_tool_effect: object,
     interrupt_deadline_ms: object,
     max_model_calls_per_turn: object = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
+    compaction: object = None,
 ) -> SessionConfig:
     """The validated ``SessionConfig`` of a Flow's options."""
+    if compaction is not None and not isinstance(compaction, CompactionPolicy):
+        raise TypeError(f"compaction must be a CompactionPolicy or None, got {type(compaction).__name__}")
     if not isinstance(tool_policies, Mapping):
         raise TypeError(f"tool_policies must be a mapping of tool name to ToolPolicy, got {type(tool_policies).__name__}")
     policies = {name: _tool_policy(name, policy) for name, policy in tool_policies.items()}
@@ -101,6 +105,7 @@ def session_config(
         default_tool_effect=tool_effect(default_tool_effect, "default_tool_effect"),
         interrupt_deadline_ms=_interrupt_deadline(interrupt_deadline_ms),
         max_model_calls_per_turn=_max_model_calls_per_turn(max_model_calls_per_turn),
+        compaction=compaction,
     )
 
 

@@ -43,7 +43,14 @@ from dex_agents.pure.runner_values import ResolvedToolPolicy as ResolvedToolPoli
 from dex_agents.pure.runner_values import ToolCallsRequested as ToolCallsRequested
 from dex_agents.pure.runner_values import ToolPolicy as ToolPolicy
 from dex_agents.pure.runner_values import TurnCompleted as TurnCompleted
-from dex_agents.pure.values import AgentMessage, AgentToolCall, FrameworkMessage, ToolCallStatus, ToolEffect
+from dex_agents.pure.values import (
+    AgentMessage,
+    AgentToolCall,
+    AgentUsage,
+    FrameworkMessage,
+    ToolCallStatus,
+    ToolEffect,
+)
 
 
 class AgentEventWriter(Protocol):
@@ -91,6 +98,9 @@ class AgentTurnContext:
         resolve_tool_policy: The effective policy of a tool: ``resolve_tool_policy(name, framework_effect)``.
         is_cancellation_requested: True once Dex cancelled the attempt.
         heartbeat: Send an extra heartbeat (the session already sends one regularly).
+        history_summary: The summary of the messages before ``messages`` once the session compacted
+            its history (``messages`` then start after the summary's boundary); ``None`` before. A
+            runner that summarizes (``summarize_history``) puts it first in the model input.
     """
 
     flow_id: str
@@ -104,6 +114,7 @@ class AgentTurnContext:
     resolve_tool_policy: Callable[[str, ToolEffect | None], ResolvedToolPolicy]
     is_cancellation_requested: Callable[[], bool]
     heartbeat: Callable[[], Awaitable[None]]
+    history_summary: str | None = None
 
     @property
     def is_resuming(self) -> bool:
@@ -174,6 +185,54 @@ class NonRetryableModelError(Exception):
         self.message = message
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistorySummaryRequest:
+    """What ``summarize_history`` receives: one summarization call over the oldest messages.
+
+    Attributes:
+        flow_id: The session ID.
+        turn_id: The running turn (``None``: a compaction requested between turns).
+        attempt: One-based attempt of the ``CompactHistory`` Step.
+        previous_summary: The summary this one replaces (it covers the messages before ``messages``).
+        messages: The span to summarize, in sequence order (never empty; no tool call without its result).
+        instructions: What the summary must keep (``CompactionPolicy.instructions``).
+        events: The event writer of this attempt.
+        deadline: When this attempt's method timeout ends (Worker clock, UTC).
+        is_cancellation_requested: True once Dex cancelled the attempt.
+        heartbeat: Send an extra heartbeat (the session already sends one regularly).
+    """
+
+    flow_id: str
+    turn_id: str | None
+    attempt: int
+    previous_summary: str | None
+    messages: Sequence[AgentMessage]
+    instructions: str
+    events: AgentEventWriter
+    deadline: datetime
+    is_cancellation_requested: Callable[[], bool]
+    heartbeat: Callable[[], Awaitable[None]]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistorySummaryResult:
+    """A summarization call's result: the summary text (non-blank) and that call's usage."""
+
+    text: str
+    usage: AgentUsage
+
+
+class ContextWindowExceededError(NonRetryableModelError):
+    """The model refused the call because its input exceeds the model's context window.
+
+    Without compaction it fails the turn at once, as any ``NonRetryableModelError``; with compaction
+    (``CompactionPolicy``) the session summarizes the oldest messages in a ``CompactHistory`` Step and
+    runs the model call again. Adapters map their framework's error to it (Pydantic AI's
+    ``ModelContextWindowExceededError``, OpenAI's ``context_length_exceeded``, "prompt is too long")."""
+
+
 class AgentFrameworkRunner(Protocol):
     """The contract between the session and an agent framework (see the module docstring)."""
 
@@ -191,16 +250,30 @@ class AgentFrameworkRunner(Protocol):
         ...
 
 
+class SummarizingRunner(AgentFrameworkRunner, Protocol):
+    """A runner that can compact a session's history: one summarization call with the session's own
+    model, no tool run. The adapters of ``dex_agents.adapters`` all are; a runner without
+    ``summarize_history`` gets no compaction (the spec's behaviour)."""
+
+    async def summarize_history(self, request: HistorySummaryRequest) -> HistorySummaryResult:
+        """Summarize ``request.messages`` (after ``request.previous_summary``) in one model call."""
+        ...
+
+
 __all__ = [
     "AgentEventWriter",
     "AgentFrameworkRunner",
     "AgentTurnContext",
     "AgentTurnOutcome",
+    "ContextWindowExceededError",
     "DeferredToolCall",
     "DeferredToolExecution",
+    "HistorySummaryRequest",
+    "HistorySummaryResult",
     "McpToolAnnotations",
     "NonRetryableModelError",
     "ResolvedToolPolicy",
+    "SummarizingRunner",
     "ToolCallsRequested",
     "ToolExecutionError",
     "ToolExecutionResult",

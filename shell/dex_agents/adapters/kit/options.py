@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 
+from dex_agents.pure.compaction import CompactionPolicy
 from dex_agents.pure.runner_values import ToolPolicy
 from dex_agents.pure.step_inputs import SessionInput
 from dex_agents.pure.values import ToolEffect
@@ -25,6 +26,7 @@ class SessionFlowOptions(TypedDict, total=False):
     max_model_calls_per_turn: int
     timing: SessionTiming | None
     fact_observer: Callable[[SessionInput], None] | None
+    compaction: CompactionPolicy | None
 
 
 __all__ = ["SessionFlowOptions"]
