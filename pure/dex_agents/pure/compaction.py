@@ -36,6 +36,9 @@ DEFAULT_INSTRUCTIONS: Final = (
 )
 """The summarization call's system prompt unless ``CompactionPolicy.instructions`` gives one."""
 
+TRANSCRIPT_HEADER: Final = "Conversation to summarize:"
+"""The first line of every transcript a summarization call reads."""
+
 SUMMARY_PREFIX: Final = "Summary of the earlier conversation (compacted to fit the model's context window):\n\n"
 
 
@@ -122,7 +125,7 @@ def summary_message_text(summary: str) -> str:
 def render_transcript(previous_summary: str | None, messages: Sequence[AgentMessage]) -> str:
     """The text a summarization call reads: the previous summary, then each message of the span by its
     display fields (who said it, the call a response made, each tool's result)."""
-    lines: list[str] = []
+    lines = [TRANSCRIPT_HEADER]
     if previous_summary is not None:
         lines.append(f"Summary of the conversation before this part:\n{previous_summary}\n")
     for message in messages:
@@ -148,6 +151,7 @@ __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "DEFAULT_KEEP_RECENT_TURNS",
     "SUMMARY_PREFIX",
+    "TRANSCRIPT_HEADER",
     "CompactionPolicy",
     "CompactionTrigger",
     "compaction_span",

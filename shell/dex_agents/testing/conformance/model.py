@@ -73,10 +73,13 @@ def tool_result(tool_call_id: str, text: str) -> SeenMessage:
 @dataclass(frozen=True, slots=True)
 class ScriptedFailure:
     """The model call fails. ``retryable=False``: an error a retry cannot fix (a rejected request);
-    adapters raise the framework's error that their runner maps to ``NonRetryableModelError``."""
+    adapters raise the framework's error that their runner maps to ``NonRetryableModelError``.
+    ``context_window=True``: the input exceeds the model's context window; adapters raise the
+    framework's error for it, which their binding maps to ``ContextWindowExceededError``."""
 
     message: str
     retryable: bool = True
+    context_window: bool = False
 
 
 @final
