@@ -99,6 +99,13 @@ class FlowEffects(Protocol):
         """Close the run when its Flow timeout passes."""
 
 
+class RunEffects(Protocol):
+    """What the after-commit effects ask of the continue-as-new operations (``continue_as_new``)."""
+
+    def continue_if_due(self, uid: int, events: int) -> None:
+        """Roll the run over if its history (``events`` long) exceeds its threshold."""
+
+
 class EngineCore:
     """Shared state of one engine process. The operations that perform its after-commit effects
     are given to it once, by :meth:`wire` (the top module ``engine`` does it); the core imports none."""
@@ -124,13 +131,14 @@ class EngineCore:
         self.stopped = False
         self._steps: StepEffects | None = None
         self._flows: FlowEffects | None = None
+        self._runs: RunEffects | None = None
 
-    def wire(self, steps: StepEffects, flows: FlowEffects) -> None:
+    def wire(self, steps: StepEffects, flows: FlowEffects, runs: RunEffects | None = None) -> None:
         """Give the after-commit effects their performers, once (the top module ``engine`` does,
-        right after building the operations)."""
+        right after building the operations); without ``runs`` no run continues as new by itself."""
         if self._steps is not None or self._flows is not None:
             raise RuntimeError("the engine core is wired already")
-        self._steps, self._flows = steps, flows
+        self._steps, self._flows, self._runs = steps, flows, runs
 
     def _performers(self) -> tuple[StepEffects, FlowEffects]:
         if self._steps is None or self._flows is None:
@@ -266,6 +274,9 @@ class EngineCore:
                     if (kind == "closed" and what in effects.closed) or (
                             kind == "attribute" and isinstance(what, tuple) and what[0] in effects.closed):
                         self.notify(key)
+        if self.store.recorded and self._runs is not None:
+            for uid, events in self.store.take_recorded().items():
+                self._runs.continue_if_due(uid, events)
 
     def notify(self, key: WaitKey) -> None:
         """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""

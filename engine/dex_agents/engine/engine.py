@@ -11,7 +11,8 @@ Layers, each importing only the ones below it (a test parses the imports and fai
    ``dispatch``;
 4. ``core``: the shared state and after-commit effects (``EngineCore``), with Step hooks;
 5. operations: ``step_creation``, ``streams``, ``queries``, ``flows``, ``outcomes`` (results,
-   failures, retries, Waits), ``steps`` (launch, progress, timeouts), ``rpcs``;
+   failures, retries, Waits), ``steps`` (launch, progress, timeouts), ``rpcs``, ``reset``,
+   ``continue_as_new`` (run rollover, config updates);
 6. this module (``Engine``: the core plus the operations, wired once: the core's after-commit
    effects are performed by the Step and Flow operations given to ``EngineCore.wire``);
 7. adapters: ``recovery``, ``service`` (FlowService), ``worker_service`` (PollWorkerTask),
@@ -20,6 +21,7 @@ Layers, each importing only the ones below it (a test parses the imports and fai
 
 from __future__ import annotations
 
+from .continue_as_new import ContinueAsNewOps
 from .core import EngineCore
 from .flows import FlowOps
 from .reset import ResetOps
@@ -32,7 +34,7 @@ from .timing import Clock, EngineTiming
 
 class Engine(EngineCore):
     """One engine process's state with its operations: ``flows``, ``steps``, ``rpcs``, ``streams``,
-    ``resets``; built and wired here, once."""
+    ``resets``, ``continue_as_new``; built and wired here, once."""
 
     def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
         super().__init__(store, timing=timing, clock=clock)
@@ -41,4 +43,5 @@ class Engine(EngineCore):
         self.steps = StepOps(self, self.flows, self.streams)
         self.rpcs = RpcOps(self, self.flows)
         self.resets = ResetOps(self, self.flows, self.steps.sub_flows)
-        self.wire(self.steps, self.flows)
+        self.continue_as_new = ContinueAsNewOps(self)
+        self.wire(self.steps, self.flows, self.continue_as_new)

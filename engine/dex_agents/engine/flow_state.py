@@ -43,13 +43,14 @@ class FlowStateQuery:
         response.attributes.extend(state.all_attributes(db, flow.uid))
         steps = sorted((s for s in self.engine.active_steps(flow.uid) if s.step_type != TIMEOUT_HANDLER),
                        key=lambda s: (s.step_type, s.n))
-        response.active_step_executions.extend(self._step_state(step) for step in steps)
+        response.active_step_executions.extend(self.step_state(step) for step in steps)
         for name, values in state.pending_messages(db, flow.uid).items():
             response.pending_channel_messages[name].CopyFrom(values)
         response.completed_steps.extend(self.engine.flow_result(flow.uid).results)
         return response
 
-    def _step_state(self, step: StepRow) -> pb.ActiveStepExecutionState:
+    def step_state(self, step: StepRow) -> pb.ActiveStepExecutionState:
+        """One active Step execution as Dex reports it (also what a continue-as-new carries)."""
         db = self.engine.store.db
         out = pb.ActiveStepExecutionState(
             step_execution_id=step.seid, from_step_execution_id=step.from_seid, step_type=step.step_type,

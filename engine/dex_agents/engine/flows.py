@@ -54,6 +54,9 @@ class FlowOps:
             raise invalid("a start Step requires step_input")
         options = request.flow_start_options
         state.validate_writes(options.attributes)
+        config = options.flow_config_override
+        if config.continue_as_new_threshold < 0 or config.continue_as_new_page_size_in_bytes < 0:
+            raise invalid("continue_as_new_threshold and continue_as_new_page_size_in_bytes must not be negative")
         existing = self.engine.current_flow(request.flow_id)
         effects = Effects()
         with self.engine.store.transaction() as db:

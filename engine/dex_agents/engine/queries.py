@@ -177,6 +177,8 @@ class Queries:
         offset = parse_token(request.next_page_token, "next_page_token")
         size = request.page_size or 100
         where, parameters, on_attributes = _sql_filter(parsed)
+        if not request.include_continued_as_new:
+            where = f"({where}) AND status != {pb.FLOW_STATUS_CONTINUED_AS_NEW}"
         page: list[pb.SearchFlowsResponseEntry] = []
         matched = 0
         with self.engine.store.reader() as db:

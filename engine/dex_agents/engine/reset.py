@@ -61,9 +61,14 @@ class ResetOps:
         start.ParseFromString(blob)
         replayed = reset_replay.replay(events, cut, start.flow_start_options.attributes)
         effects = Effects()
+        running = old if old.running else None
+        if old.status == pb.FLOW_STATUS_CONTINUED_AS_NEW:  # the run it continued as, if that one runs
+            current = self.engine.current_flow(request.flow_id)
+            running = current if current is not None and current.running else None
         with self.engine.store.transaction() as db:
-            if old.running:
-                self.flows.close(db, old, pb.FLOW_STATUS_TERMINATED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
+            if running is not None:
+                self.flows.close(db, running, pb.FLOW_STATUS_TERMINATED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "",
+                                 effects)
             run_id, flow = self._insert_run(db, old, start, replayed, effects)
             self._copy_history(db, old, flow, events, cut)
             self._restore_state(db, old, flow, replayed)
@@ -115,12 +120,15 @@ class ResetOps:
         indexed = {str(key) for (key,) in db.execute("SELECT key FROM attributes WHERE uid=? AND indexed=1",
                                                      (old.uid,))}
         for key, value in replayed.attributes.items():
+            hard_delete = value is None
             if value is None:  # a hard-delete Attribute: its latest value, if it has one
                 value = state.attribute(db, old.uid, key)
                 if value is None:
                     continue
-            db.execute("INSERT INTO attributes (uid, key, value, indexed, is_instance) VALUES (?, ?, ?, ?, ?)",
-                       (flow.uid, key, value.SerializeToString(), int(key in indexed), int("/" in key)))
+            db.execute("INSERT INTO attributes (uid, key, value, indexed, is_instance, hard_delete) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (flow.uid, key, value.SerializeToString(), int(key in indexed), int("/" in key),
+                        int(hard_delete)))
         for messages in replayed.channels.values():
             for message in messages:  # one by one: ids repeated across past publishes stay allowed
                 state.publish(db, flow.uid, [message])

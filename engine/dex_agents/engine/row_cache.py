@@ -31,6 +31,9 @@ V = TypeVar("V")
 StepValue = str | int | bool | Message | list[pb.KV] | None
 """A value of a StepRow field (a protobuf is stored serialized, ``locals`` as a KV list)."""
 
+LATEST_RUN = f"SELECT MAX(uid) FROM flows WHERE flow_id=? AND status!={pb.FLOW_STATUS_CONTINUED_AS_NEW}"
+"""A Flow ID's latest run: its newest row, not counting the rows of runs that continued as new
+(they are inserted when their run ends, after the row that goes on as the current run)."""
 DEFAULT_LIMIT = 4_096
 """Rows of each kind kept at most (the oldest cached entry is dropped first)."""
 
@@ -81,7 +84,7 @@ class RowCache:
         """The latest run of ``flow_id``."""
         uid = self._latest.get(flow_id)
         if uid is None:
-            (latest,) = self._db().execute("SELECT MAX(uid) FROM flows WHERE flow_id=?", (flow_id,)).fetchone()
+            (latest,) = self._db().execute(LATEST_RUN, (flow_id,)).fetchone()
             if latest is None:
                 return None
             uid = int(latest)
@@ -153,7 +156,7 @@ class RowCache:
             if row is None or flow_from_row(row) != flow:
                 found.append(f"flow {uid}")
         for flow_id, uid in list(self._latest.items()):
-            row = db.execute("SELECT MAX(uid) FROM flows WHERE flow_id=?", (flow_id,)).fetchone()
+            row = db.execute(LATEST_RUN, (flow_id,)).fetchone()
             if row is None or row[0] != uid:
                 found.append(f"latest run of {flow_id}")
         for (uid, seid), step in list(self._steps.items()):

@@ -42,6 +42,7 @@ SERVED = frozenset({
     "ReadStream", "ListStreamMessages", "GetFlowSummary", "WaitForFlow", "SearchFlows", "SkipTimer",
     "WaitForStepCompletion", "WaitForAttribute", "GetHistoryEvents", "LoadBlobs", "GetAttributes", "PublishToChannel",
     "GetChannelMessages", "DeleteChannelMessage", "SetAttributes", "GetFlowState", "ResetFlow",
+    "TriggerContinueAsNew", "UpdateFlowConfig",
 })
 
 
@@ -182,6 +183,16 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def ResetFlow(self, request: pb.ResetFlowRequest, context: grpc.ServicerContext) -> pb.ResetFlowResponse:  # noqa: N802
         return self._run(context, lambda: self.engine.resets.reset(request))
+
+    def TriggerContinueAsNew(self, request: pb.TriggerContinueAsNewRequest,  # noqa: N802
+                             context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._run(context, lambda: self.engine.continue_as_new.trigger(request))
+        return empty_pb2.Empty()
+
+    def UpdateFlowConfig(self, request: pb.UpdateFlowConfigRequest,  # noqa: N802
+                         context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._run(context, lambda: self.engine.continue_as_new.update_config(request))
+        return empty_pb2.Empty()
 
     def GetAttributes(self, request: pb.GetAttributesRequest,  # noqa: N802
                       context: grpc.ServicerContext) -> pb.GetAttributesResponse:

@@ -116,10 +116,11 @@ def upsert_attributes(db: sqlite3.Connection, uid: int, writes: Sequence[pb.Attr
             db.execute("DELETE FROM attributes WHERE uid=? AND key=?", (uid, write.key))
             continue
         db.execute(
-            "INSERT INTO attributes (uid, key, value, indexed, is_instance) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO attributes (uid, key, value, indexed, is_instance, hard_delete) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (uid, key) DO UPDATE SET value=excluded.value, "
-            "indexed=MAX(indexed, excluded.indexed)",
-            (uid, write.key, write.value.SerializeToString(), int(write.index_config.enable), int("/" in write.key)),
+            "indexed=MAX(indexed, excluded.indexed), hard_delete=excluded.hard_delete",
+            (uid, write.key, write.value.SerializeToString(), int(write.index_config.enable), int("/" in write.key),
+             int(write.is_hard_delete_on_null)),
         )
 
 
@@ -223,6 +224,6 @@ def record(db: sqlite3.Connection, uid: int, event: pb.FlowHistoryEvent) -> None
     if not event.HasField("event_time"):
         event.event_time.CopyFrom(now_timestamp())
     db.execute(
-        "INSERT INTO history (uid, event_id, event, txn) VALUES (?, ?, ?, engine_txn())",
-        (uid, event.event_id, event.SerializeToString()),
+        "INSERT INTO history (uid, event_id, event, txn) VALUES (?, ?, ?, engine_event(?, ?))",
+        (uid, event.event_id, event.SerializeToString(), uid, event.event_id),
     )

@@ -135,6 +135,7 @@ _ADDED_COLUMNS = (
     ("steps", "last_failure", "BLOB"),
     ("history", "txn", "INTEGER NOT NULL DEFAULT 0"),
     ("flows", "parent_flow_id", "TEXT NOT NULL DEFAULT ''"),
+    ("attributes", "hard_delete", "INTEGER NOT NULL DEFAULT 0"),
 )
 """Columns added after the first release: a database created before them gets them on open."""
 
@@ -189,6 +190,20 @@ class Store:
         self._rollback_listeners: list[Callable[[], None]] = []
         self._txn = 0
         self.db.create_function("engine_txn", 0, lambda: self._txn)
+        self.recorded: dict[int, int] = {}
+        """Run uid -> the id of the newest history event inserted for it since the engine last
+        looked (:meth:`take_recorded`); filled by ``engine_event(uid, event_id)`` as history rows
+        are inserted, so a run's history length is known without a query (emptied on rollback)."""
+        self.db.create_function("engine_event", 2, self._note_event, deterministic=False)
+
+    def _note_event(self, uid: int, event_id: int) -> int:
+        self.recorded[uid] = event_id
+        return self._txn
+
+    def take_recorded(self) -> dict[int, int]:
+        """The runs that recorded history since the last call, with their newest event id."""
+        recorded, self.recorded = self.recorded, {}
+        return recorded
 
     @property
     def txn(self) -> int:
@@ -241,6 +256,7 @@ class Store:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
         finally:
+            self.recorded.clear()
             for forget in self._rollback_listeners:
                 forget()
 
