@@ -36,6 +36,8 @@ from dex import (
     SubFlowOptions,
     Timer,
     TimerId,
+    TimeTravelOptions,
+    TimeTravelType,
     Wait,
     WaitForAttributeOptions,
     go_to,
@@ -230,3 +232,19 @@ def test_update_flow_config_sets_a_threshold_on_a_running_flow(dex: DexFixture) 
         client.update_flow_config(flow_id, FlowConfig(continue_as_new_threshold=-1))
     _publish(dex, flow_id, "Release", 1)
     assert harness.result(flow_id).single_output(str) == "None|1|0"
+
+
+def test_time_travel_to_the_start_of_a_continued_run_restores_the_carried_state(dex: DexFixture) -> None:
+    flow = Holding(dex.flow_type())
+    harness = dex.start(flow)
+    client = harness.client
+    flow_id = dex.flow_id()
+    client.start_flow(flow, flow_id, 0, StartFlowOptions().with_attribute(label, "carried"))
+    _publish(dex, flow_id, "Extra", 7)
+    client.trigger_continue_as_new(flow_id)
+    continued = client.describe_flow(flow_id).run_id
+    reset_run = client.time_travel(flow_id, TimeTravelOptions(TimeTravelType.BEGINNING, reason="after a rollover"))
+    assert reset_run != continued
+    assert client.describe_flow(flow_id).status is FlowStatus.RUNNING
+    _publish(dex, flow_id, "Release", 3)
+    assert harness.result(flow_id).single_output(str) == "carried|3|1"

@@ -60,19 +60,19 @@ class ResetOps:
         start = pb.StartFlowRequest()
         start.ParseFromString(blob)
         replayed = reset_replay.replay(events, cut, start.flow_start_options.attributes)
+        live = old  # the row holding the selected run's Steps and Attributes
+        if old.status == pb.FLOW_STATUS_CONTINUED_AS_NEW:
+            live = self.engine.current_flow(request.flow_id) or old
         effects = Effects()
-        running = old if old.running else None
-        if old.status == pb.FLOW_STATUS_CONTINUED_AS_NEW:  # the run it continued as, if that one runs
-            current = self.engine.current_flow(request.flow_id)
-            running = current if current is not None and current.running else None
+        running = live if live.running else None  # the selected run, or the run it continued as
         with self.engine.store.transaction() as db:
             if running is not None:
                 self.flows.close(db, running, pb.FLOW_STATUS_TERMINATED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "",
                                  effects)
             run_id, flow = self._insert_run(db, old, start, replayed, effects)
             self._copy_history(db, old, flow, events, cut)
-            self._restore_state(db, old, flow, replayed)
-            self._restore_steps(db, old, flow, replayed, events, cut, effects)
+            self._restore_state(db, live, flow, replayed)
+            self._restore_steps(db, live, flow, replayed, events, cut, effects)
             if not request.skip_writes_reapply:
                 for event in reset_replay.writes_after(events, cut):
                     self._reapply(db, flow, event, effects)
@@ -146,6 +146,10 @@ class ResetOps:
             if row is None or row.step_type == TIMEOUT_HANDLER:
                 continue
             recovery = None if replay_step.seid in later_wait_for_failures else row.recovery
+            if replay_step.phase == "waiting" and replay_step.waiting is None:  # carried by a continue-as-new
+                replay_step.waiting = row.waiting
+            if replay_step.phase == "execute" and replay_step.results is None:
+                replay_step.results = row.results
             self._insert_step(db, flow, row, replay_step, recovery, now)
             restored = self.engine.step(flow.uid, row.seid)
             assert restored is not None

@@ -14,7 +14,8 @@ every write in order; a null deletes), pending Channel messages (publishes, dele
 satisfied Wait consumed, recorded with the ``execute`` it started), and each Step execution's place
 (pending ``wait_for``, waiting on its Wait, pending ``execute`` with its condition results, or
 ended: done, failed, canceled by a decision or an RPC), its locals, and the outputs of completed
-Steps (a graceful completion also marks the run closing). :func:`writes_after` lists what the reset
+Steps (a graceful completion also marks the run closing); a run that began by continue-as-new
+starts from the state its first event carries. :func:`writes_after` lists what the reset
 reapplies unless told not to: RPC effects (``SetAttributes`` included) and Channel publishes and
 deletes from outside the run, recorded after the cut, in order.
 """
@@ -191,10 +192,28 @@ def _apply(run: ReplayedRun, event: pb.FlowHistoryEvent) -> None:
         _effects(run, (), event.channel_external_publish.messages, ())
     elif kind == "channel_external_delete":
         _effects(run, (), (), event.channel_external_delete.messages)
+    elif kind == "flow_started_or_continued" and event.flow_started_or_continued.HasField("continued_start"):
+        _continue(run, event.flow_started_or_continued.continued_start)
     elif kind == "flow_closed":
         for step in run.steps.values():
             if step.phase in ACTIVE:
                 step.phase = "canceled"
+
+
+def _continue(run: ReplayedRun, carried: pb.FlowContinuedStart) -> None:
+    """A run that began by continue-as-new starts from the state its first event carries (a Step
+    without a stored Wait resumes its pending method: ``execute`` when marked by
+    ``completed_conditions``, its condition results then come from the Step's row)."""
+    run.attributes = {kv.key: kv.value if kv.HasField("value") else None for kv in carried.attributes}
+    run.channels = {name: list(values.messages) for name, values in carried.pending_channel_messages.items()}
+    run.completions = list(carried.completed_steps)
+    for resume in carried.steps_to_resume:
+        phase: ReplayPhase = "waiting" if resume.HasField("waiting_condition") else (
+            "execute" if resume.HasField("completed_conditions") else "wait_for")
+        run.steps[resume.step_execution_id] = ReplayStep(
+            seid=resume.step_execution_id, step_type=resume.step.step_type,
+            from_seid=resume.step.from_step_execution_id_internal_only, phase=phase,
+            locals={kv.key: kv for kv in resume.step_exe_locals})
 
 
 def _start_method(run: ReplayedRun, pending: pb.StepMethodPendingEvent, method: ReplayPhase) -> None:
