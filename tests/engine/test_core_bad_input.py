@@ -84,10 +84,16 @@ def test_inconsistent_requests_fail_their_precondition(stub: dex_pb2_grpc.FlowSe
 
 
 def test_unserved_methods_name_themselves(stub: dex_pb2_grpc.FlowServiceStub) -> None:
-    code, detail = code_of(lambda: stub.UpdateFlowConfig(pb.UpdateFlowConfigRequest(flow_id="f")))
-    assert code == grpc.StatusCode.UNIMPLEMENTED and "UpdateFlowConfig" in detail
-    code, detail = code_of(lambda: stub.TriggerContinueAsNew(pb.TriggerContinueAsNewRequest(flow_id="f")))
-    assert code == grpc.StatusCode.UNIMPLEMENTED and "TriggerContinueAsNew" in detail
+    code, detail = code_of(lambda: stub.WaitForHistoryEvent(pb.WaitForHistoryEventRequest(flow_id="f")))
+    assert code == grpc.StatusCode.UNIMPLEMENTED and "WaitForHistoryEvent" in detail
+
+
+def test_continue_as_new_and_config_updates_need_an_active_flow(stub: dex_pb2_grpc.FlowServiceStub) -> None:
+    assert code_of(lambda: stub.UpdateFlowConfig(pb.UpdateFlowConfigRequest(flow_id="f")))[0] == grpc.StatusCode.NOT_FOUND
+    assert code_of(lambda: stub.TriggerContinueAsNew(pb.TriggerContinueAsNewRequest(flow_id="f")))[0] == (
+        grpc.StatusCode.NOT_FOUND)
+    assert code_of(lambda: stub.TriggerContinueAsNew(pb.TriggerContinueAsNewRequest()))[0] == (
+        grpc.StatusCode.INVALID_ARGUMENT)
 
 
 def test_bad_input_leaves_state_intact(stub: dex_pb2_grpc.FlowServiceStub) -> None:
