@@ -130,6 +130,7 @@ class ContinueAsNewOps:
             (flow.flow_id, flow.run_id, flow.flow_type, pb.FLOW_STATUS_CONTINUED_AS_NEW, run_start_ms, now,
              flow.request_id, flow.config.SerializeToString(), start_blob, parent_flow_id))
         ended = int(cursor.lastrowid or 0)
+        self.engine.rows.run_inserted(flow.flow_id)  # the ended run's row is not the latest (LATEST_RUN)
         db.execute("UPDATE history SET uid=? WHERE uid=?", (ended, flow.uid))
         state.record(db, ended, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=pb.FLOW_STATUS_CONTINUED_AS_NEW, continued_to_run_id=new_run_id)))
