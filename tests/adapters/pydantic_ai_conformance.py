@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, Tool, ToolOutput
-from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -62,6 +62,11 @@ def seen_messages(messages: Sequence[ModelMessage]) -> list[SeenMessage]:
 
 
 def _parts(reply: ModelReply, info: AgentInfo) -> list[ThinkingPart | TextPart | ToolCallPart]:
+    if reply.failure is not None and reply.failure.context_window:  # as OpenAIChatModel raises it
+        raise ModelHTTPError.for_category(
+            ModelContextWindowExceededError, status_code=400, model_name="scripted",
+            body={"message": reply.failure.message, "code": "context_length_exceeded"},
+            provider_error_code="context_length_exceeded")
     if reply.failure is not None:
         status = 500 if reply.failure.retryable else 400
         raise ModelHTTPError(status, "scripted", body={"error": reply.failure.message})

@@ -18,8 +18,12 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, PydanticAIRunner, create_pydantic_ai_session_flow
-from dex_agents.adapters.pydantic_ai.runner import is_non_retryable
+from dex_agents.adapters.pydantic_ai import (
+    DEX_EFFECT_METADATA_KEY,
+    PydanticAIRunner,
+    create_pydantic_ai_session_flow,
+    is_non_retryable,
+)
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
 from dex_agents.pure.values import MessageRole, ToolEffect
 from dex_agents.shell.runner import (
@@ -30,7 +34,7 @@ from tests.adapters import fakes
 
 
 def test_build_user_message_is_deterministic_and_valid_pydantic_ai_json() -> None:
-    runner: PydanticAIRunner[None] = PydanticAIRunner(Agent(TestModel()))
+    runner = PydanticAIRunner(Agent(TestModel()))
     first, second = runner.build_user_message("hi"), runner.build_user_message("hi")
     assert first == second and first.role == MessageRole.USER and first.text == "hi"
     (message,) = ModelMessagesTypeAdapter.validate_json(first.framework_item)
@@ -68,13 +72,13 @@ def test_model_errors_a_retry_cannot_fix_are_non_retryable(error: Exception, exp
 
 def test_a_model_that_cannot_be_built_fails_the_turn_at_once_naming_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    runner: PydanticAIRunner[None] = PydanticAIRunner(Agent("openai:gpt-4o", defer_model_check=True))
+    runner = PydanticAIRunner(Agent("openai:gpt-4o", defer_model_check=True))
     with pytest.raises(NonRetryableModelError, match="OPENAI_API_KEY"):
         asyncio.run(runner.run_model_step(fakes.turn(runner)))
 
 
 def test_a_run_state_of_the_previous_format_fails_the_turn_at_once() -> None:
-    runner: PydanticAIRunner[None] = PydanticAIRunner(Agent(TestModel()))
+    runner = PydanticAIRunner(Agent(TestModel()))
     with pytest.raises(NonRetryableModelError, match="not a dex-agents run-state envelope"):
         asyncio.run(runner.run_model_step(fakes.turn(runner, run_state='{"v":1,"turn":"[]"}')))
     newer = '{"adapter":"pydantic_ai","round":["c"],"state":{},"version":99}'
@@ -114,7 +118,7 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
         runs.append(order_id)
         return "shipped"
 
-    runner: PydanticAIRunner[None] = PydanticAIRunner(Agent(TestModel(), tools=[Tool(lookup)]))
+    runner = PydanticAIRunner(Agent(TestModel(), tools=[Tool(lookup)]))
     record = fakes.record(DeferredToolCall(tool_call_id="c", tool_name="lookup", arguments='{"order_id": 1}',
                                       policy=ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)))
     with pytest.raises(ToolExecutionError, match="format version 1"):

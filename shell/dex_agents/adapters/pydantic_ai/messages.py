@@ -4,32 +4,21 @@ Invariants:
     * One ``FrameworkMessage`` per ``ModelResponse`` (role ``assistant``; never split), one per tool
       return or retry prompt (role ``tool``), and one per other request (role ``user``). Pydantic AI
       merges consecutive requests before a model call, so splitting requests replays identically.
-    * ``framework_item`` is ``ModelMessagesTypeAdapter`` JSON of a one-message list; ``load_history``
-      reads stored items only (the other fields are display projections).
+    * ``framework_item`` is ``ModelMessagesTypeAdapter`` JSON of a one-message list; the history is
+      read from stored items only (the other fields are display projections).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Sequence
-from typing import Final
+from collections.abc import Sequence
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import (ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse, RetryPromptPart,
+                                  TextPart, ToolCallPart, ToolReturnPart, UserPromptPart)
 
 from dex_agents.adapters.kit import assistant_message, tool_message, user_message
-from dex_agents.adapters.kit.history import HistoryMemo
-from dex_agents.pure.values import AgentMessage, FrameworkMessage
+from dex_agents.pure.values import FrameworkMessage
 
 
 def dump_messages(messages: Sequence[ModelMessage]) -> str:
@@ -37,19 +26,15 @@ def dump_messages(messages: Sequence[ModelMessage]) -> str:
     return ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
 
 
-def dump_messages_data(messages: Sequence[ModelMessage]) -> object:
-    """``messages`` as JSON data (for embedding in the run state)."""
-    return ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
-
-
 def load_messages(data: str | object) -> list[ModelMessage]:
-    """Messages from JSON text or JSON data; ``pydantic.ValidationError`` when they are not messages."""
+    """Messages from JSON text or JSON data; ``pydantic.ValidationError`` (a ``ValueError``) when they
+    are not messages."""
     if isinstance(data, str):
         return list(ModelMessagesTypeAdapter.validate_json(data))
     return list(ModelMessagesTypeAdapter.validate_python(data))
 
 
-def _shallow_copy(message: ModelMessage) -> ModelMessage:
+def shallow_copy(message: ModelMessage) -> ModelMessage:
     """A copy sharing the message's parts (Pydantic AI only ever reassigns a history message's own
     attributes: its run metadata, its parts list)."""
     fields = getattr(message, "__dict__", None)
@@ -58,17 +43,6 @@ def _shallow_copy(message: ModelMessage) -> ModelMessage:
     copied = object.__new__(type(message))
     copied.__dict__.update(fields)
     return copied
-
-
-_HISTORY: Final[HistoryMemo[ModelMessage]] = HistoryMemo(lambda item: load_messages(item), _shallow_copy)
-"""Parsed stored items; each model call gets shallow copies (Pydantic AI fills in run metadata on a
-history's messages)."""
-
-
-def load_history(stored: Iterable[AgentMessage]) -> list[ModelMessage]:
-    """The model input the stored messages replay to, from their ``framework_item``s only (each item
-    parsed once per Worker: ``kit.history.HistoryMemo``)."""
-    return _HISTORY.load(stored)
 
 
 def user_prompt_item(text: str) -> str:
@@ -119,11 +93,4 @@ def to_framework_messages(messages: Sequence[ModelMessage]) -> list[FrameworkMes
     return produced
 
 
-__all__ = [
-    "dump_messages",
-    "dump_messages_data",
-    "load_history",
-    "load_messages",
-    "to_framework_messages",
-    "user_prompt_item",
-]
+__all__ = ["dump_messages", "load_messages", "shallow_copy", "to_framework_messages", "user_prompt_item"]
