@@ -4,8 +4,10 @@ with ``dex_effect`` metadata, and a Pydantic ``response_format`` for structured 
 the conformance Worker children too (``tests.adapters...``).
 
 A ``ScriptedFailure`` raises LangChain's own provider-independent errors: ``ModelAPIError`` (a server
-failure, retried) or ``ModelInvalidRequestError`` (a rejected request, which the adapter maps to
-``NonRetryableModelError``).
+failure, retried), ``ModelInvalidRequestError`` (a rejected request, which the adapter maps to
+``NonRetryableModelError``) or ``ContextOverflowError`` (the input exceeds the context window, which the
+adapter maps to ``ContextWindowExceededError``; ``ChatOpenAI`` raises a subclass of it for OpenAI's
+``context_length_exceeded``). Summarization calls come through the same model, without tools.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.exceptions import ModelAPIError, ModelInvalidRequestError
+from langchain_core.exceptions import ContextOverflowError, ModelAPIError, ModelError, ModelInvalidRequestError
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
@@ -83,8 +85,10 @@ async def _reply(script: ScriptedModel, messages: Sequence[BaseMessage]) -> tupl
     seen = seen_messages(messages)
     reply = await script.respond(seen)
     if reply.failure is not None:
-        error = ModelAPIError if reply.failure.retryable else ModelInvalidRequestError
-        raise error(reply.failure.message)
+        failure = reply.failure
+        error: type[ModelError] = (ContextOverflowError if failure.context_window
+                                   else ModelAPIError if failure.retryable else ModelInvalidRequestError)
+        raise error(failure.message)
     return reply, seen
 
 

@@ -4,11 +4,15 @@ The first session holds the conversation every adapter holds over HTTP (it and i
 ``tests.adapters.over_http_support``). The second asks for structured output and gets it beside a
 function call, then alone. The third gets tool-call arguments the client cannot parse (LangChain's
 ``InvalidToolCall``), which are replayed and answered like any call. The responder answers these two
-as it answers the conversation: from the last user message and what follows it.
+as it answers the conversation: from the last user message and what follows it. Last, a request the
+server refuses as longer than the model's context window (HTTP 400 ``context_length_exceeded``) is
+read as ``ContextWindowExceededError``, and any other refused request as a plain
+``NonRetryableModelError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -19,9 +23,15 @@ from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from dex_agents.adapters.langchain import DEX_EFFECT_METADATA_KEY, OUTPUT_NOT_PROCESSED, create_langchain_session_flow
+from dex_agents.adapters.langchain import (
+    DEX_EFFECT_METADATA_KEY,
+    OUTPUT_NOT_PROCESSED,
+    LangChainRunner,
+    create_langchain_session_flow,
+)
 from dex_agents.pure.texts import FAILED_PREFIX
 from dex_agents.pure.values import MessageRole
+from dex_agents.shell.runner import ContextWindowExceededError, NonRetryableModelError
 from dex_agents.testing.openai_compatible import (
     ChatErrorReply,
     ChatReply,
@@ -31,6 +41,7 @@ from dex_agents.testing.openai_compatible import (
 )
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.adapters import over_http_support
+from tests.adapters.fakes import turn
 from tests.adapters.over_http_support import (
     ToolRuns,
     assert_each_result_once_after_its_call,
@@ -47,6 +58,8 @@ from tests.adapters.over_http_support import (
 SYSTEM_PROMPT: Final = "You are the support agent of an online shop."
 CLASSIFY: Final = "Classify order 5, after looking it up."
 BAD_JSON: Final = "Where is order 6?"
+TOO_LONG: Final = "A message longer than the model's context window."
+REFUSED: Final = "A message the server refuses."
 
 
 class Verdict(BaseModel):
@@ -65,6 +78,10 @@ def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
                                          ChatToolCall("call_verdict_early", "Verdict", '{"order_id": 5, "status": "?"}')))
         return ChatReply(tool_calls=(ChatToolCall("call_verdict", "Verdict",
                                                   json.dumps({"order_id": 5, "status": results[0]})),))
+    if prompt == TOO_LONG:
+        return ChatErrorReply(400, "This model's maximum context length is 3000 tokens.", code="context_length_exceeded")
+    if prompt == REFUSED:
+        return ChatErrorReply(400, "Invalid value for 'temperature'.", code="invalid_value")
     if prompt == BAD_JSON:  # arguments the client cannot parse: LangChain makes an InvalidToolCall of them
         if rounds == 0:
             return ChatReply(tool_calls=(ChatToolCall("call_bad", "lookup_order", 'order six, please'),))
@@ -152,3 +169,14 @@ def test_arguments_the_client_cannot_parse_are_answered_and_the_tool_never_runs(
     assert runs.order_ids == []
     assert sessions.snapshot(session_id).messages[-1].text == f"Sorry: {result}"
     assert chat_server.rejections == () and chat_server.responder_errors == ()
+
+
+def test_a_request_over_the_context_window_is_read_as_context_window_exceeded(
+        chat_server: OpenAICompatibleServer) -> None:
+    runner = LangChainRunner(chat_model(chat_server), [lookup_tool(ToolRuns())])
+    with pytest.raises(ContextWindowExceededError, match="context length"):
+        asyncio.run(runner.run_model_step(turn(runner, text=TOO_LONG)))
+    with pytest.raises(NonRetryableModelError, match="temperature") as refused:
+        asyncio.run(runner.run_model_step(turn(runner, text=REFUSED)))
+    assert not isinstance(refused.value, ContextWindowExceededError)
+    assert len(chat_server.requests) == 2

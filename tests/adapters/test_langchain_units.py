@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from langchain_core.exceptions import (
     ModelRateLimitError,
 )
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_openai.chat_models.base import OpenAIContextOverflowError
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -36,16 +38,25 @@ from dex_agents.adapters.langchain import (
     OUTPUT_NOT_PROCESSED,
     LangChainRunner,
     create_langchain_session_flow,
+    is_context_window_exceeded,
     is_non_retryable,
 )
-from dex_agents.adapters.langchain.messages import load_messages, to_framework_messages
-from dex_agents.adapters.langchain.model_step import can_stream
-from dex_agents.adapters.langchain.structured_output import StructuredOutputError
+from dex_agents.adapters.langchain.binding import (
+    StructuredOutputError,
+    can_stream,
+    load_messages,
+    to_framework_messages,
+)
 from dex_agents.pure.runner_values import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.texts import FAILED_PREFIX
 from dex_agents.pure.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
-from dex_agents.shell.runner import NonRetryableModelError
-from tests.adapters.fakes import Events, record, turn
+from dex_agents.shell.runner import (
+    ContextWindowExceededError,
+    HistorySummaryRequest,
+    HistorySummaryResult,
+    NonRetryableModelError,
+)
+from tests.adapters.fakes import Events, no_heartbeat, record, turn
 from tests.adapters.langchain_support import ChunkChatModel, ReplyChatModel
 
 
@@ -131,6 +142,70 @@ def _status_error(kind: type[openai.APIStatusError], status: int) -> openai.APIS
 ])
 def test_model_errors_a_retry_cannot_fix_are_non_retryable(error: Exception, expected: bool) -> None:
     assert is_non_retryable(error) is expected
+
+
+def _context_length_error(body: object) -> openai.BadRequestError:
+    response = httpx2.Response(400, request=httpx2.Request("POST", "http://test/v1/chat/completions"))
+    return openai.BadRequestError("This model's maximum context length is 3000 tokens", response=response, body=body)
+
+
+def _chained(cause: BaseException) -> RuntimeError:
+    try:
+        raise RuntimeError("the model call failed") from cause
+    except RuntimeError as error:
+        return error
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (ContextOverflowError("too long"), True),
+    (OpenAIContextOverflowError("too long", response=_context_length_error(None).response, body=None), True),
+    (_context_length_error({"code": "context_length_exceeded", "message": "too long"}), True),
+    (_context_length_error({"error": {"code": "context_length_exceeded"}}), True),
+    (_chained(_context_length_error({"code": "context_length_exceeded"})), True),
+    (ModelInvalidRequestError("prompt is too long: 210000 tokens > 200000 maximum"), True),
+    (_context_length_error({"code": "invalid_value"}), False),
+    (ModelInvalidRequestError("bad"), False),
+    (RuntimeError("flaky"), False),
+], ids=["langchain", "chat_openai", "openai_code", "openai_body", "chained", "anthropic_text", "other_400",
+        "invalid_request", "other"])
+def test_context_window_errors_are_recognised(error: BaseException, expected: bool) -> None:
+    assert is_context_window_exceeded(error) is expected
+
+
+def test_a_context_window_error_fails_the_model_step_as_context_window_exceeded() -> None:
+    runner = LangChainRunner(ReplyChatModel(replies=[ContextOverflowError("the input is too long")]), [lookup()])
+    with pytest.raises(ContextWindowExceededError, match="ContextOverflowError: the input is too long"):
+        asyncio.run(runner.run_model_step(turn(runner)))
+
+
+def _summary_request(runner: Any, events: Events) -> HistorySummaryRequest:
+    return HistorySummaryRequest(flow_id="s", turn_id="turn-1", attempt=1, previous_summary=None,
+                                 messages=turn(runner, text="my order is 7").messages, instructions="Summarize.",
+                                 events=events, deadline=datetime.now(UTC), is_cancellation_requested=lambda: False,
+                                 heartbeat=no_heartbeat)
+
+
+def test_a_summary_is_one_call_of_the_model_without_tools() -> None:
+    reply = AIMessage(content="The user asked about order 7.",
+                      usage_metadata={"input_tokens": 30, "output_tokens": 8, "total_tokens": 38})
+    model = ReplyChatModel(replies=[reply])
+    runner = LangChainRunner(model, [lookup()], system_prompt="Be brief.")
+    result = asyncio.run(runner.summarize_history(_summary_request(runner, Events())))
+    assert result == HistorySummaryResult(text="The user asked about order 7.",
+                                          usage=AgentUsage(requests=1, input_tokens=30, output_tokens=8))
+    ((system, user),) = model.inputs  # the session's system prompt is not sent: the instructions are
+    assert system == SystemMessage(content="Summarize.") and isinstance(user, HumanMessage)
+    assert "my order is 7" in user.text
+    assert model.bindings == [{"tools": ["lookup"], "tool_choice": None}]  # bound once, for turns only
+
+
+def test_a_blank_summary_or_a_context_window_error_fails_the_summary() -> None:
+    model = ReplyChatModel(replies=[AIMessage(content="  "), ContextOverflowError("too long")])
+    runner = LangChainRunner(model, [])
+    with pytest.raises(RuntimeError, match="summary of the history is empty"):
+        asyncio.run(runner.summarize_history(_summary_request(runner, Events())))
+    with pytest.raises(ContextWindowExceededError):
+        asyncio.run(runner.summarize_history(_summary_request(runner, Events())))
 
 
 def test_a_rejected_request_fails_the_turn_at_once_and_a_server_error_is_retried() -> None:
@@ -271,8 +346,11 @@ def test_a_run_state_of_another_adapter_or_version_fails_the_turn_at_once() -> N
     newer = '{"adapter":"langchain","round":["c"],"state":{},"version":99}'
     with pytest.raises(NonRetryableModelError, match="format version 99"):
         asyncio.run(runner.run_model_step(turn(runner, run_state=newer)))
-    garbled = '{"adapter":"langchain","round":["c"],"state":{"messages":[{"x":1}],"not_deferred":[]},"version":1}'
-    with pytest.raises(NonRetryableModelError, match="no readable LangChain messages"):
+    older = '{"adapter":"langchain","round":["c"],"state":{"messages":[],"not_deferred":[]},"version":1}'
+    with pytest.raises(NonRetryableModelError, match="format version 1"):
+        asyncio.run(runner.run_model_step(turn(runner, run_state=older)))
+    garbled = '{"adapter":"langchain","round":["c"],"state":{"messages":[{"x":1}],"usage":{},"contexts":{}},"version":2}'
+    with pytest.raises(NonRetryableModelError, match="run state cannot be read: not LangChain messages"):
         asyncio.run(runner.run_model_step(turn(runner, run_state=garbled)))
 
 
@@ -281,7 +359,7 @@ def test_a_stored_message_of_another_framework_fails_the_turn_at_once() -> None:
     context = turn(runner)
     pydantic_ai_item = '[{"kind":"request","parts":[{"part_kind":"user-prompt","content":"go"}]}]'
     foreign = replace(context, messages=(replace(context.messages[0], framework_item=pydantic_ai_item),))
-    with pytest.raises(NonRetryableModelError, match="a stored message is not a LangChain message"):
+    with pytest.raises(NonRetryableModelError, match="a stored message is not a langchain message: not LangChain messages"):
         asyncio.run(runner.run_model_step(foreign))
 
 
