@@ -94,6 +94,9 @@ def _failure(reply: ModelReply) -> Exception | None:
     if reply.failure is None:
         return None
     request = httpx2.Request("POST", "https://conformance.invalid/v1/responses")
+    if reply.failure.context_window:
+        body = {"message": reply.failure.message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+        return BadRequestError(reply.failure.message, response=httpx2.Response(400, request=request), body=body)
     if reply.failure.retryable:
         return InternalServerError(reply.failure.message, response=httpx2.Response(500, request=request), body=None)
     return BadRequestError(reply.failure.message, response=httpx2.Response(400, request=request), body=None)

@@ -437,7 +437,7 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
     runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", tools=[function_tool(lookup_order)]))
     record = fakes.record(DeferredToolCall(tool_call_id="c", tool_name="lookup_order", arguments='{"order_id": 1}',
                                       policy=ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)))
-    for state in (None, '{"adapter":"openai_agents","round":["c"],"state":{},"version":2}'):
+    for state in (None, '{"adapter":"openai_agents","round":["c"],"state":{},"version":99}'):
         with pytest.raises(ToolExecutionError, match="run state"):
             asyncio.run(runner.execute_deferred_tool_call(fakes.execution(record, state)))
     assert runs == []
@@ -585,7 +585,7 @@ def test_a_stored_message_that_is_not_input_items_fails_the_turn_at_once() -> No
     runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel()))
     turn = _turn(runner)
     broken = dataclasses.replace(turn, messages=(dataclasses.replace(turn.messages[0], framework_item="not json"),))
-    with pytest.raises(NonRetryableModelError, match="a stored message cannot be read"):
+    with pytest.raises(NonRetryableModelError, match="a stored message is not a openai_agents message"):
         _step(runner, broken)
 
 

@@ -1,10 +1,11 @@
-"""``execute_deferred_tool_call`` for an ``agents.Agent``: one function tool, run alone.
+"""The binding's ``run_tool`` for an ``agents.Agent``: one function tool, run alone.
 
 The tool (a ``FunctionTool`` of ``agent.get_all_tools``: the agent's own, an agent-as-tool, an MCP
 server's) runs with the model's JSON arguments and a ``ToolContext`` like the one the ``Runner``
 gives it: the Worker's context object, the call's name, ID, arguments and raw ``function_call``
-item (from the run state of the round that deferred it), the agent, the turn's usage so far, and
-a ``RunConfig``. ``turn_input`` is empty (the history is not carried to tool Steps).
+item (from ``ToolRun.turn_messages()``, the run state of the round that deferred it), the agent,
+the turn's usage so far (``ToolRun.turn_usage()`` as the SDK's ``Usage``), and a ``RunConfig``.
+``turn_input`` is empty (the history is not carried to tool Steps).
 
 Around the call, as the ``Runner`` does: the tool's input guardrails, ``AgentHooks.on_tool_start``,
 its timeout, ``on_tool_end``, its output guardrails. Failures the model should read become
@@ -45,9 +46,11 @@ from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailDa
 from openai.types.responses import ResponseFunctionToolCall
 from pydantic import ValidationError
 
-from dex_agents.adapters.kit import RunStateError, invalid_arguments_error, unknown_tool_error
-from dex_agents.adapters.openai_agents.turn_state import TurnSoFar, decode_turn
-from dex_agents.shell.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult
+from dex_agents.adapters.kit import invalid_arguments_error, unknown_tool_error
+from dex_agents.adapters.kit.turn import ToolRun
+from dex_agents.adapters.openai_agents.items import Items, function_calls
+from dex_agents.adapters.openai_agents.model import sdk_usage
+from dex_agents.shell.runner import ToolExecutionError
 
 logger = logging.getLogger(__name__)
 
@@ -55,25 +58,16 @@ INVALID_ARGUMENTS_PREFIX = "Invalid JSON input for tool"
 """How the SDK's function tools begin the ``ModelBehaviorError`` of arguments they cannot use."""
 
 
-def _turn(call: DeferredToolExecution) -> TurnSoFar:
-    record = call.tool_call
-    if call.framework_run_state is None:
-        raise ToolExecutionError(f"tool call {record.tool_call_id!r} has no run state to build its ToolContext from")
-    try:
-        return decode_turn(call.framework_run_state)[1]
-    except RunStateError as error:
-        raise ToolExecutionError(str(error)) from error
-
-
-def _raw_call(turn: TurnSoFar, call: DeferredToolExecution) -> ResponseFunctionToolCall:
-    record = call.tool_call
-    item = turn.function_call(record.tool_call_id)
+def _raw_call(messages: list[Items], call_id: str) -> ResponseFunctionToolCall:
+    """The ``function_call`` item ``call_id`` of the turn's latest response."""
+    item = next((item for item in function_calls(messages[-1] if messages else []) if item.get("call_id") == call_id),
+                None)
     if item is None:
-        raise ToolExecutionError(f"the run state holds no function call {record.tool_call_id!r}")
+        raise ToolExecutionError(f"the run state holds no function call {call_id!r}")
     try:
         return ResponseFunctionToolCall.model_validate(dict(item))
     except ValidationError as error:
-        raise ToolExecutionError(f"the run state's function call {record.tool_call_id!r} is unreadable: {error}") from error
+        raise ToolExecutionError(f"the run state's function call {call_id!r} is unreadable: {error}") from error
 
 
 async def _failure_message(tool: FunctionTool, context: ToolContext[Any], error: Exception) -> str | None:
@@ -157,23 +151,20 @@ def output_text(tool: FunctionTool, raw_call: ResponseFunctionToolCall, output: 
     return json.dumps(parts, default=str)  # images and files: their JSON, since a record holds text
 
 
-async def execute_tool_call(agent: Agent[Any], user_context: object, config: RunConfig,
-                            call: DeferredToolExecution) -> ToolExecutionResult:
-    """Run the function tool ``call`` names (see the module docstring)."""
-    record = call.tool_call
-    turn = _turn(call)
-    raw_call = _raw_call(turn, call)
-    tools = await agent.get_all_tools(RunContextWrapper(context=user_context, usage=turn.usage))
+async def run_tool(agent: Agent[Any], user_context: object, config: RunConfig, run: ToolRun[Items]) -> str:
+    """Run the function tool ``run`` names (see the module docstring)."""
+    record = run.call.tool_call
+    raw_call = _raw_call(run.turn_messages(), record.tool_call_id)
+    usage = sdk_usage(run.turn_usage())
+    tools = await agent.get_all_tools(RunContextWrapper(context=user_context, usage=usage))
     function_tools = {tool.name: tool for tool in tools if isinstance(tool, FunctionTool)}
     tool = function_tools.get(record.tool_name)
     if tool is None:
         raise unknown_tool_error(record.tool_name, function_tools)
-    arguments = record.arguments
     context: ToolContext[Any] = ToolContext(
-        context=user_context, usage=turn.usage, tool_name=record.tool_name, tool_call_id=record.tool_call_id,
-        tool_arguments=arguments, tool_call=raw_call, agent=agent, run_config=config)
-    output = await _run_checked(agent, tool, context, arguments)
-    return ToolExecutionResult(output=output_text(tool, raw_call, output))
+        context=user_context, usage=usage, tool_name=record.tool_name, tool_call_id=record.tool_call_id,
+        tool_arguments=record.arguments, tool_call=raw_call, agent=agent, run_config=config)
+    return output_text(tool, raw_call, await _run_checked(agent, tool, context, record.arguments))
 
 
-__all__ = ["INVALID_ARGUMENTS_PREFIX", "execute_tool_call", "output_text"]
+__all__ = ["INVALID_ARGUMENTS_PREFIX", "output_text", "run_tool"]
