@@ -205,6 +205,7 @@ SPEC_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
 SESSION_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
     **SPEC_EVENT_PAYLOAD_KEYS,
     "dex_agents.model_call_failed": frozenset({"error", "retrying"}),
+    "dex_agents.history_compacted": frozenset({"through_sequence", "summarized_messages", "summary_chars", "trigger"}),
 }
 """Every event the session itself writes: the spec's, plus ours (prefixed ``dex_agents.``, docs/wire.md)."""
 
@@ -243,6 +244,11 @@ EVENTS: dict[str, AgentEvent] = {
     "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": usage_object(CALL_USAGE), "session": usage_object(SESSION_USAGE)}),
     "dex_agents.model_call_failed": _event(
         "dex_agents.model_call_failed", "se-model-9", {"error": "429 Too Many Requests: retry after 20 s", "retrying": True}
+    ),
+    "dex_agents.history_compacted": _event(
+        "dex_agents.history_compacted",
+        "se-compact-5",
+        {"through_sequence": 14, "summarized_messages": 14, "summary_chars": 1382, "trigger": "reactive"},
     ),
     "vercel_ai.step_finished": _event(
         "vercel_ai.step_finished",

@@ -35,6 +35,7 @@ from dex_agents.pure.runner_values import (
     TurnCompleted,
 )
 from dex_agents.pure.values import (
+    HistorySummary,
     AgentEvent,
     AgentInterrupt,
     AgentInterruptResolution,
@@ -129,6 +130,19 @@ GOLDEN_CASES: list[GoldenCase] = [
     _case("agent_session_start_input", AgentSessionStartInput(initial_message="Où est la commande 42 ? 📦"), record_type(AgentSessionStartInput)),
     _case("agent_session_start_input.empty", AgentSessionStartInput(initial_message=None), record_type(AgentSessionStartInput)),
     _case("agent_usage", SESSION_USAGE, record_type(AgentUsage)),
+    _case(
+        "history_summary",
+        HistorySummary(
+            text="The user (Ana) asked about order 42 (shipped with DHL, tracking JD014600003) and had order 17 "
+                 "refunded: refund_order succeeded (EUR 35.90, refund ID rf_881). She prefers email updates.",
+            through_sequence=14,
+            summarized_messages=14,
+            trigger="reactive",
+            turn_id="turn-6",
+            compactions=1,
+        ),
+        record_type(HistorySummary),
+    ),
     _case("agent_state", STATE, record_type(AgentState)),
     _case(
         "agent_state.failed",

@@ -85,7 +85,7 @@ SPEC_PERSISTED_NAMES = [
 ]
 """The spec's persistence table, "Persistence name" column, in its order."""
 
-ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts"]
+ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary"]
 """Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
@@ -102,12 +102,18 @@ SPEC_INPUTS = {
 }
 """The spec's Step table, "Input" column."""
 
+ADDED_INPUTS = {StepType.COMPACT_HISTORY: StepInputKind.COMPACTION_TRIGGER}
+"""Our Step types' inputs (docs/wire.md)."""
+
 SPEC_FAILURE_ROUTES = {
     StepType.RUN_MODEL: StepType.RECORD_TURN_FAILURE,
     StepType.CALL_TOOL: StepType.RECORD_TOOL_FAILURE,
     StepType.CALL_SINGLE_ATTEMPT_TOOL: StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
 }
 """The spec's Step table, "Options" column: the failure routes."""
+
+ADDED_FAILURE_ROUTES = {StepType.COMPACT_HISTORY: StepType.RECORD_TURN_FAILURE}
+"""Our Step types' failure routes: a compaction that cannot be made fails the turn."""
 
 
 def test_every_step_type_and_rpc_has_one_row_under_its_own_name() -> None:
@@ -118,14 +124,14 @@ def test_every_step_type_and_rpc_has_one_row_under_its_own_name() -> None:
 
 
 def test_inputs_are_the_spec_step_tables() -> None:
-    assert {step_type: row.input for step_type, row in STEP_TABLE.items()} == SPEC_INPUTS
+    assert {step_type: row.input for step_type, row in STEP_TABLE.items()} == SPEC_INPUTS | ADDED_INPUTS
     assert START_INPUT_TYPE is AgentSessionStartInput
     assert steps_with_input(StepInputKind.START_INPUT) == {StepType.START_AGENT_SESSION}
 
 
 def test_failure_routes_are_the_specs_and_a_route_has_no_route_of_its_own() -> None:
     routes = {step_type: row.failure_route for step_type, row in STEP_TABLE.items() if row.failure_route is not None}
-    assert routes == SPEC_FAILURE_ROUTES
+    assert routes == SPEC_FAILURE_ROUTES | ADDED_FAILURE_ROUTES
     for route in routes.values():
         assert STEP_TABLE[route].failure_route is None
 
@@ -139,9 +145,10 @@ def test_waits_are_the_spec_step_tables() -> None:
     }
 
 
-def test_only_await_tool_approval_locks_and_it_locks_pending_interrupts_in_execute() -> None:
+def test_only_approvals_and_compactions_lock_in_execute() -> None:
     locking = {step_type: row.execute.locks for step_type, row in STEP_TABLE.items() if row.execute.locks}
-    assert locking == {StepType.AWAIT_TOOL_APPROVAL: (AttributeName.PENDING_INTERRUPTS,)}
+    assert locking == {StepType.AWAIT_TOOL_APPROVAL: (AttributeName.PENDING_INTERRUPTS,),
+                       StepType.COMPACT_HISTORY: (AttributeName.HISTORY_SUMMARY,)}
     assert all(not row.wait_for.locks for row in STEP_TABLE.values())
 
 

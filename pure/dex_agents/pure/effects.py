@@ -229,15 +229,31 @@ class CallModel:
 
     Attributes:
         turn_id: The running turn.
-        messages: Every stored message, in sequence order (this turn's user message included).
+        messages: The stored messages the model sees, in sequence order (this turn's user message
+            included): every one, or those after the history summary's boundary.
         framework_run_state: The turn's run state (``None`` for the turn's first model call).
         tool_calls: The turn's tool call records, in deferral order.
+        history_summary: The summary that stands for the messages before ``messages`` (``None``: none).
     """
 
     turn_id: str
     messages: PVector[AgentMessage]
     framework_run_state: str | None
     tool_calls: PVector[AgentToolCall]
+    history_summary: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizeHistory:
+    """Call ``runner.summarize_history`` over ``messages`` (after ``previous_summary``), then feed
+    back ``HistorySummarized`` or ``SummarizationFailed``."""
+
+    turn_id: str | None
+    trigger: str
+    previous_summary: str | None
+    messages: PVector[AgentMessage]
+    instructions: str
 
 
 @final
@@ -262,7 +278,7 @@ class ExecuteDeferredToolCall:
     framework_run_state: str | None
 
 
-Request: TypeAlias = BuildUserMessage | CallModel | SendHeartbeat | ExecuteDeferredToolCall
+Request: TypeAlias = BuildUserMessage | CallModel | SendHeartbeat | ExecuteDeferredToolCall | SummarizeHistory
 """Work the shell performs and reports back as a follow-up input, in the same attempt."""
 
 
@@ -325,6 +341,7 @@ RpcEnding: TypeAlias = AnswerRpc | RefuseRpc
 """The last element of an RPC transition."""
 
 __all__ = [
+    "SummarizeHistory",
     "AnswerRpc",
     "ApprovalWait",
     "BuildUserMessage",

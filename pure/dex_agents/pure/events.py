@@ -13,6 +13,7 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 | ``interrupt_resolved`` | ``{"interrupt_id","approved","rejection_message"}`` |
 | ``usage_recorded`` | ``{"recorded","session"}``, each an ``AgentUsage`` object |
 | ``dex_agents.model_call_failed`` | ``{"error","retrying"}`` |
+| ``dex_agents.history_compacted`` | ``{"through_sequence","summarized_messages","summary_chars","trigger"}`` |
 
 ``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
 ``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
@@ -30,7 +31,7 @@ from pyrsistent import pmap
 
 from dex_agents.pure.json_value import JsonObject, JsonValue
 from dex_agents.pure.step_inputs import Invocation
-from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentToolCall, AgentUsage, ToolCallStatus
+from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentToolCall, AgentUsage, HistorySummary, ToolCallStatus
 
 TURN_STARTED = "turn_started"
 TURN_COMPLETED = "turn_completed"
@@ -44,6 +45,7 @@ INTERRUPT_RAISED = "interrupt_raised"
 INTERRUPT_RESOLVED = "interrupt_resolved"
 USAGE_RECORDED = "usage_recorded"
 MODEL_CALL_FAILED = "dex_agents.model_call_failed"
+HISTORY_COMPACTED = "dex_agents.history_compacted"
 
 
 def _event(event_type: str, turn_id: str, invocation: Invocation, payload: Mapping[str, JsonValue]) -> AgentEvent:
@@ -151,7 +153,22 @@ def model_call_failed(turn_id: str, invocation: Invocation, error: str, retrying
     return _event(MODEL_CALL_FAILED, turn_id, invocation, {"error": error, "retrying": retrying})
 
 
+def history_compacted(turn_id: str | None, invocation: Invocation, summary: HistorySummary) -> AgentEvent:
+    """``dex_agents.history_compacted``: the model now sees ``summary`` in place of the messages
+    through its boundary (ours: a compaction, ``CompactHistory``)."""
+    payload: dict[str, JsonValue] = {
+        "through_sequence": summary.through_sequence,
+        "summarized_messages": summary.summarized_messages,
+        "summary_chars": len(summary.text),
+        "trigger": summary.trigger,
+    }
+    return AgentEvent(type=HISTORY_COMPACTED, turn_id=turn_id, attempt=invocation.attempt,
+                      step_execution_id=invocation.step_execution_id, payload=pmap(payload))
+
+
 __all__ = [
+    "HISTORY_COMPACTED",
+    "history_compacted",
     "INTERRUPT_RAISED",
     "INTERRUPT_RESOLVED",
     "MODEL_CALL_FAILED",

@@ -26,6 +26,7 @@ class StepInputKind(StrEnum):
     TOOL_CALL_ID = "tool_call_id"
     RESULT_COUNT = "result_count"
     START_INPUT = "start_input"
+    COMPACTION_TRIGGER = "compaction_trigger"
 
 
 @final

@@ -10,6 +10,9 @@ from dex_agents.pure.flow_table import STEP_TABLE
 from dex_agents.pure.persistence import RpcName, StepType
 from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.step_inputs import (
+    CompactionStarted,
+    HistorySummarized,
+    SummarizationFailed,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -85,6 +88,8 @@ def steps_producing(step_input: StepInput) -> frozenset[StepType]:
             return frozenset({StepType.RESUME_TURN})
         case ModelAttemptsExhausted():
             return frozenset({StepType.RECORD_TURN_FAILURE})
+        case CompactionStarted() | HistorySummarized() | SummarizationFailed():
+            return frozenset({StepType.COMPACT_HISTORY})
         case _:
             assert_never(step_input)
 

@@ -8,6 +8,7 @@ StartAgentSession -> RunModel (initial message) | AwaitUserMessage
 AwaitUserMessage -> RunModel
 RunModel -> AwaitUserMessage (final answer; or the turn failed in RunModel itself: a non-retryable
                               model error, or the model call cap reached)
+         | CompactHistory(trigger) (the input exceeds the context window, or the proactive estimate)
          | one Step per tool call + ResumeTurn(n) (tool calls, all at once)
          | RecordTurnFailure -> AwaitUserMessage (retries exhausted)
 AwaitToolApproval(id) -> CallTool(id) | CallSingleAttemptTool(id) (approved)
@@ -16,6 +17,9 @@ AwaitToolApproval(id) -> CallTool(id) | CallSingleAttemptTool(id) (approved)
 CallTool(id), CallSingleAttemptTool(id), RecordToolFailure(id), RecordToolOutcomeUnknown(id)
     -> dead end, after publishing to ToolCallResults
 ResumeTurn(n) -> RunModel | ResumeTurn(k) (k records still open)
+CompactHistory(trigger) -> RunModel (summarized, or nothing left to summarize)
+                         | AwaitUserMessage (the turn failed: a summary no retry can make)
+                         | RecordTurnFailure -> AwaitUserMessage (retries exhausted)
 ```
 
 Invariants:
@@ -89,7 +93,8 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         heartbeat_timeout_seconds=2 * 60,
         execute_retry=RetrySpec(maximum_attempts=3, total_duration_seconds=30 * 60),
         execute=MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS), cached_maps=_MESSAGES),
-        next_steps=frozenset({StepType.AWAIT_USER_MESSAGE, StepType.AWAIT_TOOL_APPROVAL, StepType.RESUME_TURN})
+        next_steps=frozenset({StepType.AWAIT_USER_MESSAGE, StepType.AWAIT_TOOL_APPROVAL, StepType.RESUME_TURN,
+                              StepType.COMPACT_HISTORY})
         | _TOOL_STEPS,
         failure_route=StepType.RECORD_TURN_FAILURE,
     ),
@@ -140,6 +145,16 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         execute_retry=_RECORDING_RETRY,
         execute=MethodAccess(maps=(MapName.AGENT_TOOL_CALLS,)),
         next_steps=frozenset({StepType.AWAIT_USER_MESSAGE}),
+    ),
+    StepRow(
+        step_type=StepType.COMPACT_HISTORY,
+        input=StepInputKind.COMPACTION_TRIGGER,
+        execute_method_timeout_seconds=15 * 60,
+        heartbeat_timeout_seconds=2 * 60,
+        execute_retry=RetrySpec(maximum_attempts=3, total_duration_seconds=30 * 60),
+        execute=MethodAccess(maps=_MESSAGES, cached_maps=_MESSAGES, locks=(AttributeName.HISTORY_SUMMARY,)),
+        next_steps=frozenset({StepType.RUN_MODEL, StepType.AWAIT_USER_MESSAGE}),
+        failure_route=StepType.RECORD_TURN_FAILURE,
     ),
 )
 """Every Step type's row (the spec's Flow shape and Step table)."""

@@ -10,6 +10,10 @@ be read back from the writes (``reconstruct`` then reduces it as the follow-up i
 | ``CallModel`` | new tool call records and ``FrameworkRunState``: ``ToolCallsRequested``; a completed turn: ``TurnCompleted`` with the messages it appended; a turn failed in ``RunModel``: the model call cap's ``ToolCallsRequested`` or a non-retryable ``ModelCallFailed`` (its ``last_turn_error``); usage: the growth of ``AgentUsage`` |
 | ``SendHeartbeat`` | ``HeartbeatSent`` |
 | ``ExecuteDeferredToolCall`` | the call's final record: ``succeeded`` with its output, ``failed`` with its error |
+| ``SummarizeHistory`` | the ``HistorySummary`` it stored: ``HistorySummarized`` with its text; usage: the growth of ``AgentUsage`` |
+
+A model call refused as longer than the context window that moved to ``CompactHistory`` wrote nothing
+but its event: its answer is a ``ModelCallFailed`` whose error text is not kept (``CONTEXT_WINDOW_NOTE``).
 
 What a reconstruction cannot know (``Answered.note`` says so where it applies): the tool calls a
 model call asked for when it reached ``max_model_calls_per_turn`` (none was stored; one placeholder call
@@ -24,7 +28,14 @@ from typing import Final, TypeVar, final
 
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import BuildUserMessage, CallModel, ExecuteDeferredToolCall, Request, SendHeartbeat
+from dex_agents.pure.effects import (
+    BuildUserMessage,
+    CallModel,
+    ExecuteDeferredToolCall,
+    Request,
+    SendHeartbeat,
+    SummarizeHistory,
+)
 from dex_agents.pure.keys import message_sequence_key
 from dex_agents.pure.persistence import AttributeName, MapName
 from dex_agents.pure.reducers.model import model_call_cap_error
@@ -32,6 +43,7 @@ from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, 
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
     HeartbeatSent,
+    HistorySummarized,
     Invocation,
     ModelCallFailed,
     ModelCallFinished,
@@ -47,11 +59,15 @@ from dex_agents.pure.values import (
     AgentToolCall,
     AgentUsage,
     FrameworkMessage,
+    HistorySummary,
     ToolCallStatus,
     ToolEffect,
 )
 
 T = TypeVar("T")
+
+CONTEXT_WINDOW_NOTE: Final = "the model refused the input as longer than its context window"
+"""The error text a reconstruction gives a model call that moved to ``CompactHistory``."""
 
 PLACEHOLDER_CALL_ID: Final = "dex-agents-unknown-call"
 """The ID of the call that stands in for those a capped model call asked for (never stored)."""
@@ -127,6 +143,9 @@ def _model_answer(state: SessionState, config: SessionConfig, writes: Mapping[St
         outcome = ToolCallsRequested(framework_run_state=run_state, tool_calls=calls, usage=usage)
         return Answered(input=ModelCallFinished(invocation=invocation, outcome=outcome))
     before, after = state.agent_state, _written(writes, AttributeName.AGENT_STATE, None, AgentState)
+    if not writes:
+        return Answered(input=ModelCallFailed(invocation=invocation, error=CONTEXT_WINDOW_NOTE, retryable=False,
+                                              context_window_exceeded=True))
     if before is None or after is None:
         return "it ran a model call but stored neither tool calls nor the turn's end"
     if after.completed_turn_count > before.completed_turn_count:
@@ -159,6 +178,15 @@ def _tool_answer(request: ExecuteDeferredToolCall, writes: Mapping[StoredKey, ob
     return f"it ran tool call {call_id!r} but stored no succeeded or failed record of it"
 
 
+def _summary_answer(request: SummarizeHistory, state: SessionState, writes: Mapping[StoredKey, object],
+                    invocation: Invocation) -> Answered | str:
+    summary = _written(writes, AttributeName.HISTORY_SUMMARY, None, HistorySummary)
+    if summary is None:
+        return "it ran a summarization but stored no history summary"
+    return Answered(input=HistorySummarized(invocation=invocation, trigger=request.trigger, text=summary.text,
+                                            usage=_usage_growth(writes, state.usage)))
+
+
 def answer_request(request: Request, state: SessionState, config: SessionConfig, writes: Mapping[StoredKey, object],
                    invocation: Invocation) -> Answered | str:
     """The follow-up input that answered ``request`` in a Step that committed ``writes`` (typed, by key),
@@ -172,6 +200,8 @@ def answer_request(request: Request, state: SessionState, config: SessionConfig,
             return Answered(input=HeartbeatSent(invocation=invocation, tool_call_id=tool_call_id))
         case ExecuteDeferredToolCall():
             return _tool_answer(request, writes, invocation)
+        case SummarizeHistory():
+            return _summary_answer(request, state, writes, invocation)
 
 
-__all__ = ["PLACEHOLDER_CALL_ID", "Answered", "answer_request"]
+__all__ = ["CONTEXT_WINDOW_NOTE", "PLACEHOLDER_CALL_ID", "Answered", "answer_request"]

@@ -23,6 +23,9 @@ from returns.result import Failure, Result, Success
 
 from dex_agents.pure.runner_values import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.step_inputs import (
+    CompactionStarted,
+    HistorySummarized,
+    SummarizationFailed,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -73,6 +76,9 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "single_attempt_tool_failed": SingleAttemptToolFailed,
     "tool_results_arrived": ToolResultsArrived,
     "model_attempts_exhausted": ModelAttemptsExhausted,
+    "compaction_started": CompactionStarted,
+    "history_summarized": HistorySummarized,
+    "summarization_failed": SummarizationFailed,
     "send_user_message_called": SendUserMessageCalled,
     "resolve_interrupt_called": ResolveInterruptCalled,
     "agent_snapshot_requested": AgentSnapshotRequested,

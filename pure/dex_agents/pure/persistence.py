@@ -39,6 +39,7 @@ from dex_agents.pure.values import (
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    HistorySummary,
     ToolCallCompleted,
     UserMessageReceipt,
 )
@@ -56,6 +57,7 @@ class AttributeName(StrEnum):
     PENDING_INTERRUPTS = "PendingInterrupts"
     AGENT_USAGE = "AgentUsage"
     TURN_MODEL_CALL_COUNT = "TurnModelCallCount"
+    HISTORY_SUMMARY = "HistorySummary"
 
 
 @final
@@ -103,6 +105,7 @@ class StepType(StrEnum):
     RECORD_TOOL_OUTCOME_UNKNOWN = "RecordToolOutcomeUnknown"
     RESUME_TURN = "ResumeTurn"
     RECORD_TURN_FAILURE = "RecordTurnFailure"
+    COMPACT_HISTORY = "CompactHistory"
 
 
 @final
@@ -221,6 +224,9 @@ before its first deferral. Not in the spec: an addition old readers never need."
 USER_MESSAGE_RECEIPTS: Final = MapKey(name=MapName.USER_MESSAGE_RECEIPTS, value_type=record_type(UserMessageReceipt))
 """Keyed by message ID: the messages ``send_user_message_once`` queued. Not in the spec: an addition
 old readers never need."""
+HISTORY_SUMMARY: Final = AttributeKey(name=AttributeName.HISTORY_SUMMARY, value_type=record_type(HistorySummary))
+"""The latest history compaction (``CompactHistory``); absent until the first. Not in the spec: an
+addition old readers never need (they see the whole transcript, which is never cut)."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -242,9 +248,10 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     AGENT_EVENTS,
     TURN_MODEL_CALL_COUNT,
     USER_MESSAGE_RECEIPTS,
+    HISTORY_SUMMARY,
 )
 """Every persisted name's key: the spec's, in its table order, then ours (``TurnModelCallCount``,
-``UserMessageReceipts``)."""
+``UserMessageReceipts``, ``HistorySummary``)."""
 
 
 __all__ = [
@@ -254,6 +261,7 @@ __all__ = [
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
     "FRAMEWORK_RUN_STATE",
+    "HISTORY_SUMMARY",
     "INTERRUPT_RESOLUTIONS",
     "PENDING_INTERRUPTS",
     "PERSISTED_KEYS",

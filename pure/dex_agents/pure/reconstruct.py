@@ -40,6 +40,7 @@ from dex_agents.pure.reducers import reduce
 from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
+    CompactionStarted,
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     Invocation,
@@ -170,6 +171,8 @@ def _execute_started(step: HistoryStep, step_type: StepType, steps: Sequence[His
             return ToolResultsArrived(invocation=invocation, expected=step.input)
         case StepType.RECORD_TURN_FAILURE:
             return ModelAttemptsExhausted(invocation=invocation, recovery_error=_recovery(step, steps))
+        case StepType.COMPACT_HISTORY:
+            return CompactionStarted(invocation=invocation, trigger=_text(step.input, "compaction trigger"))
         case _:
             assert_never(step_type)
 

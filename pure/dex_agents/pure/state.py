@@ -33,6 +33,7 @@ from dex_agents.pure.values import (
     AgentState,
     AgentToolCall,
     AgentUsage,
+    HistorySummary,
     ToolEffect,
     UserMessageReceipt,
 )
@@ -95,6 +96,7 @@ class SessionState:
         turn_model_call_count: The ``TurnModelCallCount`` Attribute (0 when absent).
         user_message_receipts: The loaded ``UserMessageReceipts`` instances, by message ID (only
             ``send_user_message_once`` loads one: its message's).
+        history_summary: The ``HistorySummary`` Attribute (``None`` before the first compaction).
     """
 
     agent_state: AgentState | None
@@ -106,6 +108,7 @@ class SessionState:
     queued_message_count: int
     turn_model_call_count: int = 0
     user_message_receipts: PMap[str, UserMessageReceipt] = pmap()
+    history_summary: HistorySummary | None = None
 
     @staticmethod
     def initial() -> SessionState:
@@ -124,6 +127,14 @@ class SessionState:
     def current_turn_id(self) -> str | None:
         """The running turn's ID, or ``None`` before the session starts and between turns."""
         return None if self.agent_state is None else self.agent_state.current_turn_id
+
+    @property
+    def model_view(self) -> PVector[AgentMessage]:
+        """The stored messages the model sees: those after the history summary's boundary."""
+        summary = self.history_summary
+        if summary is None:
+            return self.messages
+        return pvector(message for message in self.messages if message.sequence > summary.through_sequence)
 
     def records_in_deferral_order(self) -> tuple[AgentToolCall, ...]:
         """The loaded tool call records in the order the model made them."""

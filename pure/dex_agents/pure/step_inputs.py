@@ -165,7 +165,41 @@ class ModelCallFailed:
         error: The error's text (``str(error)``, or its type's name when that is empty).
         retryable: False for ``NonRetryableModelError`` (no attempt can succeed: the turn fails at
             once); True for any other exception (the attempt fails and Dex retries it).
+        context_window_exceeded: The model refused the input as longer than its context window
+            (``ContextWindowExceededError``; never retryable as it is): compaction may help.
     """
+
+    invocation: Invocation
+    error: str
+    retryable: bool
+    context_window_exceeded: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStarted:
+    """``CompactHistory(trigger)`` began, before any summarization call."""
+
+    invocation: Invocation
+    trigger: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistorySummarized:
+    """``runner.summarize_history`` returned ``text`` with that call's ``usage``, for the compaction
+    ``trigger`` of its request."""
+
+    invocation: Invocation
+    trigger: str
+    text: str
+    usage: AgentUsage
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizationFailed:
+    """``runner.summarize_history`` raised (``retryable`` as ``ModelCallFailed``'s)."""
 
     invocation: Invocation
     error: str
@@ -287,6 +321,9 @@ StepInput: TypeAlias = (
     | SingleAttemptToolFailed
     | ToolResultsArrived
     | ModelAttemptsExhausted
+    | CompactionStarted
+    | HistorySummarized
+    | SummarizationFailed
 )
 """Every input of a Step's ``execute`` (started inputs and follow-ups)."""
 
@@ -347,6 +384,9 @@ SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 """Everything ``reduce`` accepts, and what ``replay`` folds."""
 
 __all__ = [
+    "CompactionStarted",
+    "HistorySummarized",
+    "SummarizationFailed",
     "AgentMessagesListed",
     "AgentSnapshotRequested",
     "ApprovalWaitEnded",

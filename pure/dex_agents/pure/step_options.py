@@ -21,6 +21,7 @@ from typing import TypeAlias, assert_never, final
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from dex_agents.pure.compaction import CompactionTrigger
 from dex_agents.pure.flow_rows import Durability, MapInstanceRef, RetrySpec, StepInputKind
 from dex_agents.pure.flow_table import STEP_TABLE
 from dex_agents.pure.persistence import AttributeName, MapName, StepType
@@ -102,6 +103,10 @@ def _movement_input_problem(step_type: StepType, step_input: MovementInput) -> s
             return None if step_input is None else f"{step_type} takes no input, got {step_input!r}"
         case StepInputKind.TOOL_CALL_ID:
             return None if isinstance(step_input, str) and step_input != "" else f"{step_type} takes a tool call ID"
+        case StepInputKind.COMPACTION_TRIGGER:
+            if step_input not in tuple(CompactionTrigger):
+                return f"{step_type} takes a compaction trigger, got {step_input!r}"
+            return None
         case StepInputKind.RESULT_COUNT:
             if isinstance(step_input, bool) or not isinstance(step_input, int) or step_input < 1:
                 return f"{step_type} takes a positive result count, got {step_input!r}"

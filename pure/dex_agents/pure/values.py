@@ -237,6 +237,31 @@ class ToolCallCompleted:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HistorySummary:
+    """The session's latest history compaction (the ``HistorySummary`` Attribute). Ours, not the spec's.
+
+    The model sees ``text`` in place of every stored message up to ``through_sequence``; the transcript
+    itself keeps every message whole.
+
+    Attributes:
+        text: The summary (of the previous summary, when any, and the span it replaced).
+        through_sequence: The last message sequence the summary covers (the boundary).
+        summarized_messages: How many stored messages the summary covers in all (1..``through_sequence``).
+        trigger: Why the latest compaction ran: ``reactive``, ``proactive`` or ``requested``.
+        turn_id: The turn it ran in (``None``: between turns).
+        compactions: How many compactions the session made (this one included).
+    """
+
+    text: str
+    through_sequence: int
+    summarized_messages: int
+    trigger: str
+    turn_id: str | None
+    compactions: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentEvent:
     """One live event of the ``AgentEvents`` Stream. ``payload`` is a JSON object whose keys depend on
     ``type`` (see ``docs/wire.md``); ``turn_id`` is ``None`` outside a turn."""
@@ -260,6 +285,7 @@ __all__ = [
     "AgentUsage",
     "AgentUserMessage",
     "FrameworkMessage",
+    "HistorySummary",
     "MessageRole",
     "ToolCallCompleted",
     "ToolCallStatus",

@@ -107,6 +107,7 @@ FRAMEWORK_RUN_STATE: Final = attribute_of(persistence.FRAMEWORK_RUN_STATE)
 PENDING_INTERRUPTS: Final = attribute_of(persistence.PENDING_INTERRUPTS)
 AGENT_USAGE: Final = attribute_of(persistence.AGENT_USAGE)
 TURN_MODEL_CALL_COUNT: Final = attribute_of(persistence.TURN_MODEL_CALL_COUNT)
+HISTORY_SUMMARY: Final = attribute_of(persistence.HISTORY_SUMMARY)
 AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
 AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
 USER_MESSAGE_RECEIPTS: Final = map_of(persistence.USER_MESSAGE_RECEIPTS)
@@ -145,6 +146,7 @@ __all__ = [
     "MAPS",
     "PENDING_INTERRUPTS",
     "QUEUED_USER_MESSAGES",
+    "HISTORY_SUMMARY",
     "SCHEMA_DEFINITIONS",
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",

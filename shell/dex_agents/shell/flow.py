@@ -53,6 +53,7 @@ from dex_agents.shell.definitions import (
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
     FRAMEWORK_RUN_STATE,
+    HISTORY_SUMMARY,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
@@ -86,7 +87,14 @@ from dex_agents.shell.tool_steps import (
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
-from dex_agents.shell.turn_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel, StartAgentSession
+from dex_agents.shell.turn_steps import (
+    AwaitUserMessage,
+    CompactHistory,
+    RecordTurnFailure,
+    ResumeTurn,
+    RunModel,
+    StartAgentSession,
+)
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES: Final = 10 * 1024 * 1024
 """The ``AgentEvents`` Stream's byte budget by default (shared by every session of the Flow type)."""
@@ -102,6 +110,7 @@ _STEP_CLASSES: Final[tuple[type[SessionStep[Any]], ...]] = (
     RecordToolOutcomeUnknown,
     ResumeTurn,
     RecordTurnFailure,
+    CompactHistory,
 )
 
 
@@ -150,6 +159,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     tool_call_results: Final = TOOL_CALL_RESULTS
     turn_model_call_count: Final = TURN_MODEL_CALL_COUNT
     user_message_receipts: Final = USER_MESSAGE_RECEIPTS
+    history_summary: Final = HISTORY_SUMMARY
 
     def get_flow_type(self) -> str:
         return self._flow_type

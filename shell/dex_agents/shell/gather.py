@@ -40,6 +40,7 @@ from dex_agents.shell.definitions import (
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
     FRAMEWORK_RUN_STATE,
+    HISTORY_SUMMARY,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
@@ -123,6 +124,7 @@ def gather_state(
         user_message_receipts=_receipts(
             context, (ref.key for ref in instances if ref.name is MapName.USER_MESSAGE_RECEIPTS)
         ),
+        history_summary=read_stored(HISTORY_SUMMARY.name, lambda: HISTORY_SUMMARY.get(context)),
     )
 
 

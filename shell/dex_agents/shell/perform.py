@@ -42,6 +42,7 @@ from dex_agents.pure.effects import (
     Request,
     RpcOutput,
     SendHeartbeat,
+    SummarizeHistory,
     SetAttribute,
     SetMapInstance,
     SkipWait,
@@ -107,7 +108,7 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
             return go_to_many(*(dex_movement(movement, run.runtime.step_class_of, loads) for movement in movements))
         case DeadEnd():
             return dead_end()
-        case BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall():
+        case BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall() | SummarizeHistory():
             return ending
         case FailAttempt(error=error):
             raise AttemptRejectedError(error) from cause

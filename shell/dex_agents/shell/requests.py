@@ -9,6 +9,7 @@ returns the follow-up input the driver reduces next, in the same attempt:
 | ``CallModel`` | ``runner.run_model_step(turn)`` under background heartbeats | ``ModelCallFinished``, or ``ModelCallFailed`` when it raised |
 | ``SendHeartbeat`` | a heartbeat proven sent (``heartbeats.heartbeat_sent``) | ``HeartbeatSent`` |
 | ``ExecuteDeferredToolCall`` | ``runner.execute_deferred_tool_call(call)`` under background heartbeats | ``ToolCallSucceeded``, or ``ToolExecutionFailed`` for a ``ToolExecutionError`` |
+| ``SummarizeHistory`` | ``runner.summarize_history(request)`` under background heartbeats | ``HistorySummarized``, or ``SummarizationFailed`` when it raised |
 
 Invariants:
     * Nothing a runner returns reaches a reducer unchecked in type: a wrong type, or an exception from
@@ -29,13 +30,22 @@ from typing import assert_never, final
 
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import BuildUserMessage, CallModel, ExecuteDeferredToolCall, Request, SendHeartbeat
+from dex_agents.pure.effects import (
+    BuildUserMessage,
+    CallModel,
+    ExecuteDeferredToolCall,
+    Request,
+    SendHeartbeat,
+    SummarizeHistory,
+)
 from dex_agents.pure.runner_values import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.step_inputs import (
     HeartbeatSent,
+    HistorySummarized,
     ModelCallFailed,
     ModelCallFinished,
     StepInput,
+    SummarizationFailed,
     ToolCallSucceeded,
     ToolExecutionFailed,
     UserMessageBuilt,
@@ -44,7 +54,10 @@ from dex_agents.pure.values import AgentUsage, FrameworkMessage
 from dex_agents.shell.heartbeats import background_heartbeats, heartbeat_sent
 from dex_agents.shell.runner import (
     AgentTurnContext,
+    ContextWindowExceededError,
     DeferredToolExecution,
+    HistorySummaryRequest,
+    HistorySummaryResult,
     NonRetryableModelError,
     ToolExecutionError,
     ToolExecutionResult,
@@ -79,6 +92,8 @@ async def perform_request(request: Request, run: StepRun) -> FollowUp:
             return FollowUp(input=HeartbeatSent(invocation=run.now(), tool_call_id=tool_call_id))
         case ExecuteDeferredToolCall():
             return await _execute_tool_call(run, request)
+        case SummarizeHistory():
+            return await _summarize_history(run, request)
         case _:
             assert_never(request)
 
@@ -116,12 +131,14 @@ async def _call_model(run: StepRun, request: CallModel) -> FollowUp:
         resolve_tool_policy=run.runtime.config.resolve_tool_policy,
         is_cancellation_requested=context.is_cancellation_requested,
         heartbeat=context.heartbeat,
+        history_summary=request.history_summary,
     )
     try:
         async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
             outcome: object = await run.runtime.runner.run_model_step(turn)
     except NonRetryableModelError as error:
-        failed = ModelCallFailed(invocation=run.now(), error=error.message or error_text(error), retryable=False)
+        failed = ModelCallFailed(invocation=run.now(), error=error.message or error_text(error), retryable=False,
+                                 context_window_exceeded=isinstance(error, ContextWindowExceededError))
         return FollowUp(input=failed, cause=error)
     except Exception as error:
         return FollowUp(input=ModelCallFailed(invocation=run.now(), error=error_text(error), retryable=True), cause=error)
@@ -151,6 +168,42 @@ def _checked_outcome(outcome: object) -> AgentTurnOutcome:
 def _check_usage(usage: object) -> None:
     if not isinstance(usage, AgentUsage):
         raise RunnerDefectError(f"runner defect: usage must be an AgentUsage, got {type(usage).__name__}")
+
+
+async def _summarize_history(run: StepRun, request: SummarizeHistory) -> FollowUp:
+    """``runner.summarize_history`` over the span the core chose, under background heartbeats."""
+    runner = run.runtime.runner
+    summarize = getattr(runner, "summarize_history", None)
+    if summarize is None:
+        raise RunnerDefectError(f"runner defect: {type(runner).__name__} has no summarize_history, which compaction needs")
+    context = run.context
+    summary_request = HistorySummaryRequest(
+        flow_id=run.invocation.flow_id,
+        turn_id=request.turn_id,
+        attempt=run.invocation.attempt,
+        previous_summary=request.previous_summary,
+        messages=tuple(request.messages),
+        instructions=request.instructions,
+        events=run.writer,
+        deadline=run.deadline,
+        is_cancellation_requested=context.is_cancellation_requested,
+        heartbeat=context.heartbeat,
+    )
+    try:
+        async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
+            result: object = await summarize(summary_request)
+    except NonRetryableModelError as error:
+        failed = SummarizationFailed(invocation=run.now(), error=error.message or error_text(error), retryable=False)
+        return FollowUp(input=failed, cause=error)
+    except Exception as error:
+        return FollowUp(input=SummarizationFailed(invocation=run.now(), error=error_text(error), retryable=True),
+                        cause=error)
+    if not isinstance(result, HistorySummaryResult) or not isinstance(result.text, str):
+        raise RunnerDefectError(f"runner defect: summarize_history returned {type(result).__name__}, "
+                                "not a HistorySummaryResult with a str text")
+    _check_usage(result.usage)
+    return FollowUp(input=HistorySummarized(invocation=run.now(), trigger=request.trigger, text=result.text,
+                                            usage=result.usage))
 
 
 async def _execute_tool_call(run: StepRun, request: ExecuteDeferredToolCall) -> FollowUp:

@@ -9,6 +9,7 @@ from dex import AsyncContext, StepDecision, Wait
 from dex_agents.pure.persistence import StepType
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
+    CompactionStarted,
     Invocation,
     ModelAttemptsExhausted,
     ModelStepStarted,
@@ -77,6 +78,19 @@ class ResumeTurn(SessionStep[int]):
         return await drive_step(self.runtime, context, self.step_type, None, started)
 
 
+class CompactHistory(SessionStep[str]):
+    """Compacts the history in one summarization call (``runner.summarize_history``); ``input`` is the
+    trigger (``reactive``, ``proactive``). Ours, not the spec's."""
+
+    step_type = StepType.COMPACT_HISTORY
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        def started(invocation: Invocation, _state: SessionState) -> CompactionStarted:
+            return CompactionStarted(invocation=invocation, trigger=input)
+
+        return await drive_step(self.runtime, context, self.step_type, None, started)
+
+
 class RecordTurnFailure(SessionStep[None]):
     """``RunModel``'s failure route: records the failed turn (with the turn failure note when due)."""
 
@@ -89,4 +103,4 @@ class RecordTurnFailure(SessionStep[None]):
         return await drive_step(self.runtime, context, self.step_type, None, started)
 
 
-__all__ = ["AwaitUserMessage", "RecordTurnFailure", "ResumeTurn", "RunModel", "StartAgentSession"]
+__all__ = ["CompactHistory", "AwaitUserMessage", "RecordTurnFailure", "ResumeTurn", "RunModel", "StartAgentSession"]

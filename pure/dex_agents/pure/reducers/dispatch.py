@@ -28,6 +28,9 @@ not fit the state (or a runner defect) gives a rejection (``is_rejection``: stat
 | ``SingleAttemptToolFailed`` | ``RecordToolOutcomeUnknown`` | ``tools.reduce_single_attempt_tool_failed`` |
 | ``ToolResultsArrived`` | ``ResumeTurn`` | ``turn.reduce_tool_results_arrived`` |
 | ``ModelAttemptsExhausted`` | ``RecordTurnFailure`` | ``turn.reduce_model_attempts_exhausted`` |
+| ``CompactionStarted`` | ``CompactHistory`` | ``compaction.reduce_compaction_started`` |
+| ``HistorySummarized`` | ``CompactHistory`` | ``compaction.reduce_history_summarized`` |
+| ``SummarizationFailed`` | ``CompactHistory`` | ``compaction.reduce_summarization_failed`` |
 | ``SendUserMessageCalled`` | ``send_user_message`` | ``rpcs.reduce_send_user_message`` |
 | ``ResolveInterruptCalled`` | ``resolve_interrupt`` | ``rpcs.reduce_resolve_interrupt`` |
 | ``AgentSnapshotRequested`` | ``get_agent_snapshot`` | ``rpcs.reduce_agent_snapshot_requested`` |
@@ -39,6 +42,11 @@ from __future__ import annotations
 
 from typing import assert_never, overload
 
+from dex_agents.pure.reducers.compaction import (
+    reduce_compaction_started,
+    reduce_history_summarized,
+    reduce_summarization_failed,
+)
 from dex_agents.pure.reducers.approval import reduce_approval_wait_ended, reduce_approval_wait_started
 from dex_agents.pure.reducers.model import (
     reduce_model_call_failed,
@@ -74,6 +82,9 @@ from dex_agents.pure.reducers.turn import (
 )
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
+    CompactionStarted,
+    HistorySummarized,
+    SummarizationFailed,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -132,11 +143,11 @@ def reduce_step(state: SessionState, config: SessionConfig, step_input: StepInpu
         case UserMessageBuilt():
             return _user_message_built(state, step_input)
         case ModelStepStarted():
-            return reduce_model_step_started(state, step_input)
+            return reduce_model_step_started(state, config, step_input)
         case ModelCallFinished():
             return reduce_model_call_finished(state, config, step_input)
         case ModelCallFailed():
-            return reduce_model_call_failed(state, step_input)
+            return reduce_model_call_failed(state, config, step_input)
         case ApprovalWaitEnded():
             return reduce_approval_wait_ended(state, step_input)
         case ToolStepStarted():
@@ -155,6 +166,12 @@ def reduce_step(state: SessionState, config: SessionConfig, step_input: StepInpu
             return reduce_tool_results_arrived(state, step_input)
         case ModelAttemptsExhausted():
             return reduce_model_attempts_exhausted(state, step_input)
+        case CompactionStarted():
+            return reduce_compaction_started(state, config, step_input)
+        case HistorySummarized():
+            return reduce_history_summarized(state, config, step_input)
+        case SummarizationFailed():
+            return reduce_summarization_failed(state, step_input)
         case _:
             assert_never(step_input)
 

@@ -5,8 +5,9 @@ Reads: ``agent_state``, ``messages``, ``usage``, ``framework_run_state``, ``turn
 every ``tool_calls`` record of the turn and ``pending_interrupts`` (``RunModel`` loads the whole
 ``AgentMessages`` and ``AgentToolCalls`` maps).
 
-* ``ModelStepStarted``: ask for the model call with the turn's view (``CallModel``: the messages, the
-  run state, the records in deferral order); rejected when no model call should run.
+* ``ModelStepStarted``: ask for the model call with the turn's view (``CallModel``: the messages after
+  the history summary's boundary, the summary, the run state, the records in deferral order), or
+  compact first (``reducers.compaction``); rejected when no model call should run.
 * ``TurnCompleted``: append the messages, add the usage, clear the turn (run state, model call count,
   records), ``usage_recorded`` then ``turn_completed`` -> ``AwaitUserMessage``.
 * ``ToolCallsRequested``: store the run state, the turn's model call count (``TurnModelCallCount``),
@@ -53,6 +54,8 @@ from dex_agents.pure.reducers.common import (
     set_pending_interrupts,
     turn_ended,
 )
+from dex_agents.pure.compaction import CompactionTrigger
+from dex_agents.pure.reducers.compaction import proactive_compaction, reactive_compaction, recent_part_too_long
 from dex_agents.pure.reducers.turn import ask_to_fail_turn
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.state import SessionConfig, SessionState
@@ -82,8 +85,10 @@ def _running_model(state: SessionState) -> tuple[AgentState, str] | StepTransiti
     return agent_state, turn_id
 
 
-def reduce_model_step_started(state: SessionState, started: ModelStepStarted) -> StepTransition:
-    """``RunModel`` began: ask for the model call with the running turn's view (``CallModel``).
+def reduce_model_step_started(state: SessionState, config: SessionConfig, started: ModelStepStarted) -> StepTransition:
+    """``RunModel`` began: ask for the model call with the running turn's view (``CallModel``: the
+    messages after the history summary's boundary, and the summary), or first compact the history
+    when the estimated input exceeds the policy's ``trigger_tokens`` (``CompactHistory(proactive)``).
 
     Rejects when no turn runs or the status is not ``running_model``: no runner is called then.
     """
@@ -91,14 +96,18 @@ def reduce_model_step_started(state: SessionState, started: ModelStepStarted) ->
     if isinstance(running, StepTransition):
         return running
     _agent_state, turn_id = running
+    if proactive_compaction(state, config):
+        return step(state, [], go_to(StepType.COMPACT_HISTORY, CompactionTrigger.PROACTIVE.value))
+    summary = state.history_summary
     return step(
         state,
         [],
         CallModel(
             turn_id=turn_id,
-            messages=state.messages,
+            messages=state.model_view,
             framework_run_state=state.framework_run_state,
             tool_calls=pvector(state.records_in_deferral_order()),
+            history_summary=summary.text if summary else None,
         ),
     )
 
@@ -127,9 +136,12 @@ def reduce_model_call_finished(state: SessionState, config: SessionConfig, finis
             assert_never(outcome)
 
 
-def reduce_model_call_failed(state: SessionState, failed: ModelCallFailed) -> StepTransition:
+def reduce_model_call_failed(state: SessionState, config: SessionConfig, failed: ModelCallFailed) -> StepTransition:
     """``run_model_step`` raised: write ``dex_agents.model_call_failed``, then fail the attempt (a
-    retryable error) or the turn (a ``NonRetryableModelError``).
+    retryable error) or the turn (a ``NonRetryableModelError``). A call refused as longer than the
+    context window compacts the history first (``CompactHistory(reactive)``, then the call runs again)
+    when the policy compacts reactively and something can be summarized; when nothing can, the turn
+    fails with a note saying the recent part alone is too long (never a loop).
 
     Rejects when no turn runs or the status is not ``running_model``.
     """
@@ -138,12 +150,16 @@ def reduce_model_call_failed(state: SessionState, failed: ModelCallFailed) -> St
         return running
     _agent_state, turn_id = running
     invocation = failed.invocation
+    compact = reactive_compaction(state, config) if failed.context_window_exceeded else None
     attempts = execute_attempts(StepType.RUN_MODEL)
-    retrying = failed.retryable and (attempts is None or invocation.attempt < attempts)
+    retrying = bool(compact) or (failed.retryable and (attempts is None or invocation.attempt < attempts))
     written = WriteEvent(event=events.model_call_failed(turn_id, invocation, failed.error, retrying))
+    if compact:
+        return step(state, [written], go_to(StepType.COMPACT_HISTORY, CompactionTrigger.REACTIVE.value))
     if failed.retryable:
         return step(state, [written], FailAttempt(error=failed.error))
-    return ask_to_fail_turn(state, invocation, failed.error, before=[written])
+    error = recent_part_too_long(failed.error, config) if compact is False else failed.error
+    return ask_to_fail_turn(state, invocation, error, before=[written])
 
 
 def _cap_reached(

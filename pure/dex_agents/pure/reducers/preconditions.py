@@ -15,6 +15,9 @@ from typing import assert_never
 from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
 from dex_agents.pure.state import SessionState
 from dex_agents.pure.step_inputs import (
+    CompactionStarted,
+    HistorySummarized,
+    SummarizationFailed,
     ApprovalWaitEnded,
     HeartbeatSent,
     Invocation,
@@ -77,6 +80,9 @@ def step_input_problem(step_input: StepInput) -> str | None:
             | ModelCallFinished()
             | ModelCallFailed()
             | ModelAttemptsExhausted()
+            | CompactionStarted()
+            | HistorySummarized()
+            | SummarizationFailed()
         ):
             return None
         case _:
