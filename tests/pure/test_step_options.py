@@ -149,6 +149,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "RecordToolOutcomeUnknown",
         "ResumeTurn",
         "RecordTurnFailure",
+        "CompactHistory",
     }
 
 
