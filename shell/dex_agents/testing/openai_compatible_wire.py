@@ -89,12 +89,14 @@ class ChatUsage:
 class ChatReply:
     """A successful answer: ``finish_reason`` is ``"tool_calls"`` when there are tool calls, else ``"stop"``.
 
-    ``text`` ``None`` answers ``content: null`` with tool calls and ``""`` without.
+    ``text`` ``None`` answers ``content: null`` with tool calls and ``""`` without. ``reasoning``, when
+    given, is the message's ``reasoning_content`` (as DeepSeek and vLLM send it; streamed first).
     """
 
     text: str | None = None
     tool_calls: tuple[ChatToolCall, ...] = ()
     usage: ChatUsage = field(default_factory=ChatUsage)
+    reasoning: str | None = None
 
     @property
     def finish_reason(self) -> str:
@@ -207,6 +209,8 @@ def completion_json(request: ChatRequest, reply: ChatReply) -> JsonObject:
     """The ``chat.completion`` object answering a non-streamed request."""
     message: JsonObject = {"role": "assistant", "refusal": None,
                            "content": reply.text if reply.text is not None or reply.tool_calls else ""}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [{"id": call.id, "type": "function",
                                   "function": {"name": call.name, "arguments": call.arguments}}
@@ -228,6 +232,8 @@ def completion_chunks(request: ChatRequest, reply: ChatReply) -> Iterator[JsonOb
 
     yield chunk({"role": "assistant", "content": "" if reply.text is not None or not reply.tool_calls else None,
                  "refusal": None})
+    for piece in _pieces(reply.reasoning or ""):
+        yield chunk({"reasoning_content": piece})
     for piece in _pieces(reply.text or ""):
         yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
