@@ -9,7 +9,8 @@ import pytest
 from dex.dexpb import dex_pb2 as pb
 from pyrsistent import pvector
 
-from dex_agents.client.export import _Converter, json_of
+from dex_agents.client.export import _Converter
+from dex_agents.client.export_records import json_of
 from dex_agents.client.server_calls import ServerCalls
 from dex_agents.pure.export_document import ChannelMessages, StoredValue
 from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT

@@ -13,16 +13,14 @@ Invariants:
       server unreachable or gone (a SIGKILLed or restarting engine: ``UNAVAILABLE``, "Stream
       removed"), an RPC no Worker took, a lock held by a concurrent duplicate. What the session or
       Dex decided (a refused message, an unknown session, a bad argument) is final.
-    * Retries pause with a growing back-off and stop at the deadline, raising the last failure.
+    * Retries (``loops.repeat``) pause with a growing back-off and stop at the deadline, raising the
+      last failure; lock conflicts are retried faster (``LOCK_RETRY_*``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from typing import Final
 
 import grpc
 from dex import (
@@ -41,22 +39,22 @@ from dex_agents.pure.keys import message_id_problem
 from dex_agents.shell.definitions import USER_MESSAGE_RECEIPTS
 
 __all__ = [
+    "LOCK_RETRY_FIRST_SECONDS",
+    "LOCK_RETRY_MAX_SECONDS",
     "RETRY_FIRST_SECONDS",
     "RETRY_MAX_SECONDS",
     "TRANSIENT_CODES",
     "checked_message_id",
     "is_repeatable_start",
     "is_transient",
-    "repeat_async",
-    "repeat_sync",
     "retried_start_options",
     "send_options",
 ]
 
-T = TypeVar("T")
-
 RETRY_FIRST_SECONDS: Final = 0.05
 RETRY_MAX_SECONDS: Final = 1.0
+LOCK_RETRY_FIRST_SECONDS: Final = 0.01
+LOCK_RETRY_MAX_SECONDS: Final = 0.2
 
 TRANSIENT_CODES: Final = frozenset({
     grpc.StatusCode.UNAVAILABLE,
@@ -117,33 +115,3 @@ def is_repeatable_start(options: StartFlowOptions) -> bool:
     """Whether a start with ``options`` may be repeated: Dex returns its run only for the same request
     ID with ``ignore_already_started``."""
     return bool(options.request_id) and options.ignore_already_started
-
-
-def repeat_sync(call: Callable[[], T], seconds: float) -> T:
-    """``call()``, tried again after each transient failure until ``seconds`` have passed."""
-    deadline = time.monotonic() + seconds
-    pause = RETRY_FIRST_SECONDS
-    while True:
-        try:
-            return call()
-        except Exception as error:
-            remaining = deadline - time.monotonic()
-            if not is_transient(error) or remaining <= 0:
-                raise
-            time.sleep(min(pause, remaining))
-            pause = min(pause * 2, RETRY_MAX_SECONDS)
-
-
-async def repeat_async(call: Callable[[], Awaitable[T]], seconds: float) -> T:
-    """``await call()``, tried again after each transient failure until ``seconds`` have passed."""
-    deadline = time.monotonic() + seconds
-    pause = RETRY_FIRST_SECONDS
-    while True:
-        try:
-            return await call()
-        except Exception as error:
-            remaining = deadline - time.monotonic()
-            if not is_transient(error) or remaining <= 0:
-                raise
-            await asyncio.sleep(min(pause, remaining))
-            pause = min(pause * 2, RETRY_MAX_SECONDS)

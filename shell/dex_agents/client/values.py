@@ -27,6 +27,7 @@ from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, Agent
 __all__ = [
     "DEFAULT_WORKER_PROBE_SECONDS",
     "EventPage",
+    "NOTHING_READ",
     "NoWorkerError",
     "PendingInterruptOf",
     "SessionEvent",
@@ -35,11 +36,15 @@ __all__ = [
     "status_is",
     "turn_ended",
     "turns_completed",
+    "timeout_message",
     "turns_ended",
 ]
 
 DEFAULT_WORKER_PROBE_SECONDS: Final = 1
 """How long ``check_worker`` waits for a Worker to take its probe (whole seconds: a Dex RPC timeout)."""
+
+NOTHING_READ: Final = object()
+"""A wait's last value seen before any read succeeded."""
 
 
 @final
@@ -156,3 +161,12 @@ class NoWorkerError(RuntimeError):
         self.flow_type = flow_type
         self.server_address = server_address
         self.seconds = seconds
+
+
+def timeout_message(session_id: str, description: str, seconds: float, last_seen: object,
+                    cause: BaseException | None) -> str:
+    """Why a wait timed out: the session, what was awaited, the last value seen, the last read error."""
+    seen = "nothing was read" if last_seen is NOTHING_READ else repr(last_seen)
+    read_error = "" if cause is None else f"; the last read raised {cause!r}"
+    return (f"session {session_id!r}: timed out after {seconds:g} s waiting for {description}; "
+            f"last value seen: {seen}{read_error}")

@@ -1,0 +1,132 @@
+# unasync: the source of a generated synchronous twin (scripts/unasync.py)
+"""The server calls the SDK's Clients lack: committed Attribute reads, a Worker probe, and the raw
+reads an export needs (every Attribute, a Channel's pending messages, the run's history).
+
+dex-python-sdk 1.23.0 has no Attribute read on its Clients and no per-call RPC timeout. Both are
+built here, and only here, from the SDK's generated stubs and its private helpers (the credential
+channel, the blob hydrator, the value mapper, the Registry's RPC lookup and the error translation);
+an SDK without them fails at import, before anything is read.
+
+Invariants:
+    * ``read_attribute`` returns the committed value (``FlowService.GetAttributes``), blob
+      references hydrated through the BlobCache and decoded with the Registry's codec for the
+      definition's type; ``None`` when the Attribute is unset. No Worker is involved.
+    * ``worker_answers`` sends the probe of ``server_requests``: Dex withdraws an RPC no Worker took
+      within its timeout, so a probe that times out was never run, and nothing a probe runs changes
+      a session. It answers ``True`` once any Worker answered (even with an error), ``False`` when
+      none took it, and raises the translated error when the session is unknown or the server refused.
+    * ``read_all_values``, ``read_channel`` and ``read_history`` return Dex's own records
+      (``GetAttributes`` with every key, ``GetChannelMessages``, ``GetHistoryEvents`` paged to the
+      end), with every blob reference in a returned value hydrated, undecoded: the export reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar, cast, final
+
+import grpc
+from dex import Attribute, BlobCache, Credential, Registry
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from dex_agents.client.channels import AsyncReadChannel
+from dex_agents.client.server_requests import (
+    PROBE_DEADLINE_MARGIN_SECONDS,
+    attributes_request,
+    entry_of,
+    probe_outcome,
+    probe_request,
+)
+from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.sdk_private import AsyncValueHydrator, ValueMapper, translate_rpc_error
+
+__all__ = ["AsyncServerCalls"]
+
+T = TypeVar("T")
+
+
+@final
+class AsyncServerCalls:
+    """Attribute reads, Worker probes and export reads over a channel of their own."""
+
+    def __init__(self, server_address: str, credential: Credential | None, blob_cache: BlobCache,
+                 registry: Registry) -> None:
+        self._channel = AsyncReadChannel(server_address, credential)
+        self._stub = dex_pb2_grpc.FlowServiceStub(self._channel.channel)  # type: ignore[no-untyped-call]
+        self._hydrator = AsyncValueHydrator(self._stub, blob_cache)
+        self._values = ValueMapper(registry.codec_registry)
+        self._registry = registry
+
+    async def read_attribute(self, session_id: str, attribute: Attribute[T], *, timeout: float) -> T | None:
+        """The committed value of ``attribute``, ``None`` when unset.
+
+        Raises:
+            DexServiceError: The server refused the read (an unknown session, say).
+            ValueMappingError: The stored value does not decode as the attribute's type.
+        """
+        request = attributes_request(session_id, attribute)
+        response = await self._call(partial(self._stub.GetAttributes, request, timeout=timeout), "get_attributes",
+                                    session_id)
+        value = entry_of(cast(pb.GetAttributesResponse, response), attribute)
+        if value is None:
+            return None
+        hydrated = await self._hydrator.hydrate(session_id, value)
+        return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute.value_type)))
+
+    async def worker_answers(self, flow: AgentSessionFlow, session_id: str, seconds: int) -> bool:
+        """Whether a Worker serving ``flow`` took a harmless read of ``session_id`` within ``seconds``."""
+        request = probe_request(self._registry, self._values, flow, session_id, seconds)
+        try:
+            await self._stub.InvokeRPC(request, timeout=seconds + PROBE_DEADLINE_MARGIN_SECONDS)
+        except grpc.RpcError as error:
+            return probe_outcome(error, session_id)
+        return True
+
+    async def _call(self, call: Callable[[], Awaitable[T]], method: str, session_id: str) -> T:
+        try:
+            return await call()
+        except grpc.RpcError as error:
+            raise translate_rpc_error(error, method, session_id, "existing") from error
+
+    async def hydrated(self, session_id: str, value: pb.Value) -> pb.Value:
+        """``value`` itself, or the value its blob reference stands for."""
+        kind = value.WhichOneof("kind")
+        if kind and kind.startswith("internal_blob_id"):
+            return await self._hydrator.hydrate(session_id, value)
+        return value
+
+    async def read_all_values(self, session_id: str, *, timeout: float) -> list[tuple[str, pb.Value]]:
+        """Every committed Attribute and map instance: (physical key, hydrated value), in Dex's order."""
+        request = pb.GetAttributesRequest(flow_id=session_id, all_keys=True)
+        response = await self._call(partial(self._stub.GetAttributes, request, timeout=timeout), "GetAttributes",
+                                    session_id)
+        return [(entry.key, await self.hydrated(session_id, entry.value))
+                for entry in cast(pb.GetAttributesResponse, response).attributes]
+
+    async def read_channel(self, session_id: str, channel_name: str, *, timeout: float) -> list[pb.Value]:
+        """The pending messages of one Channel, oldest first (hydrated)."""
+        request = pb.GetChannelMessagesRequest(flow_id=session_id, channel_name=channel_name)
+        response = await self._call(partial(self._stub.GetChannelMessages, request, timeout=timeout),
+                                    "GetChannelMessages", session_id)
+        return [await self.hydrated(session_id, message.value)
+                for message in cast(pb.GetChannelMessagesResponse, response).messages]
+
+    async def read_history(self, session_id: str, *, timeout: float) -> list[pb.FlowHistoryEvent]:
+        """Every history event of the session's current run, oldest first (values not yet hydrated:
+        ``hydrated`` each one read)."""
+        events: list[pb.FlowHistoryEvent] = []
+        page_token = b""
+        while True:
+            request = pb.GetHistoryEventsRequest(flow_id=session_id, next_page_token=page_token)
+            response = cast(pb.GetHistoryEventsResponse, await self._call(
+                partial(self._stub.GetHistoryEvents, request, timeout=timeout), "GetHistoryEvents", session_id))
+            events.extend(response.events)
+            if not response.next_page_token:
+                return events
+            page_token = response.next_page_token
+
+    async def close(self) -> None:
+        """Close the channel (idempotent; a sync one also when the object is collected)."""
+        await self._channel.close()

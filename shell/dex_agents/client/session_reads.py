@@ -1,0 +1,221 @@
+# Generated from async_session_reads.py by scripts/unasync.py: edit that file, then run the script.
+"""``SessionReads``: what a session client reads from the server alone (events, committed
+state, exports) and waits on; ``SessionClient`` adds the sessions' lifecycle and RPCs to it.
+
+Invariants:
+    * Nothing here needs a Worker: events are the Flow's Stream, state is the committed Attributes
+      (``ServerCalls``), an export reads the history; so all of it works while no Worker runs.
+    * A cursor is the Stream resume token of the last event handed out (see ``values``).
+    * A wait returns the first committed value that satisfies it, polling every ``poll_interval``;
+      a failed read (the engine restarting, say) is read again. Its ``TimeoutError`` names the
+      session, what was awaited and the last value seen (the last read error is chained as the cause).
+    * ``close`` (idempotent) closes the read channel and what ``connect`` opened, every step even
+      after one failed; a Client passed in stays open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Callable
+from datetime import timedelta
+from types import TracebackType
+from typing import Self, TypeVar
+
+from dex import Client, Attribute, LongPollTimeoutError, StreamMessage
+from pyrsistent import pvector
+from pyrsistent.typing import PVector
+
+from dex_agents.client.export import export_session
+from dex_agents.client.loops import close_all, pause, poll_until
+from dex_agents.client.server_calls import ServerCalls
+from dex_agents.client.retries import is_transient
+from dex_agents.client.shared import EVENT_PAGE_SIZE, check_positive
+from dex_agents.client.values import (
+    EventPage,
+    PendingInterruptOf,
+    SessionEvent,
+    StateCondition,
+    page_after,
+    status_is,
+    turns_completed,
+    turns_ended,
+)
+from dex_agents.pure.export_document import ExportDocument
+from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, AgentStatus
+from dex_agents.shell.flow import AgentSessionFlow
+
+__all__ = ["SessionReads"]
+
+T = TypeVar("T")
+
+
+class SessionReads:
+    """The server-only reads and waits of one agent Flow type's sessions (see the module docstring).
+
+    Attributes:
+        client: The SDK Client (its Registry holds ``flow``).
+        flow: The session Flow, or its runner-less definition.
+        timeout: Default seconds of waits and of ``resolve_interrupt``'s lock retries.
+        poll_interval: Seconds between reads while waiting.
+    """
+
+    def __init__(self, client: Client, flow: AgentSessionFlow, *, timeout: float = 30.0,
+                 poll_interval: float = 0.05) -> None:
+        """Wrap ``client``, which stays the caller's (``close`` leaves it open).
+
+        Args:
+            client: A Client whose Registry holds ``flow`` (``session_registry``) and that advertises
+                the pull Worker target.
+            flow: The session Flow, or ``session_flow_definition(flow_type)``.
+            timeout: Default seconds for waits and lock-conflict retries (> 0).
+            poll_interval: Seconds between reads while waiting (> 0).
+
+        Raises:
+            ValueError: ``timeout`` or ``poll_interval`` is not positive, or the Client's Registry
+                does not hold ``flow``.
+        """
+        check_positive(timeout, poll_interval)
+        if not any(registered is flow for registered in client.registry.flows):
+            raise ValueError(f"the Client's Registry does not hold this {flow.get_flow_type()!r} Flow; "
+                             f"build it with session_registry([flow])")
+        self.client = client
+        self.flow = flow
+        self.timeout = timeout
+        self.poll_interval = poll_interval
+        self._server = ServerCalls(client.options.server_address, client.options.credential,
+                                        client.blob_cache, client.registry)
+        self._owned: list[Callable[[], None]] = []
+        self._closed = False
+
+    @property
+    def flow_type(self) -> str:
+        return self.flow.get_flow_type()
+
+    @property
+    def server_address(self) -> str:
+        return self.client.options.server_address
+
+    # Events (no Worker needed)
+
+    def events(self, session_id: str, after: str = "", *, page_size: int = EVENT_PAGE_SIZE) -> EventPage:
+        """The retained events after the cursor ``after`` (all retained ones for ``""``), oldest first,
+        and the cursor after the last; returns at once, without waiting for new events."""
+        newest_first: list[StreamMessage[AgentEvent]] = []
+        page_token = ""
+        while True:
+            page = self.client.list_stream_messages(session_id, self.flow.agent_events, page_size, page_token)
+            for message in page.messages:
+                if after and message.resume_token == after:
+                    return page_after(newest_first, after, found=True)
+                newest_first.append(message)
+            if not page.next_page_token:
+                return page_after(newest_first, after, found=False)
+            page_token = page.next_page_token
+
+    def next_event(self, session_id: str, after: str = "", *, wait: float = 1.0) -> SessionEvent | None:
+        """The first event after the cursor ``after``, waiting up to ``wait`` seconds (whole seconds,
+        at least 1, on the server) for one to be written; ``None`` when none came."""
+        try:
+            message = self.client.read_stream(session_id, self.flow.agent_events, after,
+                                                    timedelta(seconds=max(1, round(wait))))
+        except LongPollTimeoutError:
+            return None
+        return SessionEvent.of(message)
+
+    def follow(self, session_id: str, after: str = "", *,
+                     wait: float = 1.0) -> Iterator[SessionEvent | None]:
+        """Every event after ``after`` as it is written, forever; ``None`` after each ``wait`` without
+        one (or after a transient failure, such as a restarting engine, which it reads through), so
+        the caller can check its own conditions (break out of the loop to stop)."""
+        while True:
+            try:
+                event = self.next_event(session_id, after, wait=wait)
+            except Exception as error:
+                if not is_transient(error):
+                    raise
+                pause(min(wait, self.poll_interval * 10))
+                event = None
+            if event is not None:
+                after = event.cursor
+            yield event
+
+    # Committed state (no Worker needed)
+
+    def read_attribute(self, session_id: str, attribute: Attribute[T]) -> T | None:
+        """The committed value of ``attribute`` (a definition of the Flow's schema), ``None`` when unset."""
+        return self._server.read_attribute(session_id, attribute, timeout=self.timeout)
+
+    def state(self, session_id: str) -> AgentState | None:
+        """The committed ``AgentState``; ``None`` before ``StartAgentSession`` committed."""
+        return self.read_attribute(session_id, self.flow.agent_state)
+
+    def pending_interrupts(self, session_id: str) -> PVector[AgentInterrupt]:
+        """The committed ``PendingInterrupts`` (empty before the session started)."""
+        pending = self.read_attribute(session_id, self.flow.pending_interrupts)
+        return pvector() if pending is None else pending
+
+    def export(self, session_id: str) -> ExportDocument:
+        """The session as one self-describing document (``dex_agents.pure.export_document``): committed
+        values, retained events, Step history and the inputs the reducers saw, rebuilt from the history.
+        Reads the server only (no Worker); ``render_export`` gives its JSON text.
+
+        Raises:
+            FlowNotFoundError: No session ``session_id`` exists.
+            RuntimeError: The session kept changing while it was read, or a stored value is unreadable.
+        """
+        return export_session(self.client, self._server, self.flow, session_id, self.events(session_id),
+                                    timeout=self.timeout)
+
+    # Waits on committed state (no Worker needed to observe them)
+
+    def wait_for(self, session_id: str, condition: StateCondition, *,
+                       timeout: float | None = None) -> AgentState:
+        """Wait until the committed ``AgentState`` satisfies ``condition``, and return it.
+
+        Raises:
+            TimeoutError: Not within ``timeout`` (default ``self.timeout``); names the condition.
+        """
+        return poll_until(lambda: self.state(session_id), condition.accept, session_id=session_id,
+                                description=condition.description, seconds=self._seconds(timeout),
+                                poll_interval=self.poll_interval)
+
+    def wait_for_turns(self, session_id: str, count: int, *, timeout: float | None = None) -> AgentState:
+        """Wait until ``count`` turns ended (completed or failed) and no turn runs."""
+        return self.wait_for(session_id, turns_ended(count), timeout=timeout)
+
+    def wait_for_completed_turns(self, session_id: str, count: int, *,
+                                       timeout: float | None = None) -> AgentState:
+        """Wait until ``count`` turns completed (a failed turn does not count)."""
+        return self.wait_for(session_id, turns_completed(count), timeout=timeout)
+
+    def wait_for_status(self, session_id: str, status: AgentStatus | str, *,
+                              timeout: float | None = None) -> AgentState:
+        """Wait until ``AgentState.status`` is ``status`` (``ValueError`` for an unknown status)."""
+        return self.wait_for(session_id, status_is(status), timeout=timeout)
+
+    def wait_for_pending_interrupt(self, session_id: str, tool_name: str | None = None, *,
+                                         timeout: float | None = None) -> AgentInterrupt:
+        """Wait until an interrupt (of a ``tool_name`` call, when given) is pending; return the first."""
+        wanted = PendingInterruptOf(tool_name=tool_name)
+        return poll_until(lambda: self.pending_interrupts(session_id), wanted.accept, session_id=session_id,
+                                description=wanted.description, seconds=self._seconds(timeout),
+                                poll_interval=self.poll_interval)
+
+    def _seconds(self, timeout: float | None) -> float:
+        return self.timeout if timeout is None else timeout
+
+    def close(self) -> None:
+        """Close the read channel and whatever ``connect`` opened (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        close_all([self._server.close, *self._owned])
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(flow_type={self.flow_type!r}, server_address={self.server_address!r})"
