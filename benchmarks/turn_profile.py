@@ -188,7 +188,7 @@ def install_engine_counters() -> None:
 def install_worker_counters() -> None:
     """Count decoded session values (and the decode memo's answers) and rebuilt framework messages."""
     from dex_agents.adapters.pydantic_ai import messages as pai_messages
-    from dex_agents.adapters.pydantic_ai import model_step
+    from dex_agents.adapters.pydantic_ai.binding import PydanticAIBinding
     from dex_agents.shell import codecs
 
     codec_class: Any = codecs.WireTextCodec
@@ -209,8 +209,8 @@ def install_worker_counters() -> None:
         COUNTS.add("framework messages rebuilt", len(loaded))
         return loaded
 
-    pai_messages.load_messages = load_messages
-    model_step.load_messages = load_messages  # type: ignore[attr-defined]
+    binding_class: Any = PydanticAIBinding  # history items and run states are both parsed by these
+    binding_class.parse_item = binding_class.load_messages = staticmethod(load_messages)
 
 
 # ---- the session driver
