@@ -162,7 +162,7 @@ def _chained(cause: BaseException) -> RuntimeError:
     (_context_length_error({"code": "context_length_exceeded", "message": "too long"}), True),
     (_context_length_error({"error": {"code": "context_length_exceeded"}}), True),
     (_chained(_context_length_error({"code": "context_length_exceeded"})), True),
-    (ModelInvalidRequestError("prompt is too long: 210000 tokens > 200000 maximum"), True),
+    (ModelInvalidRequestError("Prompt is too long: 210000 tokens > 200000 maximum"), True),
     (_context_length_error({"code": "invalid_value"}), False),
     (ModelInvalidRequestError("bad"), False),
     (RuntimeError("flaky"), False),

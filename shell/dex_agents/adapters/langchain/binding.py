@@ -114,7 +114,7 @@ def is_context_window_exceeded(error: BaseException) -> bool:
         inner = body.get("error", body) if isinstance(body, dict) else None
         codes = {getattr(current, "code", None), inner.get("code") if isinstance(inner, dict) else None}
         if isinstance(current, ContextOverflowError) or "context_length_exceeded" in codes \
-                or "prompt is too long" in str(current):
+                or "prompt is too long" in str(current).lower():
             return True
         current = current.__cause__ or current.__context__
     return False
