@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
+import httpx2
+import openai
 import pytest
 from pydantic_ai import Agent, RunContext, Tool
-from pydantic_ai.exceptions import ModelHTTPError, UserError
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError, UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    SystemPromptPart,
+    TextPart,
     ToolCallPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
 
 from dex_agents.adapters.pydantic_ai import (
     DEX_EFFECT_METADATA_KEY,
@@ -24,9 +30,13 @@ from dex_agents.adapters.pydantic_ai import (
     create_pydantic_ai_session_flow,
     is_non_retryable,
 )
+from dex_agents.adapters.pydantic_ai.binding import is_context_window_exceeded
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
-from dex_agents.pure.values import MessageRole, ToolEffect
+from dex_agents.pure.values import AgentUsage, MessageRole, ToolEffect
 from dex_agents.shell.runner import (
+    ContextWindowExceededError,
+    HistorySummaryRequest,
+    HistorySummaryResult,
     NonRetryableModelError,
     ToolExecutionError,
 )
@@ -125,3 +135,112 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
         asyncio.run(runner.execute_deferred_tool_call(fakes.execution(
             record, '{"adapter":"pydantic_ai","round":["c"],"state":{},"version":1}')))
     assert runs == []
+
+
+def _context_length_error(body: object) -> openai.BadRequestError:
+    response = httpx2.Response(400, request=httpx2.Request("POST", "http://test/v1/chat/completions"))
+    return openai.BadRequestError("This model's maximum context length is 3000 tokens", response=response, body=body)
+
+
+def _chained(cause: BaseException) -> RuntimeError:
+    try:
+        raise RuntimeError("the model call failed") from cause
+    except RuntimeError as error:
+        return error
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (ModelHTTPError.for_category(ModelContextWindowExceededError, status_code=400, model_name="m"), True),
+    (ModelContextWindowExceededError("m", "too long"), True),
+    (ModelHTTPError(400, "m", body={"error": {"code": "context_length_exceeded"}}), True),
+    (ModelHTTPError(400, "m", body={"code": "context_length_exceeded"}), True),
+    (_chained(_context_length_error({"code": "context_length_exceeded"})), True),
+    (ModelHTTPError(400, "m", body={"message": "prompt is too long: 210000 tokens > 200000 maximum"}), True),
+    (ModelHTTPError(400, "m", body={"error": {"code": "invalid_value"}}), False),
+    (_context_length_error({"code": "invalid_value"}), False),
+    (RuntimeError("flaky"), False),
+], ids=["category", "pydantic_ai", "openai_body", "openai_code", "chained", "anthropic_text", "other_400",
+        "other_openai_400", "other"])
+def test_context_window_errors_are_recognised(error: BaseException, expected: bool) -> None:
+    assert is_context_window_exceeded(error) is expected
+
+
+def test_a_context_window_error_fails_the_model_step_as_context_window_exceeded() -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ModelHTTPError(400, "m", body={"error": {"code": "context_length_exceeded"}})
+
+    runner = PydanticAIRunner(Agent(FunctionModel(model)))
+    with pytest.raises(ContextWindowExceededError, match="context_length_exceeded"):
+        asyncio.run(runner.run_model_step(fakes.turn(runner)))
+
+
+def _summary_request(runner: fakes.BuildsUserMessages) -> HistorySummaryRequest:
+    return HistorySummaryRequest(flow_id="s", turn_id="turn-1", attempt=1, previous_summary=None,
+                                 messages=fakes.turn(runner, text="my order is 7").messages,
+                                 instructions="Summarize.", events=fakes.Events(), deadline=datetime.now(UTC),
+                                 is_cancellation_requested=lambda: False, heartbeat=fakes.no_heartbeat)
+
+
+def test_a_summary_is_one_plain_call_of_the_agents_model_without_tools() -> None:
+    seen: list[tuple[list[ModelMessage], AgentInfo]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append((messages, info))
+        return ModelResponse(parts=[TextPart("The user asked about order 7.")],
+                             usage=RequestUsage(input_tokens=30, output_tokens=8))
+
+    async def lookup(order_id: int) -> str:
+        return "shipped"
+
+    runner = PydanticAIRunner(Agent(FunctionModel(model), tools=[Tool(lookup)], instructions="Be brief."))
+    result = asyncio.run(runner.summarize_history(_summary_request(runner)))
+    assert result == HistorySummaryResult(text="The user asked about order 7.",
+                                          usage=AgentUsage(requests=1, input_tokens=30, output_tokens=8))
+    ((messages, info),) = seen
+    assert info.function_tools == [] and info.output_tools == [] and info.instructions == "Summarize."
+    (request,) = messages  # the agent's own instructions are not sent: the summary's are
+    assert isinstance(request, ModelRequest) and not any(isinstance(p, SystemPromptPart) for p in request.parts)
+    (prompt,) = request.parts
+    assert isinstance(prompt, UserPromptPart) and "my order is 7" in str(prompt.content)
+
+
+def test_a_blank_summary_or_a_context_window_error_fails_the_summary() -> None:
+    replies: list[ModelResponse | Exception] = [
+        ModelResponse(parts=[TextPart("  ")]),
+        ModelHTTPError.for_category(ModelContextWindowExceededError, status_code=400, model_name="m")]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        reply = replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    runner = PydanticAIRunner(Agent(FunctionModel(model)))
+    with pytest.raises(RuntimeError, match="summary of the history is empty"):
+        asyncio.run(runner.summarize_history(_summary_request(runner)))
+    with pytest.raises(ContextWindowExceededError):
+        asyncio.run(runner.summarize_history(_summary_request(runner)))
+
+
+def test_a_summary_resolves_a_model_named_by_a_string_as_pydantic_ai_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    runner = PydanticAIRunner(Agent("openai:gpt-4o", defer_model_check=True))
+    with pytest.raises(NonRetryableModelError, match="OPENAI_API_KEY"):
+        asyncio.run(runner.summarize_history(_summary_request(runner)))
+
+
+def test_a_tool_that_requires_approval_is_deferred_with_an_approval_and_then_runs() -> None:
+    async def cancel(order_id: int) -> str:
+        return f"order {order_id} cancelled"
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("cancel", '{"order_id": 3}', tool_call_id="c-1")])
+
+    runner = PydanticAIRunner(Agent(FunctionModel(model), tools=[Tool(cancel, requires_approval=True)]))
+    outcome = asyncio.run(runner.run_model_step(fakes.turn(runner)))
+    assert isinstance(outcome, ToolCallsRequested)
+    (call,) = outcome.tool_calls
+    assert call.policy == ResolvedToolPolicy(effect=ToolEffect.UNCLASSIFIED, requires_approval=True)
+    result = asyncio.run(runner.execute_deferred_tool_call(fakes.execution(fakes.record(call),
+                                                                           outcome.framework_run_state)))
+    assert result.output == "order 3 cancelled"

@@ -223,7 +223,7 @@ class PydanticAIBinding:
         response = await model_request(self.model, [request],  # settings made from a run's context: none here
                                        model_settings=settings if isinstance(settings, dict) else None)
         if not (text := response.text or "").strip():
-            raise RuntimeError("the summarization call answered no text")
+            raise RuntimeError("the summary of the history is empty")
         return HistorySummaryResult(text=text, usage=usage_of(response))
 
     is_non_retryable = staticmethod(is_non_retryable)
