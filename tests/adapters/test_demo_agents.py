@@ -1,6 +1,6 @@
 """The demo support agent on each framework (``dex_agents.demo.support_agent``, ``openai_agents_agent``,
-``langchain_agent``): the same agent, the same conversation through a session, and a Worker killed
-during the refund. What only one framework's demo does is tested beside its adapter's tests."""
+``langchain_agent``, ``openai_chat_agent``): the same agent, the same conversation through a session, and a
+Worker killed during the refund. What only one framework's demo does is tested beside its adapter's tests."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Protocol
 import pytest
 from agents import set_tracing_disabled
 
-from dex_agents.demo import langchain_agent, openai_agents_agent, support_agent, support_script
+from dex_agents.demo import langchain_agent, openai_agents_agent, openai_chat_agent, support_agent, support_script
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.pure.texts import OUTCOME_UNKNOWN_PREFIX
 from dex_agents.pure.values import MessageRole
@@ -37,8 +37,9 @@ class DemoModule(Protocol):
 
 
 DEMOS: dict[str, DemoModule] = {
-    "support_agent": support_agent, "openai_agents_agent": openai_agents_agent, "langchain_agent": langchain_agent}
-OPENAI_ONLY_DEMOS = ("openai_agents_agent", "langchain_agent")
+    "support_agent": support_agent, "openai_agents_agent": openai_agents_agent, "langchain_agent": langchain_agent,
+    "openai_chat_agent": openai_chat_agent}
+OPENAI_ONLY_DEMOS = ("openai_agents_agent", "langchain_agent", "openai_chat_agent")
 SHARED_NAMES = ("DEMO_TURNS", "CRASH_GATE_ENV", "STATE_DIR_ENV", "MODEL_ENV", "REFUNDS_LOG", "REFUND_GATE",
                 "REFUND_AMOUNT", "INSTRUCTIONS", "MissingModelKeyError")
 

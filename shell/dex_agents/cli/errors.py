@@ -13,7 +13,8 @@ from typing import Final
 
 __all__ = ["EXTRA_OF_MODULE", "CliError", "install_hint"]
 
-EXTRA_OF_MODULE: Final = {"pydantic_ai": "pydantic-ai", "agents": "openai-agents", "langchain_core": "langchain"}
+EXTRA_OF_MODULE: Final = {"pydantic_ai": "pydantic-ai", "agents": "openai-agents", "langchain_core": "langchain",
+                          "openai": "openai"}
 """The extra that installs each framework module an adapter or demo agent imports."""
 
 

@@ -11,17 +11,19 @@ from typing import Final
 
 
 class Framework(StrEnum):
-    """The agent frameworks the demo support agent runs on (``--framework``)."""
+    """The agent frameworks the demo support agent runs on (``--framework``; ``openai``: the client, no framework)."""
 
     PYDANTIC_AI = "pydantic-ai"
     OPENAI_AGENTS = "openai-agents"
     LANGCHAIN = "langchain"
+    OPENAI = "openai"
 
 
 DEMO_AGENTS: Final = {
     Framework.PYDANTIC_AI: "dex_agents.demo.support_agent:support_flow",
     Framework.OPENAI_AGENTS: "dex_agents.demo.openai_agents_agent:support_flow",
     Framework.LANGCHAIN: "dex_agents.demo.langchain_agent:support_flow",
+    Framework.OPENAI: "dex_agents.demo.openai_chat_agent:support_flow",
 }
 """The demo support agent on each framework, as ``dex-agents worker --agent`` names it (same Flow type,
 turns, tools and refund log)."""
