@@ -1,6 +1,6 @@
 """What the adapters' engine-free unit tests hand a runner, the same for every framework: an
-``AgentEventWriter`` that keeps its deltas, and the turn, record and execution values of the first
-turn of a session ``s``."""
+``AgentEventWriter`` that keeps its deltas, the turn, record and execution values of the first
+turn of a session ``s``, a summary request over its messages, and OpenAI's context-window error."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
+import httpx2
+import openai
+
 from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy
 from dex_agents.pure.values import AgentMessage, AgentToolCall, FrameworkMessage, ToolCallStatus, ToolEffect
-from dex_agents.shell.runner import AgentTurnContext, DeferredToolExecution
+from dex_agents.shell.runner import AgentTurnContext, DeferredToolExecution, HistorySummaryRequest
 
 
 class Events:
@@ -89,4 +92,27 @@ def pending(tool_name: str, arguments: str, tool_call_id: str = "c-1") -> AgentT
                                    policy=ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)))
 
 
-__all__ = ["BuildsUserMessages", "Events", "execution", "no_approval", "no_heartbeat", "pending", "record", "turn"]
+def summary_request(runner: BuildsUserMessages, text: str = "my order is 7") -> HistorySummaryRequest:
+    """A summary, with the instructions ``Summarize.``, of the messages of ``turn(runner, text=text)``."""
+    return HistorySummaryRequest(flow_id="s", turn_id="turn-1", attempt=1, previous_summary=None,
+                                 messages=turn(runner, text=text).messages, instructions="Summarize.",
+                                 events=Events(), deadline=datetime.now(UTC), is_cancellation_requested=lambda: False,
+                                 heartbeat=no_heartbeat)
+
+
+def openai_bad_request(body: object) -> openai.BadRequestError:
+    """The ``openai`` client's error for an HTTP 400 with ``body`` (e.g. ``{"code": "context_length_exceeded"}``)."""
+    response = httpx2.Response(400, request=httpx2.Request("POST", "http://test/v1/chat/completions"))
+    return openai.BadRequestError("This model's maximum context length is 3000 tokens", response=response, body=body)
+
+
+def raised_from(cause: BaseException) -> RuntimeError:
+    """A ``RuntimeError`` raised from ``cause`` (as a framework wraps a client's error)."""
+    try:
+        raise RuntimeError("the model call failed") from cause
+    except RuntimeError as error:
+        return error
+
+
+__all__ = ["BuildsUserMessages", "Events", "execution", "no_approval", "no_heartbeat", "openai_bad_request", "pending",
+           "raised_from", "record", "summary_request", "turn"]

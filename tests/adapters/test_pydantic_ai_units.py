@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 
-import httpx2
-import openai
 import pytest
 from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError, UserError
@@ -35,7 +32,6 @@ from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, 
 from dex_agents.pure.values import AgentUsage, MessageRole, ToolEffect
 from dex_agents.shell.runner import (
     ContextWindowExceededError,
-    HistorySummaryRequest,
     HistorySummaryResult,
     NonRetryableModelError,
     ToolExecutionError,
@@ -137,27 +133,15 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
     assert runs == []
 
 
-def _context_length_error(body: object) -> openai.BadRequestError:
-    response = httpx2.Response(400, request=httpx2.Request("POST", "http://test/v1/chat/completions"))
-    return openai.BadRequestError("This model's maximum context length is 3000 tokens", response=response, body=body)
-
-
-def _chained(cause: BaseException) -> RuntimeError:
-    try:
-        raise RuntimeError("the model call failed") from cause
-    except RuntimeError as error:
-        return error
-
-
 @pytest.mark.parametrize(("error", "expected"), [
     (ModelHTTPError.for_category(ModelContextWindowExceededError, status_code=400, model_name="m"), True),
     (ModelContextWindowExceededError("m", "too long"), True),
     (ModelHTTPError(400, "m", body={"error": {"code": "context_length_exceeded"}}), True),
     (ModelHTTPError(400, "m", body={"code": "context_length_exceeded"}), True),
-    (_chained(_context_length_error({"code": "context_length_exceeded"})), True),
+    (fakes.raised_from(fakes.openai_bad_request({"code": "context_length_exceeded"})), True),
     (ModelHTTPError(400, "m", body={"message": "prompt is too long: 210000 tokens > 200000 maximum"}), True),
     (ModelHTTPError(400, "m", body={"error": {"code": "invalid_value"}}), False),
-    (_context_length_error({"code": "invalid_value"}), False),
+    (fakes.openai_bad_request({"code": "invalid_value"}), False),
     (RuntimeError("flaky"), False),
 ], ids=["category", "pydantic_ai", "openai_body", "openai_code", "chained", "anthropic_text", "other_400",
         "other_openai_400", "other"])
@@ -174,13 +158,6 @@ def test_a_context_window_error_fails_the_model_step_as_context_window_exceeded(
         asyncio.run(runner.run_model_step(fakes.turn(runner)))
 
 
-def _summary_request(runner: fakes.BuildsUserMessages) -> HistorySummaryRequest:
-    return HistorySummaryRequest(flow_id="s", turn_id="turn-1", attempt=1, previous_summary=None,
-                                 messages=fakes.turn(runner, text="my order is 7").messages,
-                                 instructions="Summarize.", events=fakes.Events(), deadline=datetime.now(UTC),
-                                 is_cancellation_requested=lambda: False, heartbeat=fakes.no_heartbeat)
-
-
 def test_a_summary_is_one_plain_call_of_the_agents_model_without_tools() -> None:
     seen: list[tuple[list[ModelMessage], AgentInfo]] = []
 
@@ -193,7 +170,7 @@ def test_a_summary_is_one_plain_call_of_the_agents_model_without_tools() -> None
         return "shipped"
 
     runner = PydanticAIRunner(Agent(FunctionModel(model), tools=[Tool(lookup)], instructions="Be brief."))
-    result = asyncio.run(runner.summarize_history(_summary_request(runner)))
+    result = asyncio.run(runner.summarize_history(fakes.summary_request(runner)))
     assert result == HistorySummaryResult(text="The user asked about order 7.",
                                           usage=AgentUsage(requests=1, input_tokens=30, output_tokens=8))
     ((messages, info),) = seen
@@ -217,16 +194,16 @@ def test_a_blank_summary_or_a_context_window_error_fails_the_summary() -> None:
 
     runner = PydanticAIRunner(Agent(FunctionModel(model)))
     with pytest.raises(RuntimeError, match="summary of the history is empty"):
-        asyncio.run(runner.summarize_history(_summary_request(runner)))
+        asyncio.run(runner.summarize_history(fakes.summary_request(runner)))
     with pytest.raises(ContextWindowExceededError):
-        asyncio.run(runner.summarize_history(_summary_request(runner)))
+        asyncio.run(runner.summarize_history(fakes.summary_request(runner)))
 
 
 def test_a_summary_resolves_a_model_named_by_a_string_as_pydantic_ai_does(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     runner = PydanticAIRunner(Agent("openai:gpt-4o", defer_model_check=True))
     with pytest.raises(NonRetryableModelError, match="OPENAI_API_KEY"):
-        asyncio.run(runner.summarize_history(_summary_request(runner)))
+        asyncio.run(runner.summarize_history(fakes.summary_request(runner)))
 
 
 def test_a_tool_that_requires_approval_is_deferred_with_an_approval_and_then_runs() -> None:
