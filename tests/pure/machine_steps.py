@@ -67,6 +67,8 @@ class SessionSteps(SessionInvariants):
                 self._record_turn_failure(step)
             case StepType.START_AGENT_SESSION:
                 raise AssertionError("nothing moves to StartAgentSession")
+            case StepType.COMPACT_HISTORY:
+                raise AssertionError("the machine's sessions do not compact (test_scenarios_compaction does)")
 
     def _await_user_message(self, step: PendingStep) -> None:
         loaded = self.world.load(step.movement.options)

@@ -248,6 +248,8 @@ class SessionWorld:
                 assert isinstance(value, int) and not isinstance(value, bool) and value >= 1
                 assert value == (self.turn_model_call_count or 0) + 1, "the count moves by one per model call"
                 self.turn_model_call_count = value
+            case AttributeName.HISTORY_SUMMARY | AttributeName.COMPACTION_REQUESTED:
+                raise AssertionError(f"the machine's sessions do not compact, yet {name} was written")
 
     def _delete_attribute(self, name: AttributeName) -> None:
         match name:

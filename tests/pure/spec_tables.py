@@ -69,6 +69,10 @@ def check_movement_against_spec(movement: StepMovement) -> None:
             assert route is not None and route.step_type is route_type
             _check_recording_route(route.options)
             assert list(route.options.execute_load_attribute_map_instances) == own_instance
+        case StepType.COMPACT_HISTORY:
+            assert list(options.execute_lock_attributes) == [AttributeName.HISTORY_SUMMARY], "locks HistorySummary"
+            route = options.failure_route
+            assert route is not None and route.step_type is StepType.RECORD_TURN_FAILURE
         case StepType.AWAIT_TOOL_APPROVAL:
             assert list(options.execute_lock_attributes) == [AttributeName.PENDING_INTERRUPTS], "locks PendingInterrupts"
             assert list(options.execute_load_attribute_map_instances) == own_instance

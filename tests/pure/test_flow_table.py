@@ -85,7 +85,7 @@ SPEC_PERSISTED_NAMES = [
 ]
 """The spec's persistence table, "Persistence name" column, in its order."""
 
-ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary"]
+ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary", "CompactionRequested"]
 """Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
@@ -198,12 +198,14 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.GET_AGENT_SNAPSHOT: MethodAccess(maps=(MapName.AGENT_MESSAGES, MapName.AGENT_TOOL_CALLS),
                                                  cached_maps=(MapName.AGENT_MESSAGES,)),
         RpcName.LIST_AGENT_MESSAGES: MethodAccess(maps=(MapName.AGENT_MESSAGES,), cached_maps=(MapName.AGENT_MESSAGES,)),
+        RpcName.COMPACT_HISTORY: MethodAccess(maps=(MapName.AGENT_MESSAGES,), cached_maps=(MapName.AGENT_MESSAGES,)),
         RpcName.SEND_USER_MESSAGE_ONCE: MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
     }
     assert {name for name, row in RPC_TABLE.items() if row.writes} == {
         RpcName.SEND_USER_MESSAGE,
         RpcName.RESOLVE_INTERRUPT,
         RpcName.SEND_USER_MESSAGE_ONCE,
+        RpcName.COMPACT_HISTORY,
     }
     assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
 

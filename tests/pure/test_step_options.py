@@ -126,7 +126,8 @@ def test_move_to_builds_complete_options() -> None:
 
 def test_persisted_names_are_the_specs_plus_ours() -> None:
     assert [n.value for n in AttributeName] == [
-        "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount", "HistorySummary"]
+        "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount", "HistorySummary",
+        "CompactionRequested"]
     assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts"]
     assert [n.value for n in ChannelName] == ["QueuedUserMessages", "ToolCallResults"]
     assert [n.value for n in ChannelMapName] == ["InterruptResolutions"]
@@ -137,6 +138,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "get_agent_snapshot",
         "list_agent_messages",
         "send_user_message_once",
+        "compact_history",
     ]
     assert {s.value for s in StepType} == {
         "StartAgentSession",

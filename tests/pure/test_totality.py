@@ -23,6 +23,7 @@ from dex_agents.pure.effects import FailAttempt, RefuseRpc
 from dex_agents.pure.reducers import reduce, snapshot_of
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
+    CompactHistoryCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitStarted,
@@ -46,7 +47,7 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     assert repr(state) == state_before and repr(session_input) == input_before, "reduce mutated its inputs"
     match session_input:
         case (SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed()
-              | SendUserMessageOnceCalled()):
+              | SendUserMessageOnceCalled() | CompactHistoryCalled()):
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()

@@ -10,6 +10,7 @@ from dex_agents.pure.flow_table import STEP_TABLE
 from dex_agents.pure.persistence import RpcName, StepType
 from dex_agents.pure.policies import tool_step_type
 from dex_agents.pure.step_inputs import (
+    CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
     SummarizationFailed,
@@ -115,6 +116,8 @@ def rpc_of(call: RpcCall) -> RpcName:
             return RpcName.LIST_AGENT_MESSAGES
         case SendUserMessageOnceCalled():
             return RpcName.SEND_USER_MESSAGE_ONCE
+        case CompactHistoryCalled():
+            return RpcName.COMPACT_HISTORY
         case _:
             assert_never(call)
 

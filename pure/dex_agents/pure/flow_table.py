@@ -192,6 +192,13 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
                 access=MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
                 writes=True,
             ),
+            RpcRow(
+                rpc=RpcName.COMPACT_HISTORY,
+                input_type=None,
+                output_type=bool,
+                access=MethodAccess(maps=_MESSAGES, cached_maps=_MESSAGES),
+                writes=True,
+            ),
         )
     }
 )

@@ -23,6 +23,7 @@ from returns.result import Failure, Result, Success
 
 from dex_agents.pure.runner_values import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.step_inputs import (
+    CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
     SummarizationFailed,
@@ -84,6 +85,7 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "agent_snapshot_requested": AgentSnapshotRequested,
     "agent_messages_listed": AgentMessagesListed,
     "send_user_message_once_called": SendUserMessageOnceCalled,
+    "compact_history_called": CompactHistoryCalled,
 }
 """Every input's ``kind``, one per member of ``SessionInput``."""
 

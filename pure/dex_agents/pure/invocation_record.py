@@ -27,6 +27,7 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_inputs import (
+    CompactHistoryCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ResolveInterruptCalled,
@@ -66,7 +67,8 @@ def clock_of(session_input: SessionInput) -> int | None:
     match session_input:
         case ResolveInterruptCalled(now_ms=now_ms):
             return now_ms
-        case SendUserMessageCalled() | SendUserMessageOnceCalled() | AgentSnapshotRequested() | AgentMessagesListed():
+        case (SendUserMessageCalled() | SendUserMessageOnceCalled() | AgentSnapshotRequested() | AgentMessagesListed()
+              | CompactHistoryCalled()):
             return None
         case _:
             return session_input.invocation.now_ms

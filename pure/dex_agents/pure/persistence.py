@@ -58,6 +58,7 @@ class AttributeName(StrEnum):
     AGENT_USAGE = "AgentUsage"
     TURN_MODEL_CALL_COUNT = "TurnModelCallCount"
     HISTORY_SUMMARY = "HistorySummary"
+    COMPACTION_REQUESTED = "CompactionRequested"
 
 
 @final
@@ -117,6 +118,7 @@ class RpcName(StrEnum):
     GET_AGENT_SNAPSHOT = "get_agent_snapshot"
     LIST_AGENT_MESSAGES = "list_agent_messages"
     SEND_USER_MESSAGE_ONCE = "send_user_message_once"
+    COMPACT_HISTORY = "compact_history"
 
 
 def _node_holds(value: object, node: WireNode) -> bool:
@@ -227,6 +229,9 @@ old readers never need."""
 HISTORY_SUMMARY: Final = AttributeKey(name=AttributeName.HISTORY_SUMMARY, value_type=record_type(HistorySummary))
 """The latest history compaction (``CompactHistory``); absent until the first. Not in the spec: an
 addition old readers never need (they see the whole transcript, which is never cut)."""
+COMPACTION_REQUESTED: Final = AttributeKey(name=AttributeName.COMPACTION_REQUESTED, value_type=int)
+"""Set (to 1) by ``compact_history``: the next model call compacts first; deleted by the compaction.
+Not in the spec: an addition old readers never need."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -249,9 +254,10 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     TURN_MODEL_CALL_COUNT,
     USER_MESSAGE_RECEIPTS,
     HISTORY_SUMMARY,
+    COMPACTION_REQUESTED,
 )
 """Every persisted name's key: the spec's, in its table order, then ours (``TurnModelCallCount``,
-``UserMessageReceipts``, ``HistorySummary``)."""
+``UserMessageReceipts``, ``HistorySummary``, ``CompactionRequested``)."""
 
 
 __all__ = [
@@ -260,6 +266,7 @@ __all__ = [
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
+    "COMPACTION_REQUESTED",
     "FRAMEWORK_RUN_STATE",
     "HISTORY_SUMMARY",
     "INTERRUPT_RESOLUTIONS",

@@ -97,6 +97,8 @@ class SessionState:
         user_message_receipts: The loaded ``UserMessageReceipts`` instances, by message ID (only
             ``send_user_message_once`` loads one: its message's).
         history_summary: The ``HistorySummary`` Attribute (``None`` before the first compaction).
+        compaction_requested: Whether ``CompactionRequested`` is set (``compact_history`` was called and
+            no compaction ran since).
     """
 
     agent_state: AgentState | None
@@ -109,6 +111,7 @@ class SessionState:
     turn_model_call_count: int = 0
     user_message_receipts: PMap[str, UserMessageReceipt] = pmap()
     history_summary: HistorySummary | None = None
+    compaction_requested: bool = False
 
     @staticmethod
     def initial() -> SessionState:

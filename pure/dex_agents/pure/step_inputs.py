@@ -371,8 +371,15 @@ class SendUserMessageOnceCalled:
     input: SendUserMessageOnceInput
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactHistoryCalled:
+    """``compact_history`` was called."""
+
+
 RpcCall: TypeAlias = (
-    SendUserMessageCalled
+    CompactHistoryCalled
+    | SendUserMessageCalled
     | ResolveInterruptCalled
     | AgentSnapshotRequested
     | AgentMessagesListed
@@ -384,6 +391,7 @@ SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 """Everything ``reduce`` accepts, and what ``replay`` folds."""
 
 __all__ = [
+    "CompactHistoryCalled",
     "CompactionStarted",
     "HistorySummarized",
     "SummarizationFailed",

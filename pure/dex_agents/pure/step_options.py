@@ -104,7 +104,7 @@ def _movement_input_problem(step_type: StepType, step_input: MovementInput) -> s
         case StepInputKind.TOOL_CALL_ID:
             return None if isinstance(step_input, str) and step_input != "" else f"{step_type} takes a tool call ID"
         case StepInputKind.COMPACTION_TRIGGER:
-            if step_input not in tuple(CompactionTrigger):
+            if step_input not in tuple(CompactionTrigger):  # a StrEnum member equals its value
                 return f"{step_type} takes a compaction trigger, got {step_input!r}"
             return None
         case StepInputKind.RESULT_COUNT:

@@ -108,6 +108,7 @@ PENDING_INTERRUPTS: Final = attribute_of(persistence.PENDING_INTERRUPTS)
 AGENT_USAGE: Final = attribute_of(persistence.AGENT_USAGE)
 TURN_MODEL_CALL_COUNT: Final = attribute_of(persistence.TURN_MODEL_CALL_COUNT)
 HISTORY_SUMMARY: Final = attribute_of(persistence.HISTORY_SUMMARY)
+COMPACTION_REQUESTED: Final = attribute_of(persistence.COMPACTION_REQUESTED)
 AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
 AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
 USER_MESSAGE_RECEIPTS: Final = map_of(persistence.USER_MESSAGE_RECEIPTS)
@@ -146,6 +147,7 @@ __all__ = [
     "MAPS",
     "PENDING_INTERRUPTS",
     "QUEUED_USER_MESSAGES",
+    "COMPACTION_REQUESTED",
     "HISTORY_SUMMARY",
     "SCHEMA_DEFINITIONS",
     "TOOL_CALL_RESULTS",

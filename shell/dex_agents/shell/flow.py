@@ -39,6 +39,7 @@ from dex_agents.pure.rpc_values import (
 from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.step_inputs import (
+    CompactHistoryCalled,
     SessionInput,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -52,6 +53,7 @@ from dex_agents.shell.definitions import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    COMPACTION_REQUESTED,
     FRAMEWORK_RUN_STATE,
     HISTORY_SUMMARY,
     INTERRUPT_RESOLUTIONS,
@@ -160,6 +162,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     turn_model_call_count: Final = TURN_MODEL_CALL_COUNT
     user_message_receipts: Final = USER_MESSAGE_RECEIPTS
     history_summary: Final = HISTORY_SUMMARY
+    compaction_requested: Final = COMPACTION_REQUESTED
 
     def get_flow_type(self) -> str:
         return self._flow_type
@@ -200,6 +203,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         (``SessionClient.send`` does); it is refused otherwise."""
         called = SendUserMessageOnceCalled(input=input)
         return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
+
+
+    @session_rpc(RpcName.COMPACT_HISTORY)
+    def compact_history(self, context: Context) -> RPCResult[bool]:
+        """Ask the session's next model call to compact the history first: ``True`` when there is something
+        to summarize (older than the kept recent turns), ``False`` when not. Refused when the Flow has no
+        compaction policy. Ours, not the spec's."""
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, CompactHistoryCalled(), bool))
 
 
 def _check_rpc_handlers() -> None:

@@ -39,6 +39,7 @@ from dex_agents.shell.definitions import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    COMPACTION_REQUESTED,
     FRAMEWORK_RUN_STATE,
     HISTORY_SUMMARY,
     INTERRUPT_RESOLUTIONS,
@@ -125,6 +126,7 @@ def gather_state(
             context, (ref.key for ref in instances if ref.name is MapName.USER_MESSAGE_RECEIPTS)
         ),
         history_summary=read_stored(HISTORY_SUMMARY.name, lambda: HISTORY_SUMMARY.get(context)),
+        compaction_requested=bool(read_stored(COMPACTION_REQUESTED.name, lambda: COMPACTION_REQUESTED.get(context))),
     )
 
 

@@ -3,9 +3,12 @@
 Reads: ``agent_state``, ``messages`` (``CompactHistory`` and ``RunModel`` load the whole map),
 ``history_summary``, ``usage`` and ``framework_run_state``.
 
-* ``compaction_move``: before a model call (proactive: the estimated input exceeds
-  ``CompactionPolicy.trigger_tokens``) or after one the model refused as too long (reactive), whether
-  the model step moves to ``CompactHistory(trigger)`` instead: only when something can be summarized.
+* ``compaction_before_call`` / ``reactive_compaction``: before a model call (requested by
+  ``compact_history``, or proactive: the estimated input exceeds ``CompactionPolicy.trigger_tokens``)
+  or after one the model refused as too long (reactive), whether the model step moves to
+  ``CompactHistory(trigger)`` instead: only when something can be summarized.
+* ``CompactHistoryCalled`` (the ``compact_history`` RPC): set ``CompactionRequested``, which the next
+  model call honours (a compaction never runs beside a turn's model call, so it never races one).
 * ``CompactionStarted``: ask for the summarization (``SummarizeHistory``) of the span
   (``compaction.compaction_span``) after the previous summary; nothing to summarize (a compaction
   that ran beside this one) goes straight back to ``RunModel``.
@@ -30,13 +33,13 @@ from dex_agents.pure.compaction import (
     compaction_span,
     estimated_input_tokens,
 )
-from dex_agents.pure.effects import FailAttempt, SetAttribute, SummarizeHistory, WriteEvent
-from dex_agents.pure.persistence import AGENT_USAGE, HISTORY_SUMMARY, StepType
+from dex_agents.pure.effects import DeleteAttribute, FailAttempt, SetAttribute, SummarizeHistory, WriteEvent
+from dex_agents.pure.persistence import AGENT_USAGE, COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
 from dex_agents.pure.reducers.common import NO_RUNNING_TURN, NOT_STARTED, go_to
 from dex_agents.pure.reducers.turn import ask_to_fail_turn
 from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import CompactionStarted, HistorySummarized, SummarizationFailed
-from dex_agents.pure.transition import StepTransition, reject, step
+from dex_agents.pure.step_inputs import CompactHistoryCalled, CompactionStarted, HistorySummarized, SummarizationFailed
+from dex_agents.pure.transition import RpcTransition, StepTransition, answer, refuse, reject, step
 from dex_agents.pure.usage import add_agent_usage
 from dex_agents.pure.values import AgentMessage, AgentStatus, HistorySummary
 
@@ -55,12 +58,17 @@ def estimated_model_input(state: SessionState) -> int:
     return estimated_input_tokens(summary.text if summary else None, state.model_view) + carried
 
 
-def proactive_compaction(state: SessionState, config: SessionConfig) -> bool:
-    """Whether the model step compacts before its call (the estimate exceeds ``trigger_tokens``)."""
+def compaction_before_call(state: SessionState, config: SessionConfig) -> CompactionTrigger | None:
+    """Whether the model step compacts before its call, and why: ``compact_history`` asked for it, or
+    the estimate exceeds ``trigger_tokens``; ``None`` when it does not or nothing can be summarized."""
     policy = config.compaction
-    if policy is None or policy.trigger_tokens is None:
-        return False
-    return estimated_model_input(state) > policy.trigger_tokens and bool(_span(state, policy))
+    if policy is None or not _span(state, policy):
+        return None
+    if state.compaction_requested:
+        return CompactionTrigger.REQUESTED
+    if policy.trigger_tokens is not None and estimated_model_input(state) > policy.trigger_tokens:
+        return CompactionTrigger.PROACTIVE
+    return None
 
 
 def reactive_compaction(state: SessionState, config: SessionConfig) -> bool | None:
@@ -136,9 +144,11 @@ def reduce_history_summarized(state: SessionState, config: SessionConfig, summar
     )
     usage = add_agent_usage(state.usage, summarized.usage)
     invocation = summarized.invocation
+    cleared = [DeleteAttribute.of(COMPACTION_REQUESTED)] if state.compaction_requested else []
     return step(
-        replace(state, history_summary=summary, usage=usage),
+        replace(state, history_summary=summary, usage=usage, compaction_requested=False),
         [
+            *cleared,
             SetAttribute.of(HISTORY_SUMMARY, summary),
             SetAttribute.of(AGENT_USAGE, usage),
             WriteEvent(event=events.usage_recorded(turn_id, invocation, summarized.usage, usage)),
@@ -160,9 +170,25 @@ def reduce_summarization_failed(state: SessionState, failed: SummarizationFailed
     return ask_to_fail_turn(state, failed.invocation, f"the history could not be compacted: {failed.error}")
 
 
+def reduce_compact_history_called(state: SessionState, config: SessionConfig,
+                                  _called: CompactHistoryCalled) -> RpcTransition:
+    """``compact_history``: ask the session's next model call to compact first (``CompactionRequested``);
+    ``True`` when there is something to summarize, ``False`` when not (nothing older than the kept
+    turns, or a session not started). Refused when the Flow has no compaction policy."""
+    policy = config.compaction
+    if policy is None:
+        return refuse(state, "this session's Flow does not compact its history (compaction=None)")
+    if state.agent_state is None or not _span(state, policy):
+        return answer(state, False)
+    if state.compaction_requested:
+        return answer(state, True)
+    return answer(replace(state, compaction_requested=True), True, [SetAttribute.of(COMPACTION_REQUESTED, 1)])
+
+
 __all__ = [
+    "compaction_before_call",
     "estimated_model_input",
-    "proactive_compaction",
+    "reduce_compact_history_called",
     "reactive_compaction",
     "recent_part_too_long",
     "reduce_compaction_started",

@@ -36,6 +36,7 @@ not fit the state (or a runner defect) gives a rejection (``is_rejection``: stat
 | ``AgentSnapshotRequested`` | ``get_agent_snapshot`` | ``rpcs.reduce_agent_snapshot_requested`` |
 | ``AgentMessagesListed`` | ``list_agent_messages`` | ``rpcs.reduce_agent_messages_listed`` |
 | ``SendUserMessageOnceCalled`` | ``send_user_message_once`` | ``rpcs.reduce_send_user_message_once`` |
+| ``CompactHistoryCalled`` | ``compact_history`` | ``compaction.reduce_compact_history_called`` |
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from __future__ import annotations
 from typing import assert_never, overload
 
 from dex_agents.pure.reducers.compaction import (
+    reduce_compact_history_called,
     reduce_compaction_started,
     reduce_history_summarized,
     reduce_summarization_failed,
@@ -82,6 +84,7 @@ from dex_agents.pure.reducers.turn import (
 )
 from dex_agents.pure.state import SessionConfig, SessionState
 from dex_agents.pure.step_inputs import (
+    CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
     SummarizationFailed,
@@ -194,6 +197,8 @@ def reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> Rpc
             return reduce_agent_messages_listed(state, call)
         case SendUserMessageOnceCalled():
             return reduce_send_user_message_once(state, call)
+        case CompactHistoryCalled():
+            return reduce_compact_history_called(state, config, call)
         case _:
             assert_never(call)
 
@@ -221,6 +226,7 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             | AgentSnapshotRequested()
             | AgentMessagesListed()
             | SendUserMessageOnceCalled()
+            | CompactHistoryCalled()
         ):
             return reduce_rpc(state, config, session_input)
         case ApprovalWaitStarted():

@@ -55,7 +55,7 @@ from dex_agents.pure.reducers.common import (
     turn_ended,
 )
 from dex_agents.pure.compaction import CompactionTrigger
-from dex_agents.pure.reducers.compaction import proactive_compaction, reactive_compaction, recent_part_too_long
+from dex_agents.pure.reducers.compaction import compaction_before_call, reactive_compaction, recent_part_too_long
 from dex_agents.pure.reducers.turn import ask_to_fail_turn
 from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.state import SessionConfig, SessionState
@@ -88,7 +88,8 @@ def _running_model(state: SessionState) -> tuple[AgentState, str] | StepTransiti
 def reduce_model_step_started(state: SessionState, config: SessionConfig, started: ModelStepStarted) -> StepTransition:
     """``RunModel`` began: ask for the model call with the running turn's view (``CallModel``: the
     messages after the history summary's boundary, and the summary), or first compact the history
-    when the estimated input exceeds the policy's ``trigger_tokens`` (``CompactHistory(proactive)``).
+    (``CompactHistory``: requested by ``compact_history``, or the estimated input exceeds the policy's
+    ``trigger_tokens``).
 
     Rejects when no turn runs or the status is not ``running_model``: no runner is called then.
     """
@@ -96,8 +97,9 @@ def reduce_model_step_started(state: SessionState, config: SessionConfig, starte
     if isinstance(running, StepTransition):
         return running
     _agent_state, turn_id = running
-    if proactive_compaction(state, config):
-        return step(state, [], go_to(StepType.COMPACT_HISTORY, CompactionTrigger.PROACTIVE.value))
+    trigger = compaction_before_call(state, config)
+    if trigger is not None:
+        return step(state, [], go_to(StepType.COMPACT_HISTORY, trigger.value))
     summary = state.history_summary
     return step(
         state,
