@@ -38,7 +38,10 @@ SUMMARY_USAGE = AgentUsage(requests=1, input_tokens=900, output_tokens=120)
 TOO_LONG = "ContextWindowExceededError: context_length_exceeded"
 
 
-def _session(policy: CompactionPolicy | None = CompactionPolicy(), turns: int = 4) -> Session:
+DEFAULT_POLICY = CompactionPolicy()
+
+
+def _session(policy: CompactionPolicy | None = DEFAULT_POLICY, turns: int = 4) -> Session:
     """A session with ``turns`` completed turns (a user message and an answer each), then the next
     turn running its first model call."""
     session = started_session("question 1", config=SessionConfig(compaction=policy))
