@@ -20,6 +20,8 @@ Invariants:
       otherwise as one ``chat.completion`` object.
     * A responder that raises gets its request answered 500; the exception is kept in
       ``server.responder_errors``.
+    * ``with_context_window(responder, tokens)`` makes a model with a context window: a longer request
+      is answered HTTP 400 ``context_length_exceeded``, as OpenAI answers it.
     * Any other path or method gets OpenAI's 404 JSON error. Every response closes its connection,
       so ``close()`` returns with no server or handler thread left running.
 """
@@ -60,9 +62,41 @@ __all__ = [
     "Responder",
     "message_rule_violation",
     "replies_in_order",
+    "request_tokens",
+    "with_context_window",
 ]
 
 CHAT_COMPLETIONS_PATH: Final = "/v1/chat/completions"
+
+
+CHARACTERS_PER_TOKEN: Final = 4
+"""``with_context_window``'s token estimate: a request's messages and tools, as JSON, per token."""
+
+
+def request_tokens(request: ChatRequest) -> int:
+    """The estimated input tokens of ``request``: its messages and tools as JSON, ``CHARACTERS_PER_TOKEN``
+    characters a token."""
+    return len(json.dumps([request.messages, request.tools])) // CHARACTERS_PER_TOKEN
+
+
+def with_context_window(responder: Responder, window_tokens: int) -> Responder:
+    """``responder`` behind a model whose context window holds ``window_tokens``: a request estimated
+    above it (``request_tokens``) is answered as OpenAI answers one, HTTP 400 with code
+    ``context_length_exceeded``, and never reaches ``responder``; a reply's prompt tokens are the estimate."""
+
+    def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
+        tokens = request_tokens(request)
+        if tokens > window_tokens:
+            return ChatErrorReply(400, f"This model's maximum context length is {window_tokens} tokens. However, "
+                                       f"your messages resulted in {tokens} tokens. Please reduce the length of "
+                                       "the messages.", param="messages", code="context_length_exceeded")
+        reply = responder(request)
+        if isinstance(reply, ChatErrorReply):
+            return reply
+        return ChatReply(text=reply.text, tool_calls=reply.tool_calls, reasoning=reply.reasoning,
+                         usage=ChatUsage(prompt_tokens=tokens, completion_tokens=reply.usage.completion_tokens))
+
+    return respond
 
 
 def replies_in_order(*replies: ChatReply | ChatErrorReply) -> Responder:
