@@ -8,6 +8,7 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
@@ -45,14 +46,16 @@ from openai.types.responses import ResponseOutputMessage, ResponseOutputRefusal
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from pydantic import BaseModel
 
+from dex_agents.adapters.kit.turn import TurnRunner
 from dex_agents.adapters.openai_agents import (
     OpenAIAgentsRunner,
     create_openai_agents_session_flow,
+    is_context_window_exceeded,
     is_non_retryable,
     tool_effect,
     with_tool_effect,
 )
-from dex_agents.adapters.openai_agents.items import load_items
+from dex_agents.adapters.openai_agents.runner import Items, load_items
 from dex_agents.pure.runner_values import (
     AgentTurnOutcome,
     DeferredToolCall,
@@ -63,12 +66,16 @@ from dex_agents.pure.runner_values import (
 from dex_agents.pure.values import AgentToolCall, AgentUsage, MessageRole, ToolCallStatus, ToolEffect
 from dex_agents.shell.runner import (
     AgentTurnContext,
+    ContextWindowExceededError,
+    HistorySummaryRequest,
     NonRetryableModelError,
     ToolExecutionError,
 )
 from tests.adapters import fakes
 
 set_tracing_disabled(True)
+
+Runner = TurnRunner[Items]
 
 
 def _policy(name: str, effect: ToolEffect | None) -> ResolvedToolPolicy:
@@ -77,17 +84,17 @@ def _policy(name: str, effect: ToolEffect | None) -> ResolvedToolPolicy:
                                                                               ToolEffect.UNCLASSIFIED))
 
 
-def _turn(runner: OpenAIAgentsRunner[Any], run_state: str | None = None,
+def _turn(runner: Runner, run_state: str | None = None,
           records: tuple[AgentToolCall, ...] = (), events: fakes.Events | None = None) -> AgentTurnContext:
     """``fakes.turn`` with this module's policy (a write or an unclassified tool needs approval)."""
     return fakes.turn(runner, run_state, records, events, resolve_tool_policy=_policy)
 
 
-def _step(runner: OpenAIAgentsRunner[Any], turn: AgentTurnContext) -> AgentTurnOutcome:
+def _step(runner: Runner, turn: AgentTurnContext) -> AgentTurnOutcome:
     return asyncio.run(runner.run_model_step(turn))
 
 
-def _one_call(runner: OpenAIAgentsRunner[Any],
+def _one_call(runner: Runner,
               events: fakes.Events | None = None) -> tuple[ToolCallsRequested, DeferredToolCall]:
     outcome = _step(runner, _turn(runner, events=events))
     assert isinstance(outcome, ToolCallsRequested)
@@ -95,7 +102,7 @@ def _one_call(runner: OpenAIAgentsRunner[Any],
     return outcome, call
 
 
-def _run_tool(runner: OpenAIAgentsRunner[Any], outcome: ToolCallsRequested, call: DeferredToolCall) -> str:
+def _run_tool(runner: Runner, outcome: ToolCallsRequested, call: DeferredToolCall) -> str:
     execution = fakes.execution(fakes.record(call), outcome.framework_run_state)
     return asyncio.run(runner.execute_deferred_tool_call(execution)).output
 
@@ -108,7 +115,7 @@ def _calling(name: str, arguments: object, *then: object) -> ScriptedModel:
 
 
 def test_build_user_message_is_deterministic_and_a_responses_input_message() -> None:
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a"))
+    runner = OpenAIAgentsRunner(Agent(name="a"))
     first, second = runner.build_user_message("hi \x00 \U0001F4E6"), runner.build_user_message("hi \x00 \U0001F4E6")
     assert first == second and first.role == MessageRole.USER and first.text == "hi \x00 \U0001F4E6"
     assert load_items(first.framework_item) == [{"type": "message", "role": "user", "content": "hi \x00 \U0001F4E6"}]
@@ -208,15 +215,116 @@ def test_model_errors_a_retry_cannot_fix_are_non_retryable(error: Exception, exp
     assert is_non_retryable(error) is expected
 
 
+def _context_window_error() -> Exception:
+    return _status_error(BadRequestError, 400, code="context_length_exceeded")
+
+
+def _raised_while_handling() -> Exception:
+    try:
+        try:
+            raise _context_window_error()
+        except BadRequestError:
+            raise RuntimeError("the SDK failed")  # noqa: B904 - an implicit chain, as a framework may leave
+    except RuntimeError as wrapped:
+        return wrapped
+
+
+def _nested_code_error() -> Exception:
+    request = httpx2.Request("POST", "https://api.invalid/v1/responses")
+    body = {"error": {"message": "too long", "code": "context_length_exceeded"}}
+    return BadRequestError("m", response=httpx2.Response(400, request=request), body=body)
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (_context_window_error(), True),
+    (_nested_code_error(), True),
+    (_raised_while_handling(), True),
+    (RuntimeError("prompt is too long: 210000 tokens > 200000 maximum"), True),
+    (_status_error(BadRequestError, 400), False),
+    (_status_error(BadRequestError, 400, code="invalid_request"), False),
+    (RuntimeError("flaky"), False),
+], ids=["code", "nested_code", "implicit_chain", "prompt_is_too_long", "plain_400", "other_code", "other"])
+def test_the_context_window_error_is_recognised_anywhere_in_the_chain(error: Exception, expected: bool) -> None:
+    assert is_context_window_exceeded(error) is expected
+
+
+@dataclass
+class FailingModel(Model):
+    """A model whose every call raises ``error``."""
+
+    error: Exception
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        raise self.error
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        raise NotImplementedError
+
+
+def test_a_context_window_error_fails_the_attempt_as_context_window_exceeded() -> None:
+    runner = OpenAIAgentsRunner(Agent(name="a", model=FailingModel(_context_window_error())))
+    with pytest.raises(ContextWindowExceededError, match="BadRequestError"):
+        _step(runner, _turn(runner))
+
+
+def _summary_request(events: fakes.Events) -> HistorySummaryRequest:
+    user = _turn(OpenAIAgentsRunner(Agent(name="a"))).messages[0]
+    return HistorySummaryRequest(flow_id="s", turn_id="turn-1", attempt=1, previous_summary=None, messages=(user,),
+                                 instructions="Summarize the conversation.", events=events,
+                                 deadline=datetime.now(UTC), is_cancellation_requested=lambda: False,
+                                 heartbeat=fakes.no_heartbeat)
+
+
+def test_summarize_is_one_plain_call_with_the_instructions_and_the_transcript_and_no_tools() -> None:
+    usage = Usage(requests=1, input_tokens=30, output_tokens=4, total_tokens=34)
+    model = ScriptedModel([ModelStep(output=[assistant_message("The user said go.")], usage=usage)])
+    agent = Agent(name="a", instructions="Be brief.", model=model, tools=[_lookup()], output_type=BaseModel,
+                  model_settings=ModelSettings(tool_choice="required"))
+    events = fakes.Events()
+    result = asyncio.run(OpenAIAgentsRunner(agent).summarize_history(_summary_request(events)))
+    assert (result.text, result.usage) == ("The user said go.", AgentUsage(requests=1, input_tokens=30, output_tokens=4))
+    (call,) = model.calls
+    assert not call.streamed and call.system_instructions == "Summarize the conversation."
+    assert call.tools == [] and call.output_schema is None and call.handoffs == []
+    assert call.model_settings.tool_choice is None
+    (item,) = call.input
+    assert isinstance(item, dict) and item["role"] == "user" and "go" in item["content"]
+    assert events.deltas == []
+
+
+def test_a_blank_summary_fails_the_attempt() -> None:
+    agent = Agent(name="a", model=ScriptedModel([[assistant_message("  ")]]))
+    with pytest.raises(ModelBehaviorError, match="no text"):
+        asyncio.run(OpenAIAgentsRunner(agent).summarize_history(_summary_request(fakes.Events())))
+
+
+def test_the_history_is_parsed_once_across_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dex_agents.adapters.openai_agents import runner as runner_module
+
+    parsed: list[object] = []
+
+    def counting(data: object) -> Items:
+        parsed.append(data)
+        return load_items(data)
+
+    monkeypatch.setattr(runner_module, "load_items", counting)
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel([[assistant_message("one")],
+                                                                     [assistant_message("two")]])))
+    turn = _turn(runner)
+    for _ in range(2):
+        assert isinstance(_step(runner, turn), TurnCompleted)
+    assert len(parsed) == 1
+
+
 def test_a_model_without_its_key_fails_the_turn_at_once_naming_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model="gpt-4o"))
+    runner = OpenAIAgentsRunner(Agent(name="a", model="gpt-4o"))
     with pytest.raises(NonRetryableModelError, match="OPENAI_API_KEY"):
         _step(runner, _turn(runner))
 
 
 def test_a_run_state_of_another_version_fails_the_turn_at_once() -> None:
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel()))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel()))
     with pytest.raises(NonRetryableModelError, match="format version 99"):
         _step(runner, _turn(runner, '{"adapter":"openai_agents","round":["c"],"state":{},"version":99}'))
     with pytest.raises(NonRetryableModelError, match="written by adapter 'pydantic_ai'"):
@@ -226,7 +334,7 @@ def test_a_run_state_of_another_version_fails_the_turn_at_once() -> None:
 def test_a_refusal_fails_the_turn_at_once() -> None:
     refusal = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed",
                                     content=[ResponseOutputRefusal(type="refusal", refusal="I cannot help with that")])
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel([[refusal]])))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel([[refusal]])))
     with pytest.raises(NonRetryableModelError, match="I cannot help with that"):
         _step(runner, _turn(runner))
 
@@ -268,7 +376,7 @@ class PlainModel(Model):
 def test_a_model_that_cannot_stream_gets_one_plain_request_and_its_text_as_one_delta() -> None:
     usage = Usage(requests=1, input_tokens=12, output_tokens=7, total_tokens=19)
     model = PlainModel(ModelResponse(output=[assistant_message("Hello there")], usage=usage, response_id=None))
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=model))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model))
     events = fakes.Events()
     outcome = _step(runner, _turn(runner, events=events))
     assert isinstance(outcome, TurnCompleted)
@@ -281,7 +389,7 @@ def test_a_model_that_cannot_stream_gets_one_plain_request_and_its_text_as_one_d
 def test_a_stream_that_breaks_after_its_first_event_is_not_repeated_as_a_plain_request() -> None:
     model = PlainModel(ModelResponse(output=[assistant_message("Hi")], usage=Usage(), response_id=None),
                        fail_mid_stream=True)
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=model))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model))
     with pytest.raises(NotImplementedError, match="breaks after its first event"):
         _step(runner, _turn(runner))
     assert model.calls == ["stream_response"]
@@ -314,7 +422,7 @@ def test_a_structured_output_that_does_not_validate_fails_the_attempt_for_a_retr
         status: str
 
     agent = Agent(name="a", model=ScriptedModel([[assistant_message("not json")]]), output_type=Answer)
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+    runner = OpenAIAgentsRunner(agent)
     with pytest.raises(ModelBehaviorError):
         _step(runner, _turn(runner))
 
@@ -323,7 +431,7 @@ def test_tool_choice_is_reset_after_the_turns_first_tool_round() -> None:
     model = _calling("lookup_order", {"order_id": 1}, [assistant_message("done")])
     agent = Agent(name="a", model=model, tools=[with_tool_effect(_lookup(), "read")],
                   model_settings=ModelSettings(tool_choice="required"))
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+    runner = OpenAIAgentsRunner(agent)
     outcome, call = _one_call(runner)
     first = model.last_call
     assert first is not None and first.model_settings.tool_choice == "required"
@@ -367,9 +475,19 @@ def test_the_sdks_needs_approval_adds_an_approval_to_a_read() -> None:
         assert call.policy == ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=True)
 
 
+def test_arguments_that_are_not_a_json_object_are_deferred_as_a_read_and_fail_in_their_step() -> None:
+    tool = with_tool_effect(function_tool(_lookup().__wrapped__, needs_approval=True), "non_idempotent_write")
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel([[function_call("lookup_order", "not json",
+                                                                                    call_id="c-1")]]), tools=[tool]))
+    outcome, call = _one_call(runner)
+    assert call.policy == ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)
+    with pytest.raises(ToolExecutionError, match="Invalid arguments for tool 'lookup_order'"):
+        _run_tool(runner, outcome, call)
+
+
 def test_an_unknown_tool_is_deferred_as_a_read_and_fails_in_its_step() -> None:
     agent = Agent(name="a", model=_calling("no_such_tool", {}), tools=[_lookup()])
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+    runner = OpenAIAgentsRunner(agent)
     outcome, call = _one_call(runner)
     assert call.policy == ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)
     with pytest.raises(ToolExecutionError, match="Unknown tool 'no_such_tool'; the available tools are: 'lookup_order'"):
@@ -385,7 +503,7 @@ def test_a_tripped_input_guardrail_fails_the_turn_before_the_model_is_called() -
         return GuardrailFunctionOutput(output_info="go is not allowed", tripwire_triggered=True)
 
     model = ScriptedModel([[assistant_message("hi")]])
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=model, input_guardrails=[no_go]))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, input_guardrails=[no_go]))
     with pytest.raises(NonRetryableModelError, match="input guardrail 'no_go' tripped: 'go is not allowed'"):
         _step(runner, _turn(runner))
     assert model.calls == ()
@@ -398,7 +516,7 @@ def test_a_tripped_output_guardrail_fails_the_turn() -> None:
 
     agent = Agent(name="a", model=ScriptedModel([[assistant_message("the secret is 42")]]),
                   output_guardrails=[no_secrets])
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+    runner = OpenAIAgentsRunner(agent)
     with pytest.raises(NonRetryableModelError, match="output guardrail 'no_secrets' tripped"):
         _step(runner, _turn(runner))
 
@@ -434,7 +552,7 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
         runs.append(order_id)
         return "shipped"
 
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", tools=[function_tool(lookup_order)]))
+    runner = OpenAIAgentsRunner(Agent(name="a", tools=[function_tool(lookup_order)]))
     record = fakes.record(DeferredToolCall(tool_call_id="c", tool_name="lookup_order", arguments='{"order_id": 1}',
                                       policy=ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False)))
     for state in (None, '{"adapter":"openai_agents","round":["c"],"state":{},"version":99}'):
@@ -443,7 +561,7 @@ def test_a_tool_call_without_a_readable_run_state_fails_without_running() -> Non
     assert runs == []
 
 
-def _failing_tool_runner(**options: Any) -> tuple[OpenAIAgentsRunner[None], ToolCallsRequested, DeferredToolCall]:
+def _failing_tool_runner(**options: Any) -> tuple[Runner, ToolCallsRequested, DeferredToolCall]:
     async def lookup_order(order_id: int) -> str:
         """Look up an order."""
         if order_id == 13:
@@ -454,7 +572,7 @@ def _failing_tool_runner(**options: Any) -> tuple[OpenAIAgentsRunner[None], Tool
     arguments = options.pop("arguments", {"order_id": 13})
     agent = Agent(name="a", model=_calling("lookup_order", arguments),
                   tools=[function_tool(lookup_order, **options)])
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+    runner = OpenAIAgentsRunner(agent)
     outcome, call = _one_call(runner)
     return runner, outcome, call
 
@@ -510,7 +628,7 @@ def test_tool_guardrails_run_around_the_tool_in_its_step() -> None:
 
     for order_id, expected in ((13, ToolExecutionError), (7, "[redacted]")):
         tool = function_tool(lookup_order, tool_input_guardrails=[no_order_13], tool_output_guardrails=[redact])
-        runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(
+        runner = OpenAIAgentsRunner(
             Agent(name="a", model=_calling("lookup_order", {"order_id": order_id}), tools=[tool]))
         outcome, call = _one_call(runner)
         if expected is ToolExecutionError:
@@ -524,7 +642,7 @@ def test_tool_guardrails_run_around_the_tool_in_its_step() -> None:
 def test_an_agent_as_a_tool_runs_its_whole_run_inside_the_tool_step() -> None:
     helper = Agent(name="helper", model=ScriptedModel([[assistant_message("the helper's answer")]]))
     tool = with_tool_effect(helper.as_tool("ask_helper", "Ask the helper."), "read")
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(
+    runner = OpenAIAgentsRunner(
         Agent(name="a", model=_calling("ask_helper", {"input": "question"}), tools=[tool]))
     outcome, call = _one_call(runner)
     assert call.policy.effect == ToolEffect.READ
@@ -573,7 +691,7 @@ def test_mcp_tools_take_their_effect_from_annotations_and_run_in_their_step() ->
     for name, effect, approval in (("search_docs", ToolEffect.READ, False),
                                    ("delete_doc", ToolEffect.NON_IDEMPOTENT_WRITE, True)):
         agent = Agent(name="a", model=_calling(name, {"query": "refunds"}), mcp_servers=[server])
-        runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+        runner = OpenAIAgentsRunner(agent)
         outcome, call = _one_call(runner)
         assert call.policy == ResolvedToolPolicy(effect=effect, requires_approval=approval)
         assert server.calls == [] or server.calls[-1][0] != name  # deferred: not run by RunModel
@@ -582,7 +700,7 @@ def test_mcp_tools_take_their_effect_from_annotations_and_run_in_their_step() ->
 
 
 def test_a_stored_message_that_is_not_input_items_fails_the_turn_at_once() -> None:
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel()))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedModel()))
     turn = _turn(runner)
     broken = dataclasses.replace(turn, messages=(dataclasses.replace(turn.messages[0], framework_item="not json"),))
     with pytest.raises(NonRetryableModelError, match="a stored message is not a openai_agents message"):
@@ -618,7 +736,7 @@ def test_agent_hooks_run_in_the_step_of_what_they_observe() -> None:
     hooks = RecordingHooks()
     agent = Agent(name="a", model=_calling("lookup_order", {"order_id": 1}, [assistant_message("done")]),
                   tools=[with_tool_effect(_lookup(), "read")], hooks=hooks)
-    runner: OpenAIAgentsRunner[None] = OpenAIAgentsRunner(agent)
+    runner = OpenAIAgentsRunner(agent)
     outcome, call = _one_call(runner)
     assert hooks.seen == ["start", "llm_start 1", "llm_end"]
     output = _run_tool(runner, outcome, call)

@@ -1,77 +1,54 @@
 """One call of an ``agents.Agent``'s ``Model``: the binding's ``call_model`` and ``summarize``.
 
-The SDK's ``Runner`` loop is not used: it would run tools, handoffs, local computer/shell actions and
-SDK-level model retries inside the same step. ``call_model`` calls the agent's ``Model`` itself, once,
-with what the ``Runner`` would pass it for this agent:
+The SDK's ``Runner`` loop is not used (it would run tools, handoffs, local actions and model retries in
+one step). ``call_model`` calls the agent's ``Model`` once with what the ``Runner`` would pass:
+instructions, prompt, tools (``agent.get_all_tools``: function, MCP and hosted; disabled ones left out),
+model settings (``tool_choice`` reset after the turn's first tool round when ``agent.reset_tool_choice``),
+the output schema of ``agent.output_type``, no handoffs; as input, the history's items then the turn's.
+It streams (deltas go to the events as they arrive); a model whose ``stream_response`` raises
+``NotImplementedError`` before its first event gets ``get_response``, its text and reasoning written
+after it, one delta per part. A response with any function call (a tool the agent has or not) defers
+every function call, whatever else it holds: the effect is the tool's (``read`` for a tool the agent
+lacks or arguments that are not a JSON object: it fails at once); the SDK's ``needs_approval`` (or a
+check that fails) forces an approval. Otherwise the last message is the final output (validated
+against the output type; a refusal fails the turn).
 
-    * instructions (``agent.get_system_prompt``), prompt (``agent.get_prompt``), tools
-      (``agent.get_all_tools``: function tools, MCP tools, hosted tools; disabled ones left out),
-      model settings (``agent.model_settings``; ``tool_choice`` reset after the turn's first tool
-      round when ``agent.reset_tool_choice``), the output schema of ``agent.output_type``, no handoffs;
-    * input: the history's input items, then the turn's so far (the template's ``ModelCall.messages``).
-
-The call streams (text and reasoning deltas go to the events as they arrive); a model whose
-``stream_response`` raises ``NotImplementedError`` before its first event gets ``get_response``
-instead, and its text and reasoning go out as one delta each. If the response holds any function
-call (a tool the agent has or not), every function call is deferred, whatever else it holds (text,
-a structured output): the turn goes on after their results. A call's effect is the tool's
-(``effects.tool_effect``; ``read`` for a tool the agent does not have or arguments that are not a
-JSON object, so it fails at once); the SDK's ``needs_approval`` forces an approval (a failing check
-too). Otherwise the response's last message is the final output (validated against the output type),
-output guardrails run, and the turn completes.
-
-Input guardrails run before the turn's first model call (not in parallel with it), output guardrails
-on the final output; ``AgentHooks.on_start`` before the turn's first call, ``on_llm_start`` and
-``on_llm_end`` around each call, ``on_end`` with the final output: all inside ``RunModel``, so again
-when an attempt is retried (at least once). A tripwire fails the turn at once.
-
-``summarize`` is one ``get_response`` with the summarization instructions as system instructions, the
-transcript as one user input item, no tools, no output schema, no prompt.
+Input guardrails and ``AgentHooks.on_start`` run before the turn's first model call, ``on_llm_start``
+and ``on_llm_end`` around each call, output guardrails and ``on_end`` on the final output: all inside
+``RunModel``, so again when an attempt is retried; a tripwire fails the turn at once. ``summarize`` is
+one ``get_response``: the instructions as system instructions, the transcript as one user input item,
+no tools, no output schema, no prompt.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing, nullcontext
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
-from agents import (
-    Agent,
-    AgentHookContext,
-    AgentOutputSchema,
-    AgentOutputSchemaBase,
-    Model,
-    RunConfig,
-    RunContextWrapper,
-    trace,
-)
+from agents import Agent, AgentHookContext, AgentHooks, AgentOutputSchema, AgentOutputSchemaBase, Model, RunConfig
+from agents import RunContextWrapper, trace
 from agents.exceptions import ModelBehaviorError, ModelRefusalError
 from agents.items import ItemHelpers, ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import ModelTracing
-from agents.tool import FunctionTool, Tool
+from agents.tool import FunctionTool
 from agents.tracing import Trace
 from agents.usage import Usage
-from openai.types.responses import (
-    ResponseCompletedEvent,
-    ResponseFunctionToolCall,
-    ResponseOutputItemDoneEvent,
-    ResponseOutputMessage,
-    ResponseOutputText,
-    ResponseReasoningItem,
-)
-from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from openai.types.responses import (ResponseCompletedEvent, ResponseFunctionToolCall, ResponseOutputItemDoneEvent,
+    ResponseOutputMessage, ResponseOutputText, ResponseReasoningItem)
+from openai.types.responses.response_usage import InputTokensDetails
+from pydantic_core import to_jsonable_python
 
 from dex_agents.adapters.kit import model_call_usage
 from dex_agents.adapters.kit.turn import ModelAnswer, ModelCall, RequestedCall
 from dex_agents.adapters.openai_agents.effects import tool_effect
-from dex_agents.adapters.openai_agents.items import Items, jsonable_items
 from dex_agents.pure.values import AgentUsage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult, NonRetryableModelError
 
-_TEXT_DELTAS = frozenset({"response.output_text.delta"})
-_REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+Items: TypeAlias = list[dict[str, Any]]
+"""The binding's message type: one stored message's input items (see ``runner``)."""
 
 
 def resolve_model(agent: Agent[Any], config: RunConfig) -> Model:
@@ -81,17 +58,14 @@ def resolve_model(agent: Agent[Any], config: RunConfig) -> Model:
 
 def output_schema(agent: Agent[Any]) -> AgentOutputSchemaBase | None:
     """The schema of ``agent.output_type`` (``None`` for text), as the ``Runner`` builds it."""
-    if agent.output_type is None or agent.output_type is str:
-        return None
-    if isinstance(agent.output_type, AgentOutputSchemaBase):
-        return agent.output_type
-    return AgentOutputSchema(agent.output_type)
+    found = agent.output_type
+    return None if found is None or found is str else found if isinstance(found, AgentOutputSchemaBase) \
+        else AgentOutputSchema(found)
 
 
 def _tracing(config: RunConfig) -> ModelTracing:
-    if config.tracing_disabled:
-        return ModelTracing.DISABLED
-    return ModelTracing.ENABLED if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
+    return ModelTracing.DISABLED if config.tracing_disabled else ModelTracing.ENABLED \
+        if config.trace_include_sensitive_data else ModelTracing.ENABLED_WITHOUT_DATA
 
 
 def _trace(agent: Agent[Any], config: RunConfig, group_id: str | None, metadata: dict[str, Any]) -> Trace:
@@ -100,12 +74,10 @@ def _trace(agent: Agent[Any], config: RunConfig, group_id: str | None, metadata:
 
 
 def sdk_usage(usage: AgentUsage) -> Usage:
-    """``AgentUsage`` as the SDK's ``Usage`` (what a tool or an instructions function reads)."""
+    """``AgentUsage`` as the SDK's ``Usage`` (what a tool, a hook or an instructions function reads)."""
+    details = InputTokensDetails(cached_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens)
     return Usage(requests=usage.requests, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                 total_tokens=usage.input_tokens + usage.output_tokens,
-                 input_tokens_details=InputTokensDetails(cached_tokens=usage.cache_read_tokens,
-                                                         cache_write_tokens=usage.cache_write_tokens),
-                 output_tokens_details=OutputTokensDetails(reasoning_tokens=0))
+                 total_tokens=usage.input_tokens + usage.output_tokens, input_tokens_details=details)
 
 
 def agent_usage(usage: Usage) -> AgentUsage:
@@ -122,64 +94,46 @@ def write_response(response: ModelResponse, writer: AgentEventWriter) -> None:
     """The text and reasoning of a response that was not streamed, one delta per part."""
     for item in response.output:
         if isinstance(item, ResponseOutputMessage):
-            for content in item.content:
-                if isinstance(content, ResponseOutputText) and content.text:
-                    writer.write_text_delta(content.text)
+            for text in filter(None, (part.text for part in item.content if isinstance(part, ResponseOutputText))):
+                writer.write_text_delta(text)
         elif isinstance(item, ResponseReasoningItem):
-            for text in [*(part.text for part in item.summary), *(part.text for part in item.content or [])]:
-                if text:
-                    writer.write_reasoning_delta(text)
+            for text in filter(None, [*(part.text for part in item.summary),
+                                      *(part.text for part in item.content or [])]):
+                writer.write_reasoning_delta(text)
 
 
-def forward_event(event: object, writer: AgentEventWriter) -> None:
-    """Text and reasoning deltas of a streamed response."""
+def _consume_event(event: TResponseStreamEvent, done: list[Any], writer: AgentEventWriter) -> ModelResponse | None:
+    """Forward a streamed event's delta; the response once the stream completes it."""
     kind, delta = getattr(event, "type", None), getattr(event, "delta", None)
-    if isinstance(delta, str) and delta and kind in _TEXT_DELTAS:
+    if isinstance(delta, str) and delta and kind == "response.output_text.delta":
         writer.write_text_delta(delta)
-    elif isinstance(delta, str) and delta and kind in _REASONING_DELTAS:
+    elif isinstance(delta, str) and delta and kind in ("response.reasoning_summary_text.delta",
+                                                         "response.reasoning_text.delta"):
         writer.write_reasoning_delta(delta)
-
-
-def _streamed_usage(event: ResponseCompletedEvent) -> Usage:
-    usage = event.response.usage
-    if usage is None:
-        return Usage(requests=1)
-    return Usage(requests=1, input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
-                 total_tokens=usage.total_tokens or 0, input_tokens_details=usage.input_tokens_details,
-                 output_tokens_details=usage.output_tokens_details)
-
-
-async def _consume(events: AsyncIterator[TResponseStreamEvent], first: TResponseStreamEvent,
-                   writer: AgentEventWriter) -> ModelResponse:
-    done_items: list[Any] = []
-    event: TResponseStreamEvent | None = first
-    while event is not None:
-        forward_event(event, writer)
-        kind = getattr(event, "type", None)
-        if isinstance(event, ResponseCompletedEvent):
-            return ModelResponse(output=list(event.response.output) or done_items, usage=_streamed_usage(event),
-                                 response_id=event.response.id)
-        if isinstance(event, ResponseOutputItemDoneEvent):
-            done_items.append(event.item)
-        elif kind in ("response.incomplete", "response.failed"):
-            response = getattr(event, "response", None)
-            detail = getattr(response, "error", None) or getattr(response, "incomplete_details", None)
-            raise ModelBehaviorError(f"the model's response ended with {kind}: {detail}")
-        elif kind in ("error", "response.error"):
-            raise ModelBehaviorError(f"the model's stream reported an error: {getattr(event, 'message', event)}")
-        event = await anext(events, None)
-    raise ModelBehaviorError("the model's stream ended without a completed response")
+    elif isinstance(event, ResponseOutputItemDoneEvent):
+        done.append(event.item)
+    elif isinstance(event, ResponseCompletedEvent):
+        found = event.response.usage
+        usage = Usage(requests=1) if found is None else Usage(
+            requests=1, input_tokens=found.input_tokens or 0, output_tokens=found.output_tokens or 0,
+            total_tokens=found.total_tokens or 0, input_tokens_details=found.input_tokens_details,
+            output_tokens_details=found.output_tokens_details)
+        return ModelResponse(output=list(event.response.output) or done, usage=usage, response_id=event.response.id)
+    elif kind in ("response.incomplete", "response.failed", "error", "response.error"):
+        response = getattr(event, "response", None)
+        detail = getattr(response, "error", None) or getattr(response, "incomplete_details", None)
+        raise ModelBehaviorError(f"the model's stream ended with {kind}: {detail or getattr(event, 'message', event)}")
+    return None
 
 
 def _closing(stream: object) -> AbstractAsyncContextManager[Any]:
     return aclosing(cast(Any, stream)) if hasattr(stream, "aclose") else nullcontext(stream)
 
 
-async def request(model: Model, arguments: Sequence[object], keywords: Mapping[str, object],
-                  writer: AgentEventWriter) -> ModelResponse:
-    """One model call: streamed, or plain when the model cannot stream. Only a ``NotImplementedError``
-    before the stream's first event means "cannot stream": no request was made then, so the plain
-    request is still the step's only model call."""
+async def request(model: Model, arguments: Sequence[object], prompt: object, writer: AgentEventWriter) -> ModelResponse:
+    """One model call, streamed or plain: only a ``NotImplementedError`` before the stream's first event
+    means "cannot stream" (no request was made then, so the plain request is the step's only call)."""
+    keywords: dict[str, Any] = {"previous_response_id": None, "conversation_id": None, "prompt": prompt}
     try:
         stream: AsyncIterator[TResponseStreamEvent] | None = model.stream_response(
             *arguments, **keywords)  # type: ignore[arg-type]
@@ -188,35 +142,35 @@ async def request(model: Model, arguments: Sequence[object], keywords: Mapping[s
     if stream is not None:
         async with _closing(stream) as events:
             try:
-                first: TResponseStreamEvent | None = await anext(events)
+                event: TResponseStreamEvent | None = await anext(events)
             except NotImplementedError:
-                first = None
+                event = None
             except StopAsyncIteration:
                 raise ModelBehaviorError("the model's stream ended before any event") from None
-            if first is not None:
-                return await _consume(events, first, writer)
+            done: list[Any] = []
+            while event is not None:
+                if (response := _consume_event(event, done, writer)) is not None:
+                    return response
+                if (event := await anext(events, None)) is None:
+                    raise ModelBehaviorError("the model's stream ended without a completed response")
     response = await model.get_response(*arguments, **keywords)  # type: ignore[arg-type]
     write_response(response, writer)
     return response
 
 
-# Calls, final output and guardrails
+# Calls, final output, guardrails
 
 
-def _arguments(call: ResponseFunctionToolCall) -> dict[str, Any] | None:
-    try:
-        parsed = json.loads(call.arguments or "{}")
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-async def _requested(tools: Mapping[str, FunctionTool], context: RunContextWrapper[Any],
+async def _requested(tools: dict[str, FunctionTool], context: RunContextWrapper[Any],
                      call: ResponseFunctionToolCall) -> RequestedCall:
     """The call to defer, with the tool's effect and the SDK's own ``needs_approval``."""
-    tool, parameters = tools.get(call.name), _arguments(call)
-    if tool is None or parameters is None:
-        return RequestedCall(tool_call_id=call.call_id, tool_name=call.name, arguments=call.arguments or "{}",
+    arguments, tool = call.arguments or "{}", tools.get(call.name)
+    try:
+        parameters = json.loads(arguments)
+    except ValueError:
+        parameters = None
+    if tool is None or not isinstance(parameters, dict):
+        return RequestedCall(tool_call_id=call.call_id, tool_name=call.name, arguments=arguments,
                              effect=ToolEffect.READ)
     try:
         effect = tool_effect(tool)
@@ -228,21 +182,15 @@ async def _requested(tools: Mapping[str, FunctionTool], context: RunContextWrapp
             needs = bool(await needs(context, parameters, call.call_id))
         except Exception:  # noqa: BLE001 - an approval check that fails must not skip the approval
             needs = True
-    return RequestedCall(tool_call_id=call.call_id, tool_name=call.name, arguments=call.arguments or "{}",
-                         effect=effect, requires_approval=needs)
+    return RequestedCall(tool_call_id=call.call_id, tool_name=call.name, arguments=arguments, effect=effect,
+                         requires_approval=needs)
 
 
 def final_output(response: ModelResponse, schema: AgentOutputSchemaBase | None) -> object:
-    """The final output of a response without function calls, as the ``Runner`` reads it.
-
-    Raises:
-        ModelRefusalError: the last message is a refusal (the turn fails at once).
-        ModelBehaviorError: a structured output is missing or does not validate (the call is retried).
-    """
-    messages = [item for item in response.output if isinstance(item, ResponseOutputMessage)]
-    last = messages[-1] if messages else None
-    refusal = ItemHelpers.extract_refusal(last) if last is not None else None
-    if refusal:
+    """The final output of a response without function calls, as the ``Runner`` reads it (a refusal:
+    ``ModelRefusalError``; a missing or invalid structured output: ``ModelBehaviorError``, retried)."""
+    last = next((item for item in reversed(response.output) if isinstance(item, ResponseOutputMessage)), None)
+    if last is not None and (refusal := ItemHelpers.extract_refusal(last)):
         raise ModelRefusalError(refusal)
     text = ItemHelpers.extract_text(last) if last is not None else None
     if schema is None or schema.is_plain_text():
@@ -252,21 +200,9 @@ def final_output(response: ModelResponse, schema: AgentOutputSchemaBase | None) 
     return schema.validate_json(text)
 
 
-async def _check_input_guardrails(agent: Agent[Any], model_input: list[TResponseInputItem],
-                                  context: RunContextWrapper[Any]) -> None:
-    for guardrail in agent.input_guardrails:
-        result = await guardrail.run(agent, model_input, context)
-        if result.output.tripwire_triggered:
-            raise NonRetryableModelError(f"input guardrail {guardrail.get_name()!r} tripped: "
-                                         f"{result.output.output_info!r}")
-
-
-async def _check_output_guardrails(agent: Agent[Any], output: object, context: RunContextWrapper[Any]) -> None:
-    for guardrail in agent.output_guardrails:
-        result = await guardrail.run(context, agent, output)
-        if result.output.tripwire_triggered:
-            raise NonRetryableModelError(f"output guardrail {guardrail.get_name()!r} tripped: "
-                                         f"{result.output.output_info!r}")
+def _tripped(kind: str, name: str, output: Any) -> None:
+    if output.tripwire_triggered:
+        raise NonRetryableModelError(f"{kind} guardrail {name!r} tripped: {output.output_info!r}")
 
 
 def _hook_context(context: RunContextWrapper[Any]) -> AgentHookContext[Any]:
@@ -276,50 +212,49 @@ def _hook_context(context: RunContextWrapper[Any]) -> AgentHookContext[Any]:
 # The binding's two model calls
 
 
-async def call_model(agent: Agent[Any], user_context: object, config: RunConfig, call: ModelCall[Items]) -> ModelAnswer[Items]:
+async def call_model(agent: Agent[Any], user_context: object, config: RunConfig,
+                     call: ModelCall[Items]) -> ModelAnswer[Items]:
     """One model call of ``call.turn`` (see the module docstring)."""
-    turn = call.turn
+    turn, hooks = call.turn, agent.hooks or AgentHooks[Any]()
     model_input = cast(list[TResponseInputItem], [item for items in call.messages for item in items])
     context: RunContextWrapper[Any] = RunContextWrapper(context=user_context, usage=sdk_usage(call.turn_usage),
                                                         turn_input=list(model_input))
     if not turn.is_resuming:
-        await _check_input_guardrails(agent, model_input, context)
-        if agent.hooks is not None:
-            await agent.hooks.on_start(_hook_context(context), agent)
-    tools: list[Tool] = await agent.get_all_tools(context)
+        for guardrail in agent.input_guardrails:
+            _tripped("input", guardrail.get_name(), (await guardrail.run(agent, model_input, context)).output)
+        await hooks.on_start(_hook_context(context), agent)
+    tools = await agent.get_all_tools(context)
     instructions = await agent.get_system_prompt(context)
     settings, schema = agent.model_settings, output_schema(agent)
     if turn.is_resuming and agent.reset_tool_choice and settings.tool_choice is not None:
         settings = dataclasses.replace(settings, tool_choice=None)
-    if agent.hooks is not None:
-        await agent.hooks.on_llm_start(context, agent, instructions, model_input)
+    await hooks.on_llm_start(context, agent, instructions, model_input)
     with _trace(agent, config, turn.flow_id, {"turn_id": turn.turn_id, "attempt": str(turn.attempt)}):
-        response = await request(
-            resolve_model(agent, config), (instructions, model_input, settings, tools, schema, [], _tracing(config)),
-            {"previous_response_id": None, "conversation_id": None, "prompt": await agent.get_prompt(context)},
-            turn.events)
-    if agent.hooks is not None:
-        await agent.hooks.on_llm_end(context, agent, response)
+        response = await request(resolve_model(agent, config),
+                                 (instructions, model_input, settings, tools, schema, [], _tracing(config)),
+                                 await agent.get_prompt(context), turn.events)
+    await hooks.on_llm_end(context, agent, response)
     context.usage.add(response.usage)
-    messages, usage = [jsonable_items(response.to_input_items())], agent_usage(response.usage)
+    messages = [cast(Items, [to_jsonable_python(item, by_alias=True) for item in response.to_input_items()])]
+    usage = agent_usage(response.usage)
     calls = [item for item in response.output if isinstance(item, ResponseFunctionToolCall)]
     if calls:
         by_name = {tool.name: tool for tool in tools if isinstance(tool, FunctionTool)}
         return ModelAnswer(messages=messages, calls=[await _requested(by_name, context, item) for item in calls],
                            usage=usage)
     output = final_output(response, schema)
-    await _check_output_guardrails(agent, output, context)
-    if agent.hooks is not None:
-        await agent.hooks.on_end(_hook_context(context), agent, output)
+    for output_guardrail in agent.output_guardrails:
+        _tripped("output", output_guardrail.get_name(), (await output_guardrail.run(context, agent, output)).output)
+    await hooks.on_end(_hook_context(context), agent, output)
     return ModelAnswer(messages=messages, calls=(), usage=usage)
 
 
 async def summarize(agent: Agent[Any], config: RunConfig, instructions: str, transcript: str) -> HistorySummaryResult:
     """One plain summarization call (see the module docstring); a blank answer fails the attempt."""
-    settings = dataclasses.replace(agent.model_settings, tool_choice=None)
     with _trace(agent, config, None, {"call": "summarize_history"}):
         response = await resolve_model(agent, config).get_response(
-            instructions, [{"type": "message", "role": "user", "content": transcript}], settings, [], None, [],
+            instructions, [{"type": "message", "role": "user", "content": transcript}],
+            dataclasses.replace(agent.model_settings, tool_choice=None), [], None, [],
             _tracing(config), previous_response_id=None, conversation_id=None, prompt=None)
     text = "".join(ItemHelpers.extract_text(item) or "" for item in response.output
                    if isinstance(item, ResponseOutputMessage))
@@ -328,5 +263,5 @@ async def summarize(agent: Agent[Any], config: RunConfig, instructions: str, tra
     return HistorySummaryResult(text=text, usage=agent_usage(response.usage))
 
 
-__all__ = ["agent_usage", "call_model", "final_output", "output_schema", "request", "resolve_model",
+__all__ = ["Items", "agent_usage", "call_model", "final_output", "output_schema", "request", "resolve_model",
            "sdk_usage", "summarize"]

@@ -1,81 +1,60 @@
 """An OpenAI Agents SDK ``Agent`` as a ``TurnBinding`` of the turn template, and its Flow factory.
 
-``call_model`` and ``summarize`` are ``model``'s (one call of the agent's ``Model``, every function
-call deferred); ``run_tool`` is ``tools.run_tool`` (one tool, with a rebuilt ``ToolContext``); the
-message type is ``items.Items`` (one stored message's input items). Model errors that a retry cannot
-fix become ``NonRetryableModelError``, so the turn fails at once instead of repeating the error
-three times: an ``openai`` status error with a 4xx status other than 408, 409, 425 and 429, a 429
-whose code is ``insufficient_quota``, the ``openai`` client's own configuration error (a bare
-``OpenAIError``, such as missing credentials), the SDK's ``UserError`` (a configuration error) and
-``ModelRefusalError``, and a guardrail tripwire. A status error whose code is
-``context_length_exceeded``, or a "prompt is too long" error, anywhere in the cause chain, is the
-context window exceeded (``ContextWindowExceededError``). Everything else is retried by ``RunModel``.
+``Items`` (the message type) is one stored message's Responses-API input items, stored as they are; the
+model input is the stored lists concatenated. A user message is one ``{"type": "message", "role":
+"user", "content": text}`` item; a response is one message holding all its output items, in the model's
+order (never split); a tool result is one message holding one ``function_call_output`` item.
 
-What the factory refuses (``ValueError`` at Flow creation), because it could not run durably:
-handoffs, tools the SDK runs on the Worker outside a function call (``ComputerTool``,
-``LocalShellTool``, ``ShellTool``, ``ApplyPatchTool``, ``CustomTool``, ``ProgrammaticToolCallingTool``,
-a client-executed ``ToolSearchTool``), a ``HostedMCPTool`` that asks for approvals, a
-``tool_use_behavior`` other than ``"run_llm_again"``, a ``SandboxAgent``, two function tools with
-one name, an output type the SDK cannot build a schema for, and a ``dex_effect`` that is not an
-effect. Hosted tools (web search, file search, code interpreter, image generation, hosted MCP
-without approvals, server tool search) run at the provider inside the model call: at least once
-with ``RunModel``.
+``is_non_retryable`` (the turn fails at once): an ``openai`` 4xx status error other than 408, 409, 425
+and 429, a 429 whose code is ``insufficient_quota``, a bare ``OpenAIError`` (e.g. missing credentials),
+the SDK's ``UserError`` and ``ModelRefusalError``, a guardrail tripwire. ``is_context_window_exceeded``:
+a status error coded ``context_length_exceeded`` or a "prompt is too long" error anywhere in the chain.
+
+The factory refuses (``ValueError``) what could not run durably: handoffs, tools the SDK runs on the
+Worker outside a function call (``ComputerTool``, ``LocalShellTool``, ``ShellTool``, ``ApplyPatchTool``,
+``CustomTool``, ``ProgrammaticToolCallingTool``, a client-executed ``ToolSearchTool``), a ``HostedMCPTool``
+asking for approvals, a ``tool_use_behavior`` other than ``"run_llm_again"``, a ``SandboxAgent``, two
+function tools with one name, an output type without a schema, a ``dex_effect`` that is not an effect.
+Hosted tools run at the provider inside the model call (at least once).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Generic, TypeVar, Unpack, final
+from typing import Any, Final, Unpack, final
 
 from agents import Agent, RunConfig
-from agents.exceptions import (
-    InputGuardrailTripwireTriggered,
-    ModelRefusalError,
-    OutputGuardrailTripwireTriggered,
-    UserError,
-)
-from agents.tool import (
-    ApplyPatchTool,
-    ComputerTool,
-    CustomTool,
-    FunctionTool,
-    HostedMCPTool,
-    LocalShellTool,
-    ProgrammaticToolCallingTool,
-    ShellTool,
-    Tool,
-    ToolSearchTool,
-)
+from agents.exceptions import (InputGuardrailTripwireTriggered, ModelRefusalError, OutputGuardrailTripwireTriggered,
+    UserError)
+from agents.tool import (ApplyPatchTool, ComputerTool, CustomTool, FunctionTool, HostedMCPTool, LocalShellTool,
+    ProgrammaticToolCallingTool, ShellTool, ToolSearchTool)
 from openai import APIStatusError, OpenAIError
 
-from dex_agents.adapters.kit import SessionFlowOptions, is_final_client_status
-from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RoundAnswer, ToolRun, TurnRunner, create_session_flow
+from dex_agents.adapters.kit import SessionFlowOptions, assistant_message, is_final_client_status, tool_message
+from dex_agents.adapters.kit.turn import (CallRef, ModelAnswer, ModelCall, RoundAnswer, ToolRun, TurnRunner,
+    create_session_flow)
 from dex_agents.adapters.openai_agents import model, tools
 from dex_agents.adapters.openai_agents.effects import tool_effect
-from dex_agents.adapters.openai_agents.items import (
-    Items,
-    framework_messages,
-    function_calls,
-    is_response,
-    load_items,
-    output_items,
-    user_item,
-)
-from dex_agents.pure.runner_values import AgentTurnOutcome
+from dex_agents.adapters.openai_agents.model import Items
 from dex_agents.pure.values import FrameworkMessage
 from dex_agents.shell.flow import AgentSessionFlow
-from dex_agents.shell.runner import (
-    AgentEventWriter,
-    AgentTurnContext,
-    DeferredToolExecution,
-    HistorySummaryRequest,
-    HistorySummaryResult,
-    ToolExecutionResult,
-)
-
-ContextT = TypeVar("ContextT")
+from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult
 
 _LOCAL_TOOLS: Final = (ComputerTool, LocalShellTool, ShellTool, ApplyPatchTool, CustomTool, ProgrammaticToolCallingTool)
+
+
+def load_items(data: str | object) -> Items:
+    """The input items of one stored message (JSON text or data); ``ValueError`` when they are not."""
+    items = json.loads(data) if isinstance(data, str) else data
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValueError("a stored OpenAI Agents message is not a JSON list of input items")
+    return items
+
+
+def function_calls(items: Items) -> Items:
+    """The ``function_call`` items of a response, in order."""
+    return [item for item in items if item.get("type") == "function_call"]
 
 
 def _chain(error: BaseException, *, implicit: bool = False) -> Iterable[BaseException]:
@@ -92,15 +71,11 @@ def is_non_retryable(error: BaseException) -> bool:
     """Whether a retry of the model call cannot succeed after ``error`` (or an error it was raised from)."""
     for cause in _chain(error):
         if isinstance(cause, UserError | ModelRefusalError | InputGuardrailTripwireTriggered
-                      | OutputGuardrailTripwireTriggered):
-            return True
-        if type(cause) is OpenAIError:  # the client's own configuration error, e.g. missing credentials
+                      | OutputGuardrailTripwireTriggered) or type(cause) is OpenAIError:  # bare: e.g. no credentials
             return True
         if isinstance(cause, APIStatusError):
             status = cause.status_code
-            if status == 429:
-                return getattr(cause, "code", None) == "insufficient_quota"
-            return is_final_client_status(status)
+            return cause.code == "insufficient_quota" if status == 429 else is_final_client_status(status)
     return False
 
 
@@ -117,19 +92,19 @@ def is_context_window_exceeded(error: BaseException) -> bool:
 
 @final
 class OpenAIAgentsBinding:
-    """The ``TurnBinding[Items]`` of an ``agents.Agent`` (see the module docstring); ``context`` is the
-    SDK's run context object of every Step."""
+    """The ``TurnBinding[Items]`` of an ``agents.Agent``; ``context`` is the SDK's run context object of
+    every Step of this Worker (what a Step changes in it stays in that Worker process)."""
 
     adapter: Final = "openai_agents"
     run_state_version: Final = 2
+    is_non_retryable = staticmethod(is_non_retryable)
+    is_context_window_exceeded = staticmethod(is_context_window_exceeded)
 
     def __init__(self, agent: Agent[Any], context: object = None) -> None:
-        self.agent = agent
-        self.context = context
-        self.config = RunConfig()  # the SDK's defaults: its model provider, tracing settings
+        self.agent, self.context, self.config = agent, context, RunConfig()  # the SDK's default provider, tracing
 
     def user_item(self, text: str) -> str:
-        return user_item(text)
+        return json.dumps([{"type": "message", "role": "user", "content": text}])
 
     def parse_item(self, data: str | object) -> Sequence[Items]:
         return [load_items(data)]
@@ -146,16 +121,37 @@ class OpenAIAgentsBinding:
         return [load_items(items) for items in data]
 
     def to_framework_messages(self, messages: Sequence[Items]) -> list[FrameworkMessage]:
-        return framework_messages(messages)
+        """Responses and tool results (a result's tool name is that of its call in ``messages``)."""
+        names = {call.get("call_id"): str(call.get("name")) for items in messages for call in function_calls(items)}
+        stored: list[FrameworkMessage] = []
+        for items in messages:
+            if len(items) == 1 and items[0].get("type") == "function_call_output":
+                call_id, output = str(items[0].get("call_id")), items[0].get("output")
+                stored.append(tool_message(json.dumps(items), tool_call_id=call_id, tool_name=names.get(call_id, ""),
+                                           output=output if isinstance(output, str) else json.dumps(output)))
+                continue
+            texts = [str(part.get("text") or "") for item in items if item.get("role") == "assistant"
+                     for part in item.get("content") or []
+                     if isinstance(part, dict) and part.get("type") == "output_text"]
+            calls = function_calls(items)
+            single = calls[0] if len(calls) == 1 else None
+            stored.append(assistant_message(
+                json.dumps(items), text="".join(texts) if texts else None,
+                tool_call_id=str(single["call_id"]) if single else None,
+                tool_name=str(single["name"]) if single else None,
+                tool_arguments=str(single.get("arguments") or "") if single else None))
+        return stored
 
     def response_calls(self, message: Items) -> Sequence[CallRef] | None:
-        if not is_response(message):
-            return None
+        if not message or any(item.get("type") == "function_call_output"
+                              or item.get("role") in ("user", "system", "developer") for item in message):
+            return None  # not a response
         return [CallRef(tool_call_id=str(call.get("call_id")), tool_name=str(call.get("name")))
                 for call in function_calls(message)]
 
     def answer_round(self, answers: Sequence[RoundAnswer]) -> list[Items]:
-        return [output_items(answer.tool_call_id, answer.text) for answer in answers]
+        return [[{"type": "function_call_output", "call_id": answer.tool_call_id, "output": answer.text}]
+                for answer in answers]
 
     async def call_model(self, call: ModelCall[Items]) -> ModelAnswer[Items]:
         return await model.call_model(self.agent, self.context, self.config, call)
@@ -166,50 +162,10 @@ class OpenAIAgentsBinding:
     async def summarize(self, instructions: str, transcript: str, events: AgentEventWriter) -> HistorySummaryResult:
         return await model.summarize(self.agent, self.config, instructions, transcript)
 
-    def is_non_retryable(self, error: BaseException) -> bool:
-        return is_non_retryable(error)
 
-    def is_context_window_exceeded(self, error: BaseException) -> bool:
-        return is_context_window_exceeded(error)
-
-
-@final
-class OpenAIAgentsRunner(Generic[ContextT]):
-    """The session runner of an ``agents.Agent``: the template's ``TurnRunner`` of its binding.
-
-    ``context`` is the SDK's run context object, given to instructions, tools, guardrails and hooks
-    in every Step of this Worker (through ``RunContextWrapper.context``); what a Step changes in it
-    stays in that Worker process.
-    """
-
-    def __init__(self, agent: Agent[ContextT], *, context: ContextT | None = None) -> None:
-        self._runner = TurnRunner(OpenAIAgentsBinding(agent, context))
-
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        return self._runner.build_user_message(text)
-
-    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        return await self._runner.run_model_step(turn)
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        return await self._runner.execute_deferred_tool_call(call)
-
-    async def summarize_history(self, request: HistorySummaryRequest) -> HistorySummaryResult:
-        return await self._runner.summarize_history(request)
-
-
-def _refusal(tool: Tool) -> str | None:
-    """Why ``tool`` cannot run durably, or ``None``."""
-    if isinstance(tool, _LOCAL_TOOLS):
-        return (f"{type(tool).__name__} {getattr(tool, 'name', '')!r} runs on the Worker outside a function call, "
-                "which the session cannot defer to its own Step; wrap the action in a function tool instead")
-    if isinstance(tool, ToolSearchTool) and tool.execution == "client":
-        return "a client-executed ToolSearchTool needs a second model call in the same step"
-    if isinstance(tool, HostedMCPTool) and tool.tool_config.get("require_approval", "always") != "never":
-        label = tool.tool_config.get("server_label", "")
-        return (f"HostedMCPTool {label!r} asks for approvals, which need a model round trip the session "
-                "cannot make durable; set require_approval='never' or use an MCP server (Agent(mcp_servers=...))")
-    return None
+def OpenAIAgentsRunner(agent: Agent[Any], *, context: object = None) -> TurnRunner[Items]:
+    """The session runner of ``agent`` (``context``: the SDK run context object of every Step)."""
+    return TurnRunner(OpenAIAgentsBinding(agent, context))
 
 
 def check_agent(agent: Agent[Any]) -> None:
@@ -226,9 +182,17 @@ def check_agent(agent: Agent[Any]) -> None:
                          "always gives tool results back to the model (tool_use_behavior='run_llm_again')")
     names: set[str] = set()
     for tool in agent.tools:
-        refusal = _refusal(tool)
-        if refusal is not None:
-            raise ValueError(f"agent {agent.name!r}: {refusal}")
+        if isinstance(tool, _LOCAL_TOOLS):
+            raise ValueError(f"agent {agent.name!r}: {type(tool).__name__} {getattr(tool, 'name', '')!r} runs on the "
+                             "Worker outside a function call, which the session cannot defer to its own Step; wrap "
+                             "the action in a function tool instead")
+        if isinstance(tool, ToolSearchTool) and tool.execution == "client":
+            raise ValueError(f"agent {agent.name!r}: a client-executed ToolSearchTool needs a second model call in "
+                             "the same step")
+        if isinstance(tool, HostedMCPTool) and tool.tool_config.get("require_approval", "always") != "never":
+            raise ValueError(f"agent {agent.name!r}: HostedMCPTool {tool.tool_config.get('server_label', '')!r} asks "
+                             "for approvals, which need a model round trip the session cannot make durable; set "
+                             "require_approval='never' or use an MCP server (Agent(mcp_servers=...))")
         if isinstance(tool, FunctionTool):
             if tool.name in names:
                 raise ValueError(f"agent {agent.name!r} has two function tools named {tool.name!r}")
@@ -240,23 +204,13 @@ def check_agent(agent: Agent[Any]) -> None:
         raise ValueError(f"agent {agent.name!r}: {error}") from error
 
 
-def create_openai_agents_session_flow(
-    agent: Agent[Any],
-    flow_type: str,
-    *,
-    context: object = None,
-    **options: Unpack[SessionFlowOptions],
-) -> AgentSessionFlow:
-    """A session Flow of type ``flow_type`` driven by ``agent``; ``context`` is the SDK run context
-    object of every Step; ``options`` are those of ``create_agent_session_flow``.
-
-    Raises:
-        ValueError: the agent uses what the adapter cannot run durably (see the module docstring),
-            a tool's ``dex_effect`` is not an effect, or an option is out of range.
-    """
+def create_openai_agents_session_flow(agent: Agent[Any], flow_type: str, *, context: object = None,
+                                      **options: Unpack[SessionFlowOptions]) -> AgentSessionFlow:
+    """A session Flow of type ``flow_type`` driven by ``agent``; ``context`` is the SDK run context object
+    of every Step; ``options`` are ``create_agent_session_flow``'s (``ValueError``: see the module docstring)."""
     check_agent(agent)
     return create_session_flow(OpenAIAgentsBinding(agent, context), flow_type, **options)
 
 
-__all__ = ["OpenAIAgentsBinding", "OpenAIAgentsRunner", "check_agent", "create_openai_agents_session_flow",
-           "is_context_window_exceeded", "is_non_retryable"]
+__all__ = ["Items", "OpenAIAgentsBinding", "OpenAIAgentsRunner", "check_agent", "create_openai_agents_session_flow",
+           "is_context_window_exceeded", "is_non_retryable", "load_items"]

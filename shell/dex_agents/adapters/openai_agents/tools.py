@@ -1,25 +1,16 @@
-"""The binding's ``run_tool`` for an ``agents.Agent``: one function tool, run alone.
+"""The binding's ``run_tool``: one function tool of ``agent.get_all_tools`` (the agent's own, an
+agent-as-tool, an MCP server's) run alone, with the model's JSON arguments and a ``ToolContext`` like
+the ``Runner``'s: the Worker's context object, the call's name, ID, arguments and raw ``function_call``
+item (from ``ToolRun.turn_messages()``), the agent, the turn's usage so far (``ToolRun.turn_usage()``),
+a ``RunConfig`` (``turn_input`` empty). Around it, as the ``Runner`` does: the tool's input guardrails,
+``AgentHooks.on_tool_start``, its timeout, ``on_tool_end``, its output guardrails.
 
-The tool (a ``FunctionTool`` of ``agent.get_all_tools``: the agent's own, an agent-as-tool, an MCP
-server's) runs with the model's JSON arguments and a ``ToolContext`` like the one the ``Runner``
-gives it: the Worker's context object, the call's name, ID, arguments and raw ``function_call``
-item (from ``ToolRun.turn_messages()``, the run state of the round that deferred it), the agent,
-the turn's usage so far (``ToolRun.turn_usage()`` as the SDK's ``Usage``), and a ``RunConfig``.
-``turn_input`` is empty (the history is not carried to tool Steps).
-
-Around the call, as the ``Runner`` does: the tool's input guardrails, ``AgentHooks.on_tool_start``,
-its timeout, ``on_tool_end``, its output guardrails. Failures the model should read become
-``ToolExecutionError`` (recorded ``failed``, not retried):
-    * a tool the agent does not have, arguments that are not JSON or do not validate;
-    * an exception the tool's ``failure_error_function`` turns into a message for the model (the
-      default one does: "An error occurred while running the tool. Please try again."), with that
-      message;
-    * a timeout with ``timeout_behavior="error_as_result"`` (its message);
-    * an input guardrail that rejects the call or trips (the tool does not run), an output
-      guardrail that trips (the tool ran; its output is withheld).
-A tool made with ``failure_error_function=None`` (or ``timeout_behavior="raise_exception"``) lets
-the exception through: unexpected, retried by the tool Step's policy, then recorded ``failed`` or
-``outcome_unknown``. An output guardrail that rejects the content replaces the output, as in the SDK.
+``ToolExecutionError`` (the model reads it): a tool the agent lacks; arguments that are not JSON or do not
+validate; an exception the tool's ``failure_error_function`` (the default one does) or a timeout with
+``timeout_behavior="error_as_result"`` turns into a message; an input guardrail that rejects or trips (the
+tool does not run), an output guardrail that trips (its output withheld). With ``failure_error_function=None``
+(or ``timeout_behavior="raise_exception"``) the exception goes through, for the tool Step's retry policy.
+An output guardrail that rejects the content replaces the output, as in the SDK.
 """
 
 from __future__ import annotations
@@ -31,16 +22,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from agents import Agent, RunConfig, RunContextWrapper, ToolGuardrailFunctionOutput
+from agents import Agent, AgentHooks, RunConfig, RunContextWrapper
 from agents.exceptions import ModelBehaviorError, ToolTimeoutError, UserError
 from agents.items import ItemHelpers
-from agents.tool import (
-    FunctionTool,
-    default_tool_timeout_error_message,
-    invoke_function_tool,
-    maybe_invoke_function_tool_failure_error_function,
-    set_function_tool_failure_error_function,
-)
+from agents.tool import (FunctionTool, default_tool_timeout_error_message, invoke_function_tool,
+    maybe_invoke_function_tool_failure_error_function, set_function_tool_failure_error_function)
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailData
 from openai.types.responses import ResponseFunctionToolCall
@@ -48,38 +34,31 @@ from pydantic import ValidationError
 
 from dex_agents.adapters.kit import invalid_arguments_error, unknown_tool_error
 from dex_agents.adapters.kit.turn import ToolRun
-from dex_agents.adapters.openai_agents.items import Items, function_calls
-from dex_agents.adapters.openai_agents.model import sdk_usage
+from dex_agents.adapters.openai_agents.model import Items, sdk_usage
 from dex_agents.shell.runner import ToolExecutionError
 
 logger = logging.getLogger(__name__)
 
-INVALID_ARGUMENTS_PREFIX = "Invalid JSON input for tool"
-"""How the SDK's function tools begin the ``ModelBehaviorError`` of arguments they cannot use."""
-
 
 def _raw_call(messages: list[Items], call_id: str) -> ResponseFunctionToolCall:
-    """The ``function_call`` item ``call_id`` of the turn's latest response."""
-    item = next((item for item in function_calls(messages[-1] if messages else []) if item.get("call_id") == call_id),
-                None)
-    if item is None:
-        raise ToolExecutionError(f"the run state holds no function call {call_id!r}")
+    item = next((item for item in (messages[-1] if messages else []) if item.get("type") == "function_call"
+                 and item.get("call_id") == call_id), None)
     try:
-        return ResponseFunctionToolCall.model_validate(dict(item))
+        return ResponseFunctionToolCall.model_validate(item)  # ``None``: not found
     except ValidationError as error:
-        raise ToolExecutionError(f"the run state's function call {call_id!r} is unreadable: {error}") from error
+        raise ToolExecutionError(f"the run state holds no readable function call {call_id!r}: {error}") from error
 
 
 async def _failure_message(tool: FunctionTool, context: ToolContext[Any], error: Exception) -> str | None:
     """The message the tool's failure policy gives the model for ``error`` (``None``: let it through)."""
-    if isinstance(error, ToolTimeoutError):
-        if tool.timeout_behavior == "raise_exception":
-            return None
-        if tool.timeout_error_function is None:
-            return default_tool_timeout_error_message(tool_name=tool.name, timeout_seconds=error.timeout_seconds)
-        message = tool.timeout_error_function(context, error)
-        return str(await message if inspect.isawaitable(message) else message)
-    return await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=context, error=error)
+    if not isinstance(error, ToolTimeoutError):
+        return await maybe_invoke_function_tool_failure_error_function(function_tool=tool, context=context, error=error)
+    if tool.timeout_behavior == "raise_exception":
+        return None
+    if tool.timeout_error_function is None:
+        return default_tool_timeout_error_message(tool_name=tool.name, timeout_seconds=error.timeout_seconds)
+    message = tool.timeout_error_function(context, error)
+    return str(await message if inspect.isawaitable(message) else message)
 
 
 async def _invoke(tool: FunctionTool, context: ToolContext[Any], arguments: str) -> object:
@@ -93,7 +72,7 @@ async def _invoke(tool: FunctionTool, context: ToolContext[Any], arguments: str)
     except ToolExecutionError:
         raise
     except ModelBehaviorError as error:
-        if not str(error).startswith(INVALID_ARGUMENTS_PREFIX):
+        if not str(error).startswith("Invalid JSON input for tool"):  # the SDK's error for unusable arguments
             raise
         schema = json.dumps(tool.params_json_schema, sort_keys=True)
         raise invalid_arguments_error(tool.name, f"{error} (the parameters' JSON schema: {schema})") from error
@@ -105,26 +84,17 @@ async def _invoke(tool: FunctionTool, context: ToolContext[Any], arguments: str)
         raise ToolExecutionError(message) from error
 
 
-def _rejection(output: ToolGuardrailFunctionOutput, kind: str, name: str) -> str | None:
-    behavior = output.behavior
-    if behavior["type"] == "reject_content":
-        return behavior["message"]
-    if behavior["type"] == "raise_exception":
-        return f"the tool {kind} guardrail {name!r} tripped"
-    return None
-
-
 async def _run_checked(agent: Agent[Any], tool: FunctionTool, context: ToolContext[Any], arguments: str) -> object:
     for guardrail in tool.tool_input_guardrails or []:
-        rejection = _rejection(await guardrail.run(ToolInputGuardrailData(context=context, agent=agent)),
-                               "input", guardrail.get_name())
-        if rejection is not None:
-            raise ToolExecutionError(rejection)
-    if agent.hooks is not None:
-        await agent.hooks.on_tool_start(context, agent, tool)
+        behavior = (await guardrail.run(ToolInputGuardrailData(context=context, agent=agent))).behavior
+        if behavior["type"] == "reject_content":
+            raise ToolExecutionError(behavior["message"])
+        if behavior["type"] == "raise_exception":
+            raise ToolExecutionError(f"the tool input guardrail {guardrail.get_name()!r} tripped")
+    hooks = agent.hooks or AgentHooks[Any]()
+    await hooks.on_tool_start(context, agent, tool)
     output = await _invoke(tool, context, arguments)
-    if agent.hooks is not None:
-        await agent.hooks.on_tool_end(context, agent, tool, output)
+    await hooks.on_tool_end(context, agent, tool, output)
     for output_guardrail in tool.tool_output_guardrails or []:
         checked = await output_guardrail.run(ToolOutputGuardrailData(context=context, agent=agent, output=output))
         if checked.behavior["type"] == "reject_content":
@@ -158,8 +128,7 @@ async def run_tool(agent: Agent[Any], user_context: object, config: RunConfig, r
     usage = sdk_usage(run.turn_usage())
     tools = await agent.get_all_tools(RunContextWrapper(context=user_context, usage=usage))
     function_tools = {tool.name: tool for tool in tools if isinstance(tool, FunctionTool)}
-    tool = function_tools.get(record.tool_name)
-    if tool is None:
+    if (tool := function_tools.get(record.tool_name)) is None:
         raise unknown_tool_error(record.tool_name, function_tools)
     context: ToolContext[Any] = ToolContext(
         context=user_context, usage=usage, tool_name=record.tool_name, tool_call_id=record.tool_call_id,
@@ -167,4 +136,4 @@ async def run_tool(agent: Agent[Any], user_context: object, config: RunConfig, r
     return output_text(tool, raw_call, await _run_checked(agent, tool, context, record.arguments))
 
 
-__all__ = ["INVALID_ARGUMENTS_PREFIX", "output_text", "run_tool"]
+__all__ = ["output_text", "run_tool"]
