@@ -71,6 +71,11 @@ class ConformanceSession:
     def send(self, text: str) -> bool:
         return self.sessions.send_user_message(self.session_id, text)
 
+    def compact(self) -> bool:
+        """``compact_history``: the next model call compacts first (``True``: there is something to summarize)."""
+        answer = self.sessions.client.invoke_rpc(self.sessions.flow.compact_history, self.session_id)
+        return bool(answer)
+
     def wait_for_turns(self, count: int, timeout: float = 60.0) -> AgentState:
         """Wait until ``count`` turns ended (completed or failed)."""
         return self.sessions.wait_for_state(self.session_id, turns_ended(count),

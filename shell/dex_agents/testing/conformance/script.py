@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from dex_agents.pure.compaction import TRANSCRIPT_HEADER
 from dex_agents.testing.conformance.model import ModelReply, ScriptedFailure, SeenCall, SeenMessage
 from dex_agents.testing.conformance.tools import LOOKUP_ORDER, NOTIFY_CUSTOMER, REFUND_ORDER, UPDATE_ADDRESS
 
@@ -41,6 +42,17 @@ RESULTS_PREFIX: Final = "results: "
 RETRYABLE_ERROR: Final = "scripted model failure: the model is unavailable"
 PERMANENT_ERROR: Final = "scripted model failure: the request is invalid"
 MISSING_TOOL: Final = "no_such_tool"
+CHAT_PREFIX: Final = "chat:"
+"""``chat:<n>`` turns run on a model whose context window holds ``WINDOW_USER_MESSAGES`` user messages
+(a compaction summary counts as one): a longer input fails as exceeding the context window."""
+TALK_PREFIX: Final = "talk:"
+"""``talk:<n>`` turns: a text answer, whatever the input's length."""
+HUGE_PREFIX: Final = "huge:"
+"""``huge:<n>``: the message alone exceeds the model's context window."""
+WINDOW_USER_MESSAGES: Final = 3
+CONTEXT_WINDOW_ERROR: Final = "scripted model failure: context_length_exceeded (the input exceeds the context window)"
+SUMMARY_PREFIX: Final = "summary of "
+"""A summarization call's answer: ``summary of <k> user messages``, ``k`` counting the previous summary's."""
 
 
 def call_id(command: str, k: int, i: int) -> str:
@@ -76,9 +88,34 @@ def _calls(command: str, k: int, *calls: tuple[str, object]) -> ModelReply:
                                        for i, (name, arguments) in enumerate(calls)))
 
 
+def summary_of(transcript: str) -> str:
+    """The summary of a summarization call's transcript: how many user messages it covers in all (its own
+    ``User:`` lines plus those of the previous summary it carries)."""
+    previous = 0
+    for line in transcript.splitlines():
+        if line.startswith(SUMMARY_PREFIX):
+            previous = int(line.split()[2])
+    covered = previous + sum(1 for line in transcript.splitlines() if line.startswith("User: "))
+    return f"{SUMMARY_PREFIX}{covered} user messages"
+
+
+def _context_window(seen: Sequence[SeenMessage], command: str) -> ModelReply | None:
+    users = sum(1 for message in seen if message.role == "user")
+    if command.startswith(HUGE_PREFIX) or (command.startswith(CHAT_PREFIX) and users > WINDOW_USER_MESSAGES):
+        return ModelReply(failure=ScriptedFailure(CONTEXT_WINDOW_ERROR, retryable=False, context_window=True))
+    return None
+
+
 def conversation(seen: Sequence[SeenMessage]) -> ModelReply:  # noqa: C901 - one branch per command
     """The model's reply to ``seen`` (see the module docstring)."""
     command, after = _turn(seen)
+    if command.startswith(TRANSCRIPT_HEADER):
+        return ModelReply(text=summary_of(command), input_tokens=40, output_tokens=8)
+    refused = _context_window(seen, command)
+    if refused is not None:
+        return refused
+    if command.startswith((CHAT_PREFIX, TALK_PREFIX)):
+        return ModelReply(text=f"ok {command.split(':', 1)[1]}")
     k = sum(1 for message in after if message.role == "assistant")
     done = ModelReply(text=_results(after))
     if command == HELLO:
@@ -118,4 +155,4 @@ def conversation(seen: Sequence[SeenMessage]) -> ModelReply:  # noqa: C901 - one
     return ModelReply(text=f"unknown command {command!r}")
 
 
-__all__ = [name for name in dir() if name.isupper()] + ["call_id", "conversation", "measured"]
+__all__ = [name for name in dir() if name.isupper()] + ["call_id", "conversation", "measured", "summary_of"]
