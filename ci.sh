@@ -13,11 +13,14 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 
+echo "== generated sync client (scripts/unasync.py --check)"
+.venv/bin/python scripts/unasync.py --check
+
 echo "== ruff (correctness rules)"
-.venv/bin/ruff check pure shell engine tests benchmarks
+.venv/bin/ruff check pure shell engine tests benchmarks scripts
 
 echo "== mypy --strict"
-.venv/bin/mypy pure shell engine tests benchmarks
+.venv/bin/mypy pure shell engine tests benchmarks typings scripts
 
 echo "== pytest"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"

@@ -70,10 +70,10 @@ class Abusers:
         self.release = threading.Event()
 
     def flow_stub(self, index: int) -> dex_pb2_grpc.FlowServiceStub:
-        return dex_pb2_grpc.FlowServiceStub(self.channels[index // CALLS_PER_CHANNEL % len(self.channels)])  # type: ignore[no-untyped-call]
+        return dex_pb2_grpc.FlowServiceStub(self.channels[index // CALLS_PER_CHANNEL % len(self.channels)])
 
     def worker_stub(self, index: int) -> dex_pb2_grpc.WorkerTaskServiceStub:
-        return dex_pb2_grpc.WorkerTaskServiceStub(self.channels[index // CALLS_PER_CHANNEL % len(self.channels)])  # type: ignore[no-untyped-call]
+        return dex_pb2_grpc.WorkerTaskServiceStub(self.channels[index // CALLS_PER_CHANNEL % len(self.channels)])
 
     def silence(self) -> Iterator[pb.PollWorkerTaskRequest]:
         """A request stream that sends nothing until released."""
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                                        worker_target=worker.worker_target))
         abusers = Abusers(engine.address, polls)
         control = grpc.insecure_channel(engine.address)
-        stub = dex_pb2_grpc.FlowServiceStub(control)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(control)
         try:
             worker.wait_pull_registered(timeout=30)
             print(f"engine {engine.address}; pull Worker max_concurrent_tasks=8; SYNC durability; "
@@ -145,8 +145,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             time.sleep(0.5)
             phase(f"{polls} silent PollWorkerTask streams open", "chain", stub, window)
             phase("  a window later", "chain", stub, window)
-            for call in streams:
-                call.cancel()
+            for stream in streams:
+                stream.cancel()
             print(f"load average at end: {load_average()}")
         finally:
             abusers.close()

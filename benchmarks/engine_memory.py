@@ -51,7 +51,7 @@ def build(db_path: Path, kind: str, runs: int) -> None:
     server.start()
     try:
         with grpc.insecure_channel(server.address) as channel:
-            stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+            stub = dex_pb2_grpc.FlowServiceStub(channel)
             request = pb.StartFlowRequest(flow_id="template", flow_type="BenchMemory", request_id="template")
             if kind == "queued tasks":
                 request.start_step_type = "Unserved"

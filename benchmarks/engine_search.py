@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         engine = EngineProcess.start(db_path, log_path=Path(directory) / "engine.log")
         try:
             with grpc.insecure_channel(engine.address) as channel:
-                stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+                stub = dex_pb2_grpc.FlowServiceStub(channel)
                 idle_done = threading.Event()
                 threading.Timer(2.0, idle_done.set).start()
                 idle = summaries(stub, idle_done, 500)

@@ -73,7 +73,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final, TypeVar, cast
+from typing import Final, TypeVar
 
 import dex
 import grpc
@@ -348,7 +348,7 @@ class Durable:
     def _read_history(self, session: DurableSession) -> None:
         while True:
             request = pb.GetHistoryEventsRequest(flow_id=session.session_id, start_internal_event_id=session.next_event_id)
-            response = cast(pb.GetHistoryEventsResponse, self.history.GetHistoryEvents(request, timeout=CALL_TIMEOUT_SECONDS))
+            response = self.history.GetHistoryEvents(request, timeout=CALL_TIMEOUT_SECONDS)
             for event in response.events:
                 entry = history_entry(event)
                 session.next_event_id = max(session.next_event_id, event.event_id + 1)
@@ -586,7 +586,7 @@ def run_at(settings: Settings, durability: Durability) -> None:
         stack.callback(client.close)
         channel = grpc.insecure_channel(engine.address)
         stack.callback(channel.close)
-        history = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        history = dex_pb2_grpc.FlowServiceStub(channel)
         bench = Bench(Durable(client, flow, history), runner, loop, Questions(questions), engine.pid)
 
         print(f"durability: {durability.description}; engine in a child process; session Worker "

@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from dex import (
@@ -154,13 +154,13 @@ def read_history(address: str, flow_id: str, credential: Credential | None = Non
         metadata = (("authorization", "Bearer " + token),)
     events: list[pb.FlowHistoryEvent] = []
     with grpc.insecure_channel(address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         token_bytes = b""
         while True:
-            response = cast(pb.GetHistoryEventsResponse, stub.GetHistoryEvents(
+            response = stub.GetHistoryEvents(
                 pb.GetHistoryEventsRequest(flow_id=flow_id, run_id=run_id, next_page_token=token_bytes,
                                            estimate_page_size=page_size),
-                metadata=metadata, timeout=WAIT_SECONDS))
+                metadata=metadata, timeout=WAIT_SECONDS)
             events.extend(response.events)
             if not response.next_page_token:
                 return events

@@ -80,7 +80,7 @@ def test_requests_without_the_credential_are_unauthenticated(dex: DexFixture, se
         wrong.health_check()
     assert refused_wrong.value.code is grpc.StatusCode.UNAUTHENTICATED
     with grpc.insecure_channel(address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         calls: list[Callable[[], object]] = [
                      lambda: stub.GetServerInfo(empty_pb2.Empty(), timeout=10),
                      lambda: stub.GetHistoryEvents(pb.GetHistoryEventsRequest(flow_id="x"), timeout=10),

@@ -56,8 +56,8 @@ def address(token_path: Path) -> Iterator[str]:
         futures.ThreadPoolExecutor(max_workers=4),
         interceptors=[BearerTokenInterceptor.from_path(token_path)],
     )
-    dex_pb2_grpc.add_FlowServiceServicer_to_server(_Health(), server)  # type: ignore[no-untyped-call]
-    dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(_Poll(), server)  # type: ignore[no-untyped-call]
+    dex_pb2_grpc.add_FlowServiceServicer_to_server(_Health(), server)
+    dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(_Poll(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     yield f"127.0.0.1:{port}"
@@ -73,7 +73,7 @@ def _client(address: str, tmp_path: Path, credential: dex.Credential | None) -> 
 
 def _health(address: str, metadata: tuple[tuple[str, str], ...]) -> grpc.StatusCode:
     with grpc.insecure_channel(address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         try:
             stub.HealthCheck(empty_pb2.Empty(), metadata=metadata, timeout=10)
         except grpc.RpcError as error:
@@ -144,7 +144,7 @@ def test_streaming_call_without_credential_is_unauthenticated(address: str) -> N
         register=dex_pb2.PollWorkerTaskRegister(queue="q", app_worker_id="w")
     )
     with grpc.insecure_channel(address) as channel:
-        stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)
         with pytest.raises(grpc.RpcError) as raised:
             list(stub.PollWorkerTask(iter([request]), timeout=10))
         authorized = list(

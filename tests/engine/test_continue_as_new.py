@@ -160,7 +160,7 @@ class Holding(NamedFlow[int]):
 
 def _publish(dex: DexFixture, flow_id: str, channel: str, value: int) -> None:
     with grpc.insecure_channel(dex.engine.address) as raw:
-        stub = dex_pb2_grpc.FlowServiceStub(raw)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(raw)
         stub.PublishToChannel(pb.PublishToChannelRequest(
             flow_id=flow_id, messages=[pb.ChannelMessage(channel_name=channel, value=pb.Value(int_value=value))]))
 

@@ -122,7 +122,7 @@ def test_a_restart_serves_at_once_and_recovers_the_backlog_in_batches(
     first.start()
     opened = grpc.insecure_channel(first.address)
     try:
-        stub = dex_pb2_grpc.FlowServiceStub(opened)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(opened)
         for i in range(runs):
             stub.StartFlow(pb.StartFlowRequest(flow_id=f"f{i}", flow_type="T", request_id=f"r{i}",
                                                start_step_type="S", step_input=pb.Value(int_value=i)))

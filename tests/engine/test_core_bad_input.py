@@ -18,7 +18,7 @@ from dex.dexpb import dex_pb2_grpc
 
 @pytest.fixture
 def stub(own_channel: grpc.Channel) -> dex_pb2_grpc.FlowServiceStub:
-    return dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    return dex_pb2_grpc.FlowServiceStub(own_channel)
 
 
 def code_of(call: Callable[[], object]) -> tuple[grpc.StatusCode, str]:
@@ -110,22 +110,22 @@ def test_bad_input_leaves_state_intact(stub: dex_pb2_grpc.FlowServiceStub) -> No
 
 
 def test_a_worker_stream_must_register_first(own_channel: grpc.Channel) -> None:
-    worker = dex_pb2_grpc.WorkerTaskServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    worker = dex_pb2_grpc.WorkerTaskServiceStub(own_channel)
     responses = worker.PollWorkerTask(iter([pb.PollWorkerTaskRequest(pong=pb.PollWorkerTaskPong())]))
     with pytest.raises(grpc.RpcError) as raised:
         list(responses)
     assert cast(grpc.Call, raised.value).code() == grpc.StatusCode.INVALID_ARGUMENT
-    health: pb.HealthInfo = dex_pb2_grpc.FlowServiceStub(own_channel).HealthCheck(  # type: ignore[no-untyped-call]
+    health: pb.HealthInfo = dex_pb2_grpc.FlowServiceStub(own_channel).HealthCheck(
         empty_pb2.Empty())
     assert health.condition == "OK", "the engine still serves"
 
 
 
 def test_methods_of_other_services_name_themselves(own_channel: grpc.Channel) -> None:
-    push = dex_pb2_grpc.WorkerServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    push = dex_pb2_grpc.WorkerServiceStub(own_channel)
     code, detail = code_of(lambda: push.InvokeWorkerRPC(pb.InvokeWorkerRPCRequest()))
     assert code == grpc.StatusCode.UNIMPLEMENTED and "InvokeWorkerRPC" in detail
-    matching = dex_pb2_grpc.MatchingServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    matching = dex_pb2_grpc.MatchingServiceStub(own_channel)
     code, detail = code_of(lambda: list(matching.ForwardPollWorkerTask(iter(()))))
     assert code == grpc.StatusCode.UNIMPLEMENTED and "ForwardPollWorkerTask" in detail
 

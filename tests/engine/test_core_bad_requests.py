@@ -22,7 +22,7 @@ SHORT_DETAIL = 2000
 
 
 def stub_of(channel: grpc.Channel) -> dex_pb2_grpc.FlowServiceStub:
-    return dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+    return dex_pb2_grpc.FlowServiceStub(channel)
 
 
 def refusal(call: Callable[[], object]) -> tuple[grpc.StatusCode, str]:

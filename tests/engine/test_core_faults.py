@@ -185,7 +185,7 @@ def test_deadline_checks_go_on_after_a_failing_pass(tmp_path: Path, monkeypatch:
 
 def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(own_engine: EngineServer,
                                                                        own_channel: grpc.Channel) -> None:
-    stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    stub = dex_pb2_grpc.FlowServiceStub(own_channel)
     with pytest.raises(grpc.RpcError) as raised:
         stub.SearchFlows(pb.SearchFlowsRequest(query="FlowId != 'x' AND " * 200_000), timeout=WAIT)
     error = cast(grpc.Call, raised.value)
@@ -199,22 +199,22 @@ def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(own_engin
 
 def test_a_search_runs_without_the_engine_lock(own_engine: EngineServer, own_channel: grpc.Channel) -> None:
     """However many runs it scans, a search never makes other calls wait (and waits for none)."""
-    stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    stub = dex_pb2_grpc.FlowServiceStub(own_channel)
     for index in range(3):
         stub.StartFlow(pb.StartFlowRequest(flow_id=f"s{index}", flow_type="Searched", request_id=f"r{index}"))
     with own_engine.engine.lock:  # a busy engine still answers searches
-        found = cast(pb.SearchFlowsResponse, stub.SearchFlows(pb.SearchFlowsRequest(
-            query="FlowType = 'Searched' AND FlowId != 's1'", page_size=1), timeout=WAIT))
+        found = stub.SearchFlows(pb.SearchFlowsRequest(
+            query="FlowType = 'Searched' AND FlowId != 's1'", page_size=1), timeout=WAIT)
         assert [entry.flow_id for entry in found.flow_runs] == ["s2"] and found.next_page_token
-        rest = cast(pb.SearchFlowsResponse, stub.SearchFlows(pb.SearchFlowsRequest(
+        rest = stub.SearchFlows(pb.SearchFlowsRequest(
             query="FlowType = 'Searched' AND FlowId != 's1'", page_size=1, next_page_token=found.next_page_token),
-            timeout=WAIT))
+            timeout=WAIT)
     assert [entry.flow_id for entry in rest.flow_runs] == ["s0"] and not rest.next_page_token
 
 
 def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(own_engine: EngineServer,
                                                                     own_channel: grpc.Channel) -> None:
-    stub = dex_pb2_grpc.FlowServiceStub(own_channel)  # type: ignore[no-untyped-call]
+    stub = dex_pb2_grpc.FlowServiceStub(own_channel)
     stub.StartFlow(pb.StartFlowRequest(flow_id="f", flow_type="T", request_id="r"))
     stub.PublishToChannel(pb.PublishToChannelRequest(flow_id="f", messages=[
         pb.ChannelMessage(channel_name="C", value=pb.Value(string_value=PIECE)) for _ in PIECES]))

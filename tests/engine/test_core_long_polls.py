@@ -96,7 +96,7 @@ def channel(server: EngineServer) -> Iterator[grpc.Channel]:
 
 
 def flows(channel: grpc.Channel) -> dex_pb2_grpc.FlowServiceStub:
-    return dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+    return dex_pb2_grpc.FlowServiceStub(channel)
 
 
 def start(stub: dex_pb2_grpc.FlowServiceStub, flow_id: str) -> None:
@@ -144,7 +144,7 @@ def test_streams_waiting_for_their_first_frame_are_bounded_apart(monkeypatch: py
     engine.start()
     opened = grpc.insecure_channel(engine.address)
     release = threading.Event()
-    stub = dex_pb2_grpc.WorkerTaskServiceStub(opened)  # type: ignore[no-untyped-call]
+    stub = dex_pb2_grpc.WorkerTaskServiceStub(opened)
     worker = stub.PollWorkerTask(registering("w", release), timeout=EVENT_SECONDS)
     assert next(worker).WhichOneof("frame") == "registered"
     calls = [stub.PollWorkerTask(silent(release), timeout=EVENT_SECONDS) for _ in range(2)]
@@ -267,7 +267,7 @@ def registering(worker: str, release: threading.Event) -> Iterator[pb.PollWorker
 @pytest.mark.parametrize("timing", [SHORT_LIMITS])
 def test_a_worker_stream_without_a_first_frame_is_cancelled(channel: grpc.Channel) -> None:
     release = threading.Event()
-    stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
+    stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)
     stream = stub.PollWorkerTask(silent(release), timeout=EVENT_SECONDS)
     try:
         with pytest.raises(grpc.RpcError) as raised:
@@ -285,7 +285,7 @@ def test_worker_streams_beyond_their_bound_are_refused(monkeypatch: pytest.Monke
     engine.start()
     opened = grpc.insecure_channel(engine.address)
     release = threading.Event()
-    stub = dex_pb2_grpc.WorkerTaskServiceStub(opened)  # type: ignore[no-untyped-call]
+    stub = dex_pb2_grpc.WorkerTaskServiceStub(opened)
     held = [stub.PollWorkerTask(registering(f"w{i}", release)) for i in range(2)]
     try:
         for stream in held:

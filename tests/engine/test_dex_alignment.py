@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from queue import SimpleQueue
-from typing import cast
 
 import grpc
 import pytest
@@ -260,8 +259,8 @@ def test_a_step_every_idle_worker_declines_fails_with_no_worker_available(quick:
             pass  # cancelled below
 
     with grpc.insecure_channel(quick.address) as channel:
-        service = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
-        worker = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
+        service = dex_pb2_grpc.FlowServiceStub(channel)
+        worker = dex_pb2_grpc.WorkerTaskServiceStub(channel)
         responses = worker.PollWorkerTask(outgoing(), timeout=WAIT)
         try:
             assert next(responses).HasField("registered")
@@ -270,8 +269,8 @@ def test_a_step_every_idle_worker_declines_fails_with_no_worker_available(quick:
                 flow_id="declined", flow_type="Declined", start_step_type="S", step_input=pb.Value(string_value="x"),
                 step_options=pb.StepOptions(skip_wait_for=True,
                                             execute_retry_policy=pb.RetryPolicy(maximum_attempts=1))), timeout=WAIT)
-            result = cast(pb.FlowResult, service.WaitForFlow(
-                pb.WaitForFlowRequest(flow_id="declined", wait_time_seconds=int(WAIT)), timeout=WAIT + 5))
+            result = service.WaitForFlow(
+                pb.WaitForFlowRequest(flow_id="declined", wait_time_seconds=int(WAIT)), timeout=WAIT + 5)
         finally:
             requests.put(None)
             responses.cancel()
@@ -328,7 +327,7 @@ def test_a_retry_reuses_its_first_attempts_snapshot(dex: DexFixture, clocked: tu
 
     eventually(retry_scheduled, what="the first attempt's failure to be committed", timeout=WAIT)
     with grpc.insecure_channel(server.address) as channel:
-        dex_pb2_grpc.FlowServiceStub(channel).SetAttributes(  # type: ignore[no-untyped-call]
+        dex_pb2_grpc.FlowServiceStub(channel).SetAttributes(
             pb.SetAttributesRequest(flow_id=flow_id, attributes=[pb.AttributeWrite(
                 key="Level", value=pb.Value(int_value=2))]), timeout=WAIT)
     clock.advance(2.0)  # past the retry's back-off (1 s)

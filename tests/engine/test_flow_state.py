@@ -104,12 +104,11 @@ class StateFlow(NamedFlow[str]):
 @pytest.fixture
 def stub(dex: DexFixture) -> Iterator[dex_pb2_grpc.FlowServiceStub]:
     with grpc.insecure_channel(dex.engine.address) as channel:
-        yield dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        yield dex_pb2_grpc.FlowServiceStub(channel)
 
 
 def _state(stub: dex_pb2_grpc.FlowServiceStub, flow_id: str) -> pb.GetFlowStateResponse:
-    return cast(pb.GetFlowStateResponse, stub.GetFlowState(pb.GetFlowStateRequest(flow_id=flow_id),
-                                                           timeout=WAIT_SECONDS))
+    return stub.GetFlowState(pb.GetFlowStateRequest(flow_id=flow_id), timeout=WAIT_SECONDS)
 
 
 def test_get_flow_state_reports_waiting_and_retrying_steps_messages_and_outputs(

@@ -87,7 +87,7 @@ def test_only_large_values_become_references_and_a_task_without_any_is_sent_as_i
 
 def test_load_blobs_answers_not_found_for_a_value_the_engine_never_referenced(own_engine: EngineServer) -> None:
     with grpc.insecure_channel(own_engine.address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         request = pb.LoadBlobsRequest(entries=[pb.LoadBlobRequestEntry(
             flow_id="f-1", blob_value=pb.Value(internal_blob_id_for_obj_value="sha256:00"))])
         with pytest.raises(grpc.RpcError) as raised:

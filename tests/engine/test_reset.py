@@ -189,7 +189,7 @@ def test_a_reset_terminates_a_running_run_and_refuses_points_history_lacks(dex: 
     harness.client.time_travel(flow_id, FROM_START)
     flow.probe.wait("wait_for", 2)
     with grpc.insecure_channel(dex.engine.address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         old = stub.GetFlowSummary(pb.GetFlowSummaryRequest(flow_id=flow_id, run_id=old_run))
     assert old.flow_status == pb.FLOW_STATUS_TERMINATED
     harness.client.invoke_rpc(flow.without_locking, flow_id)

@@ -8,7 +8,7 @@ leave the engine serving."""
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from datetime import datetime, timedelta, timezone
 
 import grpc
@@ -186,8 +186,8 @@ def test_malformed_raw_requests_get_clear_statuses(dex: DexFixture) -> None:
     flow = StopFlow(dex.flow_type())
     harness, flow_id = dex.start_flow(flow, "park")
     with grpc.insecure_channel(harness.address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
-        requests = [
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
+        requests: list[tuple[Callable[..., object], object]] = [
             (stub.StartFlow, pb.StartFlowRequest(flow_id="", flow_type=flow.get_flow_type())),
             (stub.StartFlow, pb.StartFlowRequest(flow_id=dex.flow_id(), flow_type="")),
             (stub.InvokeRPC, pb.InvokeRPCRequest(flow_id=flow_id, rpc_name="no_such_rpc")),

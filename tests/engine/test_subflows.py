@@ -217,7 +217,7 @@ def test_the_subflow_run_links_to_its_parent_step_in_flow_state(dex: DexFixture)
     harness.client.start_flow(parent, flow_id, 7)
     child_id = f"SubFlow:{flow_id}-RunsOne-1-0"
     with grpc.insecure_channel(dex.engine.address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
 
         def waiting() -> pb.ActiveStepExecutionState | None:
             state = stub.GetFlowState(pb.GetFlowStateRequest(flow_id=flow_id))

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, cast
+from typing import Final
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
@@ -95,11 +95,11 @@ def raw_history(server_address: str, session_id: str) -> list[pb.FlowHistoryEven
     failure text, the durability and the Flow config), oldest first."""
     events: list[pb.FlowHistoryEvent] = []
     with grpc.insecure_channel(server_address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         page_token = b""
         while True:
-            response = cast(pb.GetHistoryEventsResponse, stub.GetHistoryEvents(
-                pb.GetHistoryEventsRequest(flow_id=session_id, next_page_token=page_token), timeout=CRASH_TIMEOUT))
+            response = stub.GetHistoryEvents(
+                pb.GetHistoryEventsRequest(flow_id=session_id, next_page_token=page_token), timeout=CRASH_TIMEOUT)
             events.extend(response.events)
             if not response.next_page_token:
                 return events

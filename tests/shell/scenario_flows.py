@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, cast
+from typing import Final
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
@@ -184,11 +184,11 @@ def raw_history(server_address: str, flow_id: str) -> list[pb.FlowHistoryEvent]:
     """Every history event of the session, oldest first, as the server sends it."""
     events: list[pb.FlowHistoryEvent] = []
     with grpc.insecure_channel(server_address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         page_token = b""
         while True:
-            response = cast(pb.GetHistoryEventsResponse, stub.GetHistoryEvents(
-                pb.GetHistoryEventsRequest(flow_id=flow_id, next_page_token=page_token), timeout=30))
+            response = stub.GetHistoryEvents(
+                pb.GetHistoryEventsRequest(flow_id=flow_id, next_page_token=page_token), timeout=30)
             events.extend(response.events)
             if not response.next_page_token:
                 return events

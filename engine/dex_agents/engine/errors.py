@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import grpc
 from google.protobuf import any_pb2
-from google.rpc import status_pb2  # type: ignore[import-untyped]
-from grpc_status import rpc_status  # type: ignore[import-untyped]
+from google.rpc import status_pb2
+from grpc_status import rpc_status
 
 from dex.dexpb import dex_pb2 as pb
 

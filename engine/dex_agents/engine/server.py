@@ -108,9 +108,9 @@ class EngineServer:
         except BaseException:
             server.stop(None)
             raise
-        dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine), server)  # type: ignore[no-untyped-call]
+        dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine), server)
         self._worker_service = WorkerTaskService(engine)
-        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(self._worker_service, server)  # type: ignore[no-untyped-call]
+        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(self._worker_service, server)
         server.add_generic_rpc_handlers((UnknownMethods(),))
         self._port = port
         engine.scheduler.start()

@@ -29,7 +29,6 @@ from typing import TypeVar, cast, final
 import grpc
 from dex import Attribute, BlobCache, Credential, Registry
 from dex.dexpb import dex_pb2 as pb
-from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.client.channels import ReadChannel
 from dex_agents.client.server_requests import (
@@ -54,8 +53,8 @@ class ServerCalls:
     def __init__(self, server_address: str, credential: Credential | None, blob_cache: BlobCache,
                  registry: Registry) -> None:
         self._channel = ReadChannel(server_address, credential)
-        self._stub = dex_pb2_grpc.FlowServiceStub(self._channel.channel)  # type: ignore[no-untyped-call]
-        self._hydrator = ValueHydrator(self._stub, blob_cache)
+        self._stub = self._channel.calls
+        self._hydrator = ValueHydrator(self._channel.stub, blob_cache)
         self._values = ValueMapper(registry.codec_registry)
         self._registry = registry
 
@@ -69,7 +68,7 @@ class ServerCalls:
         request = attributes_request(session_id, attribute)
         response = self._call(partial(self._stub.GetAttributes, request, timeout=timeout), "get_attributes",
                                     session_id)
-        value = entry_of(cast(pb.GetAttributesResponse, response), attribute)
+        value = entry_of(response, attribute)
         if value is None:
             return None
         hydrated = self._hydrator.hydrate(session_id, value)
@@ -103,7 +102,7 @@ class ServerCalls:
         response = self._call(partial(self._stub.GetAttributes, request, timeout=timeout), "GetAttributes",
                                     session_id)
         return [(entry.key, self.hydrated(session_id, entry.value))
-                for entry in cast(pb.GetAttributesResponse, response).attributes]
+                for entry in response.attributes]
 
     def read_channel(self, session_id: str, channel_name: str, *, timeout: float) -> list[pb.Value]:
         """The pending messages of one Channel, oldest first (hydrated)."""
@@ -111,7 +110,7 @@ class ServerCalls:
         response = self._call(partial(self._stub.GetChannelMessages, request, timeout=timeout),
                                     "GetChannelMessages", session_id)
         return [self.hydrated(session_id, message.value)
-                for message in cast(pb.GetChannelMessagesResponse, response).messages]
+                for message in response.messages]
 
     def read_history(self, session_id: str, *, timeout: float) -> list[pb.FlowHistoryEvent]:
         """Every history event of the session's current run, oldest first (values not yet hydrated:
@@ -120,8 +119,8 @@ class ServerCalls:
         page_token = b""
         while True:
             request = pb.GetHistoryEventsRequest(flow_id=session_id, next_page_token=page_token)
-            response = cast(pb.GetHistoryEventsResponse, self._call(
-                partial(self._stub.GetHistoryEvents, request, timeout=timeout), "GetHistoryEvents", session_id))
+            response = self._call(partial(self._stub.GetHistoryEvents, request, timeout=timeout),
+                                        "GetHistoryEvents", session_id)
             events.extend(response.events)
             if not response.next_page_token:
                 return events

@@ -213,7 +213,7 @@ class CommittedReader:
     def __init__(self, server_address: str, credential: Credential | None, blob_cache: BlobCache,
                  registry: Registry) -> None:
         self._channel = large_message_channel(server_address, credential)
-        self._stub = dex_pb2_grpc.FlowServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._stub = dex_pb2_grpc.FlowServiceStub(self._channel)
         self._hydrator = ValueHydrator(self._stub, blob_cache)
         self._values = ValueMapper(registry.codec_registry)
         self._codec = self._values.codec(AgentMessage)
@@ -231,8 +231,7 @@ class CommittedReader:
             names = {AGENT_MESSAGES.load(message_sequence_key(sequence)).physical_name: sequence for sequence in batch}
             request = pb.GetAttributesRequest(flow_id=flow_id, run_id=run_id, keys=list(names))
             try:
-                response = cast(pb.GetAttributesResponse,
-                                self._stub.GetAttributes(request, timeout=READ_TIMEOUT_SECONDS))
+                response = self._stub.GetAttributes(request, timeout=READ_TIMEOUT_SECONDS)
             except grpc.RpcError as error:
                 raise MessagesUnavailableError(
                     f"cannot read committed messages of run {run_id}: "

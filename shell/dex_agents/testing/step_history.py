@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
@@ -76,12 +76,12 @@ def read_step_history(server_address: str, flow_id: str, *, timeout: float = 30.
     """
     entries: list[StepHistoryEntry] = []
     with grpc.insecure_channel(server_address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
         page_token = b""
         while True:
-            response = cast(pb.GetHistoryEventsResponse, stub.GetHistoryEvents(
+            response = stub.GetHistoryEvents(
                 pb.GetHistoryEventsRequest(flow_id=flow_id, next_page_token=page_token,
-                                           estimate_page_size=page_size), timeout=timeout))
+                                           estimate_page_size=page_size), timeout=timeout)
             entries.extend(history_entry(event) for event in response.events)
             if not response.next_page_token:
                 return entries
