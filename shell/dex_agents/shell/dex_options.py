@@ -10,10 +10,11 @@ RPC's name, locks and loads come from its row of ``flow_table.RPC_TABLE``. Nothi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any, TypeAlias, TypeVar, assert_never
+from typing import Any, Final, TypeAlias, TypeVar, assert_never
 
-from dex import AttributeMapLoad, RetryPolicy, Step, StepDurability, StepMovement, StepOptions, Wait, rpc
+from dex import AttributeMapLoad, FlowConfig, RetryPolicy, Step, StepDurability, StepMovement, StepOptions, Wait, rpc
 
 from dex_agents.pure.flow_rows import (
     Durability,
@@ -35,6 +36,21 @@ StepClassOf: TypeAlias = Callable[[StepType], type[Step[Any]]]
 CachedLoads: TypeAlias = Callable[[MapName], tuple[AttributeMapLoad, ...]]
 """The instance loads of a cached map (``execute_cached_maps``) a movement's target needs: those the
 moving Worker's cache of committed instances lacks."""
+
+
+DEFAULT_CONTINUE_AS_NEW_THRESHOLD: Final = 10_000
+"""History events after which a session's run continues as new (``FlowConfig.continue_as_new_threshold``;
+``SessionClient.start`` sets it): the Flow ID stays, Attributes and waits carry over, and the history
+the engine keeps for the current run stays bounded however long the session lives."""
+
+
+def session_flow_config(config: FlowConfig | None = None) -> FlowConfig:
+    """``config`` (or an empty one) with the session's continue-as-new threshold unless it sets one."""
+    if config is None:
+        return FlowConfig(continue_as_new_threshold=DEFAULT_CONTINUE_AS_NEW_THRESHOLD)
+    if config.continue_as_new_threshold is not None:
+        return config
+    return replace(config, continue_as_new_threshold=DEFAULT_CONTINUE_AS_NEW_THRESHOLD)
 
 
 def _seconds(seconds: int | None) -> timedelta | None:
@@ -134,4 +150,14 @@ def session_rpc(name: RpcName) -> Callable[[HandlerT], HandlerT]:
     )
 
 
-__all__ = ["CachedLoads", "StepClassOf", "dex_durability", "dex_movement", "dex_step_options", "dex_wait", "session_rpc"]
+__all__ = [
+    "DEFAULT_CONTINUE_AS_NEW_THRESHOLD",
+    "CachedLoads",
+    "StepClassOf",
+    "dex_durability",
+    "dex_movement",
+    "dex_step_options",
+    "dex_wait",
+    "session_flow_config",
+    "session_rpc",
+]
