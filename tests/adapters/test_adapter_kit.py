@@ -105,3 +105,36 @@ def test_tool_errors_name_the_tool_and_what_is_wrong() -> None:
     assert invalid_arguments_error("lookup", "order_id: not an int").message == (
         "Invalid arguments for tool 'lookup': order_id: not an int")
 
+
+
+class _ProviderError(Exception):
+    def __init__(self, message: str, *, code: object = None, body: object = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.body = body
+
+
+class _FrameworkOverflow(Exception):
+    pass
+
+
+def test_a_context_window_error_is_recognised_anywhere_in_its_chain_and_nothing_else_is() -> None:
+    from dex_agents.adapters.kit import error_chain, says_context_window_exceeded
+
+    coded = _ProviderError("400", code="context_length_exceeded")
+    in_body = _ProviderError("400", body={"error": {"code": "context_length_exceeded"}})
+    anthropic = RuntimeError("invalid_request_error: Prompt is too long: 210000 tokens > 200000 maximum")
+    try:
+        try:
+            raise coded
+        except _ProviderError as inner:
+            raise RuntimeError("the model call failed") from inner
+    except RuntimeError as outer:
+        wrapped = outer
+    assert [type(found) for found in error_chain(wrapped)] == [RuntimeError, _ProviderError]
+    for error in (coded, in_body, anthropic, wrapped):
+        assert says_context_window_exceeded(error), error
+    assert says_context_window_exceeded(_FrameworkOverflow("too long"), _FrameworkOverflow)
+    for error in (_ProviderError("400", code="invalid_value"), _ProviderError("500", body={"error": "x"}),
+                  _FrameworkOverflow("too long"), ValueError("the prompt is fine")):
+        assert not says_context_window_exceeded(error), error

@@ -10,13 +10,20 @@
 * ``user_message``, ``assistant_message``, ``tool_message``: ``FrameworkMessage`` builders.
 * ``unknown_tool_error``, ``invalid_arguments_error``: the ``ToolExecutionError``s every adapter raises.
 * ``RETRYABLE_CLIENT_STATUSES``, ``is_final_client_status``: the 4xx statuses a model-call retry can or
-  cannot pass, for every adapter's ``is_non_retryable``.
+  cannot pass, for every adapter's ``is_non_retryable``; ``says_context_window_exceeded``: the errors
+  that say the input exceeds the context window (``error_chain``: an error and those behind it).
+* ``kit.turn``: the turn template (``TurnBinding``, ``TurnRunner``, ``create_session_flow``).
 * ``SessionFlowOptions``: the typed options an adapter's Flow factory passes through to
   ``create_agent_session_flow`` (``**options: Unpack[SessionFlowOptions]``).
 """
 
 from dex_agents.adapters.kit.messages import assistant_message, tool_message, user_message
-from dex_agents.adapters.kit.model_errors import RETRYABLE_CLIENT_STATUSES, is_final_client_status
+from dex_agents.adapters.kit.model_errors import (
+    RETRYABLE_CLIENT_STATUSES,
+    error_chain,
+    is_final_client_status,
+    says_context_window_exceeded,
+)
 from dex_agents.adapters.kit.options import SessionFlowOptions
 from dex_agents.adapters.kit.run_state import RunState, RunStateError, decode_run_state, encode_run_state
 from dex_agents.adapters.kit.tool_errors import invalid_arguments_error, unknown_tool_error
@@ -35,10 +42,12 @@ __all__ = [
     "assistant_message",
     "decode_run_state",
     "encode_run_state",
+    "error_chain",
     "invalid_arguments_error",
     "is_final_client_status",
     "latest_round_results",
     "model_call_usage",
+    "says_context_window_exceeded",
     "tool_effect_from_metadata",
     "tool_message",
     "unknown_tool_error",

@@ -36,6 +36,7 @@ from pydantic.v1 import ValidationError as ValidationErrorV1
 from dex_agents.adapters.kit import RETRYABLE_CLIENT_STATUSES, ToolOutcome, assistant_message, invalid_arguments_error
 from dex_agents.adapters.kit import is_final_client_status, model_call_usage, tool_effect_from_metadata, tool_message
 from dex_agents.adapters.kit import unknown_tool_error, user_message
+from dex_agents.adapters.kit.model_errors import says_context_window_exceeded
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
 from dex_agents.pure.values import AgentUsage, FrameworkMessage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult, ToolExecutionError
@@ -106,18 +107,7 @@ def is_context_window_exceeded(error: BaseException) -> bool:
     """Whether ``error`` or an error it came from says the input exceeds the context window: LangChain's
     ``ContextOverflowError`` (``ChatOpenAI`` raises one for ``context_length_exceeded``), an OpenAI error
     whose code (or its body's) is ``context_length_exceeded``, or a "prompt is too long" message."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        body = getattr(current, "body", None)
-        inner = body.get("error", body) if isinstance(body, dict) else None
-        codes = {getattr(current, "code", None), inner.get("code") if isinstance(inner, dict) else None}
-        if isinstance(current, ContextOverflowError) or "context_length_exceeded" in codes \
-                or "prompt is too long" in str(current).lower():
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return says_context_window_exceeded(error, ContextOverflowError)
 
 
 def can_stream(model: BaseChatModel, *, tools_bound: bool) -> bool:

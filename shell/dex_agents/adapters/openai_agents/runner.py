@@ -32,6 +32,7 @@ from agents.tool import (ApplyPatchTool, ComputerTool, CustomTool, FunctionTool,
 from openai import APIStatusError, OpenAIError
 
 from dex_agents.adapters.kit import SessionFlowOptions, assistant_message, is_final_client_status, tool_message
+from dex_agents.adapters.kit.model_errors import says_context_window_exceeded
 from dex_agents.adapters.kit.turn import (CallRef, ModelAnswer, ModelCall, RoundAnswer, ToolRun, TurnRunner,
     create_session_flow)
 from dex_agents.adapters.openai_agents import model, tools
@@ -79,15 +80,9 @@ def is_non_retryable(error: BaseException) -> bool:
     return False
 
 
-def _error_code(error: APIStatusError) -> object:
-    body = error.body.get("error", error.body) if isinstance(error.body, dict) else None
-    return error.code or (body.get("code") if isinstance(body, dict) else None)
-
-
 def is_context_window_exceeded(error: BaseException) -> bool:
     """Whether ``error`` (or any error in its chain) says the input exceeds the model's context window."""
-    return any((isinstance(cause, APIStatusError) and _error_code(cause) == "context_length_exceeded")
-               or "prompt is too long" in str(cause).lower() for cause in _chain(error, implicit=True))
+    return says_context_window_exceeded(error)
 
 
 @final

@@ -17,7 +17,7 @@ from pydantic_core import to_json
 
 from dex_agents.adapters.kit import (DEX_EFFECT_METADATA_KEY, assistant_message, invalid_arguments_error,
                                      is_final_client_status, model_call_usage, tool_effect_from_metadata,
-                                     tool_message, unknown_tool_error, user_message)
+                                     says_context_window_exceeded, tool_message, unknown_tool_error, user_message)
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
 from dex_agents.pure.values import AgentUsage, FrameworkMessage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult
@@ -207,7 +207,7 @@ class OpenAIChatBinding:
         return error.code == "insufficient_quota" if status == 429 else is_final_client_status(status)
 
     def is_context_window_exceeded(self, error: BaseException) -> bool:
-        return isinstance(error, APIStatusError) and error.code == "context_length_exceeded"
+        return says_context_window_exceeded(error)
 
 
 __all__ = ["FunctionTool", "Message", "OpenAIChatBinding", "function_tool", "tool"]

@@ -35,6 +35,7 @@ from pydantic_core import to_jsonable_python
 
 from dex_agents.adapters.kit import (ToolOutcome, invalid_arguments_error, is_final_client_status, model_call_usage,
                                     tool_effect_from_metadata, unknown_tool_error)
+from dex_agents.adapters.kit.model_errors import CONTEXT_LENGTH_EXCEEDED, error_chain, says_context_window_exceeded
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
 from dex_agents.adapters.pydantic_ai import messages
 from dex_agents.pure.values import AgentUsage, ToolEffect
@@ -57,25 +58,11 @@ def is_non_retryable(error: BaseException) -> bool:
     return isinstance(error, ModelHTTPError) and is_final_client_status(error.status_code)
 
 
-def _body_code(body: object) -> object:
-    error = body.get("error", body) if isinstance(body, dict) else None
-    return error.get("code") if isinstance(error, dict) else None
-
-
 def is_context_window_exceeded(error: BaseException) -> bool:
-    """Pydantic AI's ``ModelContextWindowExceededError``, an OpenAI ``context_length_exceeded`` code, or
-    "prompt is too long", on ``error`` or an error it was raised from."""
-    seen: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and not any(current is found for found in seen):
-        seen.append(current)
-        codes = (getattr(current, "code", None), getattr(current, "provider_error_code", None),
-                 _body_code(getattr(current, "body", None)))
-        if (isinstance(current, ModelContextWindowExceededError) or "context_length_exceeded" in codes
-                or "prompt is too long" in str(current).lower()):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    """Pydantic AI's ``ModelContextWindowExceededError``, a provider error code ``context_length_exceeded``
+    (its ``provider_error_code`` too), or "prompt is too long", on ``error`` or an error in its chain."""
+    return says_context_window_exceeded(error, ModelContextWindowExceededError) or any(
+        getattr(found, "provider_error_code", None) == CONTEXT_LENGTH_EXCEEDED for found in error_chain(error))
 
 
 def can_stream(model: Model) -> bool:
