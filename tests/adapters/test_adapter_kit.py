@@ -132,8 +132,8 @@ def test_a_context_window_error_is_recognised_anywhere_in_its_chain_and_nothing_
     except RuntimeError as outer:
         wrapped = outer
     assert [type(found) for found in error_chain(wrapped)] == [RuntimeError, _ProviderError]
-    for error in (coded, in_body, anthropic, wrapped):
-        assert says_context_window_exceeded(error), error
+    for found in (coded, in_body, anthropic, wrapped):
+        assert says_context_window_exceeded(found), found
     assert says_context_window_exceeded(_FrameworkOverflow("too long"), _FrameworkOverflow)
     for error in (_ProviderError("400", code="invalid_value"), _ProviderError("500", body={"error": "x"}),
                   _FrameworkOverflow("too long"), ValueError("the prompt is fine")):
