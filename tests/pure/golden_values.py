@@ -17,7 +17,7 @@ from dex import JsonCodec, Value
 from pyrsistent import pvector
 from returns.result import Result
 
-from dex_agents.pure.invocation_record import InvocationRecord
+from dex_agents.pure.invocation_record import InvocationRecord, RecordedCompaction
 from dex_agents.pure.rpc_values import (
     AgentMessagePage,
     AgentSnapshot,
@@ -182,6 +182,12 @@ GOLDEN_CASES: list[GoldenCase] = [
         "invocation_record",
         InvocationRecord(now_ms=pvector([1767323045000, 1767323045250]), interrupt_deadline_ms=86_400_000,
                          max_model_calls_per_turn=50),
+        record_type(InvocationRecord),
+    ),
+    _case(
+        "invocation_record.compaction",
+        InvocationRecord(now_ms=pvector([1767323045000]), interrupt_deadline_ms=None, max_model_calls_per_turn=50,
+                         compaction=RecordedCompaction(reactive=True, trigger_tokens=None, keep_recent_turns=2)),
         record_type(InvocationRecord),
     ),
     _case(

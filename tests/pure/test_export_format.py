@@ -16,8 +16,10 @@ from pyrsistent import pmap, pvector
 from dex_agents.pure.effects import DeleteAttribute, DeleteMapInstance, SetAttribute
 from dex_agents.pure.export_document import EXPORT_VERSION, ExportDocument, ExportedInput, read_export, render_export
 from dex_agents.pure.input_wire import INPUT_KINDS, input_from_data, input_to_data
-from dex_agents.pure.invocation_record import InvocationRecord, clock_of, invocation_record
+from dex_agents.pure.compaction import CompactionPolicy
+from dex_agents.pure.invocation_record import InvocationRecord, RecordedCompaction, clock_of, invocation_record
 from dex_agents.pure.persistence import AGENT_STATE, AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE
+from dex_agents.pure.wire import decode
 from dex_agents.pure.replay_report import decoded_inputs, first_json_difference, replay_export, replay_export_text
 from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageOnceInput
 from dex_agents.pure.state import SessionConfig
@@ -182,3 +184,15 @@ def test_the_invocation_record_holds_each_inputs_clock_and_the_options() -> None
     assert clock_of(SendUserMessageOnceCalled(input=SendUserMessageOnceInput(message_id="m", text="t"))) is None
     assert clock_of(ModelStepStarted(invocation=invocation(now_ms=11))) == 11
     assert list(record.now_ms) == [1, 2]
+
+
+def test_the_invocation_record_keeps_what_the_compaction_policy_decides_with() -> None:
+    policy = CompactionPolicy(trigger_tokens=900, keep_recent_turns=3, instructions="Keep the order IDs.")
+    record = invocation_record([1], SessionConfig(compaction=policy))
+    assert record.compaction == RecordedCompaction(reactive=True, trigger_tokens=900, keep_recent_turns=3)
+    replayed = record.config().compaction
+    assert replayed is not None and (replayed.reactive, replayed.trigger_tokens, replayed.keep_recent_turns) == (
+        True, 900, 3)
+    # a record written before compaction existed has no such field: the Flow never compacted
+    old = decode('{"interrupt_deadline_ms":null,"max_model_calls_per_turn":50,"now_ms":[1]}', InvocationRecord).unwrap()
+    assert old.compaction is None and old.config().compaction is None

@@ -25,6 +25,7 @@ from typing import Final, final
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from dex_agents.pure.compaction import CompactionPolicy
 from dex_agents.pure.state import SessionConfig
 from dex_agents.pure.step_inputs import (
     CompactHistoryCalled,
@@ -42,6 +43,17 @@ INVOCATION_RECORD_EVENT: Final = "dex_agents.invocation"
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedCompaction:
+    """The parts of the Flow's ``CompactionPolicy`` its reducers decide with (its ``instructions`` only
+    go to the runner, so they are not recorded)."""
+
+    reactive: bool
+    trigger_tokens: int | None
+    keep_recent_turns: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InvocationRecord:
     """The Worker clock of each input one invocation reduced, and the options its reducers used.
 
@@ -49,17 +61,24 @@ class InvocationRecord:
         now_ms: Each input's ``now_ms`` (epoch milliseconds, the Worker clock), in reduction order.
         interrupt_deadline_ms: ``SessionConfig.interrupt_deadline_ms`` (``None``: no deadline).
         max_model_calls_per_turn: ``SessionConfig.max_model_calls_per_turn``.
+        compaction: ``SessionConfig.compaction`` (``None``: the Flow never compacts; absent in records
+            written before compaction existed).
     """
 
     now_ms: PVector[int]
     interrupt_deadline_ms: int | None
     max_model_calls_per_turn: int
+    compaction: RecordedCompaction | None = None
 
     def config(self) -> SessionConfig:
         """The options the reducers decided with (tool policies are not recorded: every deferred call
         carries its resolved policy, so no reducer reads them)."""
+        recorded = self.compaction
+        compaction = None if recorded is None else CompactionPolicy(
+            reactive=recorded.reactive, trigger_tokens=recorded.trigger_tokens,
+            keep_recent_turns=recorded.keep_recent_turns)
         return SessionConfig(interrupt_deadline_ms=self.interrupt_deadline_ms,
-                             max_model_calls_per_turn=self.max_model_calls_per_turn)
+                             max_model_calls_per_turn=self.max_model_calls_per_turn, compaction=compaction)
 
 
 def clock_of(session_input: SessionInput) -> int | None:
@@ -76,8 +95,11 @@ def clock_of(session_input: SessionInput) -> int | None:
 
 def invocation_record(clocks: Iterable[int], config: SessionConfig) -> InvocationRecord:
     """The record of an invocation whose inputs read ``clocks``, under ``config``."""
+    policy = config.compaction
+    compaction = None if policy is None else RecordedCompaction(
+        reactive=policy.reactive, trigger_tokens=policy.trigger_tokens, keep_recent_turns=policy.keep_recent_turns)
     return InvocationRecord(now_ms=pvector(clocks), interrupt_deadline_ms=config.interrupt_deadline_ms,
-                            max_model_calls_per_turn=config.max_model_calls_per_turn)
+                            max_model_calls_per_turn=config.max_model_calls_per_turn, compaction=compaction)
 
 
-__all__ = ["INVOCATION_RECORD_EVENT", "InvocationRecord", "clock_of", "invocation_record"]
+__all__ = ["INVOCATION_RECORD_EVENT", "InvocationRecord", "RecordedCompaction", "clock_of", "invocation_record"]

@@ -133,11 +133,15 @@ class SessionState:
 
     @property
     def model_view(self) -> PVector[AgentMessage]:
-        """The stored messages the model sees: those after the history summary's boundary."""
+        """The stored messages the model sees: those after the history summary's boundary (``messages``
+        hold sequences 1..n in order, so the view is a slice: its cost does not grow with the session)."""
         summary = self.history_summary
         if summary is None:
             return self.messages
-        return pvector(message for message in self.messages if message.sequence > summary.through_sequence)
+        start = summary.through_sequence
+        if start < len(self.messages) and self.messages[start].sequence == start + 1:
+            return self.messages[start:]
+        return pvector(message for message in self.messages if message.sequence > start)
 
     def records_in_deferral_order(self) -> tuple[AgentToolCall, ...]:
         """The loaded tool call records in the order the model made them."""

@@ -109,7 +109,8 @@ class AsyncSessionClient(AsyncSessionReads):
         Without ``options`` the start carries a request ID (``request_id``, or one made up here) with
         ``ignore_already_started``, and a transient failure is retried with it until ``timeout``: Dex
         returns the run that request started, so the session starts once. Pass the same
-        ``request_id`` to repeat a start whose answer you lost.
+        ``request_id`` to repeat a start whose answer you lost. Either way the session's Flow config
+        gets the continue-as-new threshold (``session_flow_config``) unless ``options`` set one.
 
         Returns:
             The run ID.
@@ -185,6 +186,15 @@ class AsyncSessionClient(AsyncSessionReads):
             return await self._invoke(self.flow.resolve_interrupt, session_id, resolution)
 
         return expect(await repeat_lock_conflicts(resolve, self.timeout), bool, "resolve_interrupt")
+
+    async def compact(self, session_id: str) -> bool:
+        """Ask the session to compact its history before its next model call (the RPC ``compact_history``):
+        ``True`` when it has something to summarize, older than the turns it keeps whole; ``False`` when not.
+
+        Raises:
+            WorkerInvocationError: The session's Flow does not compact (``compaction=None``).
+        """
+        return expect(await self._invoke(self.flow.compact_history, session_id), bool, "compact_history")
 
     async def snapshot(self, session_id: str) -> AgentSnapshot:
         """The session's state, messages, pending interrupts, tool calls, usage and queued message count."""

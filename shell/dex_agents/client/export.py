@@ -2,7 +2,8 @@
 """Export one session to a self-describing document (``dex_agents.pure.export_document``).
 
 Reads only the server: the run (``describe_flow``), the retained events (the caller's), every
-committed Attribute and map instance, the pending queued messages and the run's history
+committed Attribute and map instance, the pending queued messages and the history of the run and of
+every run it continued from (continue-as-new: each run's first event names the one before)
 (``ServerCalls``: Dex's ``GetAttributes``, ``GetChannelMessages``, ``GetHistoryEvents``). No
 Worker is involved, so a stopped or crashed session exports the same way, on the local engine or a
 real Dex server. The inputs the reducers saw are rebuilt from the history (``reconstruct``); the
@@ -143,6 +144,28 @@ class _Converter:
             next_steps=pvector(next_steps), failure=failure, recorded=recorded)
 
 
+def _previous_run(history: list[pb.FlowHistoryEvent]) -> str:
+    """The run a run continued from (its first event's ``continued_start``), or ``""`` for a first run."""
+    first = history[0] if history else None
+    if first is None or first.WhichOneof("payload") != "flow_started_or_continued":
+        return ""
+    started = first.flow_started_or_continued
+    return started.continued_start.previous_run_id if started.HasField("continued_start") else ""
+
+
+def _earlier_runs(server: ServerCalls, session_id: str, history: list[pb.FlowHistoryEvent],
+                        timeout: float) -> list[pb.FlowHistoryEvent]:
+    """The history of every run the session continued from (continue-as-new), oldest run first; ended runs
+    never change, so they are read once."""
+    earlier: list[list[pb.FlowHistoryEvent]] = []
+    previous = _previous_run(history)
+    while previous:
+        run = server.read_history(session_id, timeout=timeout, run_id=previous)
+        earlier.append(run)
+        previous = _previous_run(run)
+    return [event for run in reversed(earlier) for event in run]
+
+
 def _consistent_read(server: ServerCalls, session_id: str, timeout: float) -> tuple[
         list[pb.FlowHistoryEvent], list[tuple[str, pb.Value]], list[pb.Value]]:
     for _ in range(CONSISTENT_READ_TRIES):
@@ -151,7 +174,7 @@ def _consistent_read(server: ServerCalls, session_id: str, timeout: float) -> tu
         queued = server.read_channel(session_id, ChannelName.QUEUED_USER_MESSAGES, timeout=timeout)
         again = server.read_history(session_id, timeout=timeout)
         if [event.event_id for event in again] == [event.event_id for event in history]:
-            return history, values, queued
+            return [*_earlier_runs(server, session_id, history, timeout), *history], values, queued
     raise RuntimeError(f"session {session_id} kept changing while it was exported ({CONSISTENT_READ_TRIES} tries); "
                        f"export it again, or stop it first")
 

@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Final
 
 import grpc
@@ -37,6 +38,7 @@ from dex import (
 
 from dex_agents.pure.keys import message_id_problem
 from dex_agents.shell.definitions import USER_MESSAGE_RECEIPTS
+from dex_agents.shell.dex_options import session_flow_config
 
 __all__ = [
     "LOCK_RETRY_FIRST_SECONDS",
@@ -105,10 +107,12 @@ def send_options(message_id: str) -> RPCInvokeOptions:
 
 def retried_start_options(options: StartFlowOptions | None, request_id: str | None) -> StartFlowOptions:
     """The start options of ``SessionClient.start``: the caller's, else a request ID (``request_id`` or
-    a new one) with ``ignore_already_started``, so a retried start returns the run its first try made."""
+    a new one) with ``ignore_already_started``, so a retried start returns the run its first try made;
+    their Flow config with the session's continue-as-new threshold unless it sets one."""
     if options is not None:
-        return options
-    return StartFlowOptions(request_id=request_id or uuid.uuid4().hex, ignore_already_started=True)
+        return replace(options, config_override=session_flow_config(options.config_override))
+    return StartFlowOptions(request_id=request_id or uuid.uuid4().hex, ignore_already_started=True,
+                            config_override=session_flow_config())
 
 
 def is_repeatable_start(options: StartFlowOptions) -> bool:

@@ -112,13 +112,13 @@ class ServerCalls:
         return [self.hydrated(session_id, message.value)
                 for message in response.messages]
 
-    def read_history(self, session_id: str, *, timeout: float) -> list[pb.FlowHistoryEvent]:
-        """Every history event of the session's current run, oldest first (values not yet hydrated:
-        ``hydrated`` each one read)."""
+    def read_history(self, session_id: str, *, timeout: float, run_id: str = "") -> list[pb.FlowHistoryEvent]:
+        """Every history event of the session's run ``run_id`` (``""``: the current run), oldest first
+        (values not yet hydrated: ``hydrated`` each one read)."""
         events: list[pb.FlowHistoryEvent] = []
         page_token = b""
         while True:
-            request = pb.GetHistoryEventsRequest(flow_id=session_id, next_page_token=page_token)
+            request = pb.GetHistoryEventsRequest(flow_id=session_id, run_id=run_id, next_page_token=page_token)
             response = self._call(partial(self._stub.GetHistoryEvents, request, timeout=timeout),
                                         "GetHistoryEvents", session_id)
             events.extend(response.events)
