@@ -95,6 +95,22 @@ def test_list_show_approve_send_and_tail_a_session(
     assert LOOKUP_ANSWER in out and "usage: requests=4 input_tokens=40 output_tokens=20" in out
     assert "turns 2 (completed 2, failed 0)" in out and "queued 0" in out
 
+    status, out, err = cli("compact", "cli-1")  # two turns, both kept whole: nothing to compact yet
+    assert status == 0, err
+    assert "cli-1 has nothing to compact" in out
+    sessions.send_user_message("cli-1", "hello")
+    sessions.wait_for_completed_turns("cli-1", 3)
+    status, out, err = cli("compact", "cli-1")
+    assert status == 0, err
+    assert "cli-1 compacts its history before its next model call" in out
+    sessions.send_user_message("cli-1", "hello again")
+    sessions.wait_for_completed_turns("cli-1", 4)
+    compacted = [e for e in sessions.events("cli-1") if e.type == "dex_agents.history_compacted"]
+    assert [e.payload["trigger"] for e in compacted] == ["requested"]
+    messages = sessions.snapshot("cli-1").messages
+    assert len(messages) == 12, "the transcript is never cut"
+    assert messages[-1].text == "echo: hello again (3 messages)", "the model saw turns 3 and 4 after the summary"
+
 
 def test_reject_tells_the_model(
     dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,

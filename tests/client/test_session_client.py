@@ -126,3 +126,34 @@ def test_the_testing_client_is_the_product_client_underneath(
         test_client.start_session("thin-1", LOOKUP_MESSAGE)
         assert test_client.wait_for_completed_turns("thin-1", 1) == test_client.sessions.state("thin-1")
         assert test_client.events("thin-1") == [item.event for item in test_client.sessions.events("thin-1").events]
+
+
+def test_compact_asks_the_next_model_call_to_compact_and_a_flow_without_compaction_refuses(
+        dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, tmp_path: Path) -> None:
+    from dex import FlowConfig, StartFlowOptions, WorkerInvocationError
+
+    from dex_agents.shell import create_agent_session_flow
+    from tests.shell.scenario_flows import scripted_runner
+
+    compacting, plain = unique_flow_type("Compacting"), unique_flow_type("NeverCompacts")
+    agent_environment([create_agent_session_flow(scripted_runner(tmp_path, {}), compacting),
+                       create_agent_session_flow(scripted_runner(tmp_path, {}), plain, compaction=None)])
+    session_id = _session_id()
+    with SessionClient.connect(dex_engine.server_address, compacting, timeout=30) as sessions:
+        sessions.start(session_id, "one")
+        sessions.wait_for_completed_turns(session_id, 1)
+        assert sessions.compact(session_id) is False  # one turn, kept whole
+        for count, text in enumerate(("two", "three"), start=2):
+            sessions.send(session_id, text)
+            sessions.wait_for_completed_turns(session_id, count)
+        assert sessions.compact(session_id) is True
+        sessions.send(session_id, "four")
+        sessions.wait_for_completed_turns(session_id, 4)
+        assert [m.text for m in sessions.snapshot(session_id).messages][-1] == "echo: four (3 messages)"
+    with SessionClient.connect(dex_engine.server_address, plain, timeout=30) as sessions:
+        options = StartFlowOptions(config_override=FlowConfig(continue_as_new_threshold=50))
+        other = _session_id()
+        sessions.start(other, "one", options=options)
+        sessions.wait_for_completed_turns(other, 1)
+        with pytest.raises(WorkerInvocationError, match="compaction=None"):
+            sessions.compact(other)

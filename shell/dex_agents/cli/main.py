@@ -289,6 +289,18 @@ def sessions_send(session: str, text: str, server: ServerOption = None, flow_typ
                                message_id=message_id), server=address)
 
 
+@sessions_app.command("compact")
+def sessions_compact(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                     token_file: TokenFileOption = None) -> None:
+    """Compact a session's history before its next model call: the oldest turns become one summary the
+    model reads; the transcript stays whole (needs a Worker)."""
+    from dex_agents.cli import sessions
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: sessions.compact(address, flow_type, session, _console(), credential=credential), server=address)
+
+
 @sessions_app.command("export")
 def sessions_export(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
                     out: Annotated[Path | None, typer.Option("--out", help="write the export here (default: "

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dex import Credential, SearchFlowEntry
+from dex import Credential, SearchFlowEntry, WorkerInvocationError
 from rich.console import Console
 
 from dex_agents.cli.connection import open_session, require_worker
@@ -131,6 +131,23 @@ def approve(server: str, flow_type: str | None, session_id: str, interrupt_id: s
         raise CliError(f"interrupt {interrupt_id} is not pending",
                        hint=f"see the pending interrupts with: dex-agents sessions show {session_id}")
     console.print(f"interrupt {interrupt_id} {'approved' if approved else 'rejected'}", highlight=False)
+
+
+def compact(server: str, flow_type: str | None, session_id: str, console: Console, *,
+            credential: Credential | None = None) -> None:
+    """Ask the session to compact its history before its next model call (an RPC: needs a Worker)."""
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        require_worker(sessions, session_id)
+        try:
+            asked = sessions.compact(session_id)
+        except WorkerInvocationError as error:
+            raise CliError(f"{session_id} cannot compact: {error.worker_error_detail or error}",
+                           hint="its Flow was created with compaction=None") from error
+    if asked:
+        console.print(f"{session_id} compacts its history before its next model call", highlight=False)
+    else:
+        console.print(f"{session_id} has nothing to compact: every message is in the turns it keeps whole",
+                      highlight=False)
 
 
 def tail(server: str, flow_type: str | None, session_id: str, console: Console, *, follow: bool,

@@ -25,7 +25,13 @@ from pyrsistent import pvector
 from dex_agents.pure.runner_values import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.texts import describe_tool_call_outcome
 from dex_agents.pure.values import AgentUsage, FrameworkMessage, MessageRole, ToolEffect
-from dex_agents.shell.runner import AgentTurnContext, DeferredToolExecution, ToolExecutionResult
+from dex_agents.shell.runner import (
+    AgentTurnContext,
+    DeferredToolExecution,
+    HistorySummaryRequest,
+    HistorySummaryResult,
+    ToolExecutionResult,
+)
 from dex_agents.testing.coordination import FileGate, InvocationLog
 
 ScriptedTool = Callable[[DeferredToolExecution], Awaitable[str]]
@@ -170,6 +176,12 @@ class ScriptedAgentRunner:
             if record.tool_call_id not in answered:
                 produced.append(_tool_result(record.tool_call_id, record.tool_name, describe_tool_call_outcome(record)))
         return int(state["next_call"]), produced
+
+    async def summarize_history(self, request: HistorySummaryRequest) -> HistorySummaryResult:
+        """``summary of <n> messages``: ``n`` counts the span and what the previous summary covered."""
+        previous = int(request.previous_summary.split()[2]) if request.previous_summary else 0
+        return HistorySummaryResult(text=f"summary of {previous + len(request.messages)} messages",
+                                    usage=MODEL_CALL_USAGE)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         tool = self.tools.get(call.tool_call.tool_name)
