@@ -1,12 +1,14 @@
 """A session across continue-as-new rollovers (issue 24): the Flow ID stays, a new run starts, and the
-session goes on as if nothing happened: its messages, a pending approval, a queued message and the
-event Stream survive, and later turns (tool turns included) complete. Rollovers are triggered with
+session goes on as if nothing happened: its messages, a pending approval, a queued message, a message
+receipt and the event Stream (and a cursor into it) survive, later turns (tool turns included)
+complete, and an export reads every run, so a replay reproduces the session. Rollovers are triggered with
 the Client (``trigger_continue_as_new``), so the test waits on committed values, never on time."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from dex_agents.pure.replay_report import replay_export
 from dex_agents.pure.values import AgentStatus, MessageRole, ToolCallStatus
 from dex_agents.testing import ScriptedModelCall
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
@@ -43,12 +45,17 @@ def test_a_session_goes_on_across_rollovers_with_its_approval_queue_and_events(
 
     first_run = sessions.start_session(session_id, "hello")
     sessions.wait_for_completed_turns(session_id, 1)
+    cursor = sessions.sessions.events(session_id).cursor
     client.trigger_continue_as_new(session_id)
     second_run = client.describe_flow(session_id).run_id
     assert second_run != first_run
 
-    sessions.send_user_message(session_id, "look up 42")
+    assert sessions.sessions.send(session_id, "look up 42", message_id="m-look-up")
     sessions.wait_for_completed_turns(session_id, 2)
+    client.trigger_continue_as_new(session_id)
+    assert sessions.sessions.send(session_id, "look up 42", message_id="m-look-up")  # its receipt carried over
+    later = sessions.sessions.events(session_id, cursor).events
+    assert [item.event.turn_id for item in later if item.event.type == "turn_completed"] == ["turn-2"]
     sessions.send_user_message(session_id, "refund 42")
     interrupt = sessions.wait_for_pending_interrupt(session_id, "refund_order")
     sessions.send_user_message(session_id, "thanks")  # queued behind the running turn
@@ -74,3 +81,9 @@ def test_a_session_goes_on_across_rollovers_with_its_approval_queue_and_events(
     assert [e.turn_id for e in events if e.type == "turn_completed"] == ["turn-1", "turn-2", "turn-3", "turn-4"]
     finished = [e.payload["status"] for e in events if e.type == "tool_call_finished"]
     assert finished == [ToolCallStatus.SUCCEEDED.value, ToolCallStatus.SUCCEEDED.value]
+
+    document = sessions.sessions.export(session_id)  # every run's history, oldest first
+    assert document.session.run_id == client.describe_flow(session_id).run_id
+    assert [step.step_type for step in document.steps].count("RunModel") == 6
+    report = replay_export(document).unwrap()
+    assert report.identical, report.describe()
