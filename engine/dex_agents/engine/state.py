@@ -26,9 +26,15 @@ def _value(blob: bytes) -> pb.Value:
     return value
 
 
+SINGLETONS_SQL = "SELECT key, value FROM attributes INDEXED BY attributes_singletons WHERE uid=? AND is_instance=0"
+"""The run's singleton Attributes, through their index: without the hint SQLite scans the primary key, every
+Attribute of the run, so each Step's load grew with a session's map instances (its messages)."""
+
+
 def load_attributes(db: sqlite3.Connection, uid: int, map_loads: Iterable[str]) -> list[pb.KV]:
-    """Singleton Attributes plus the loaded map instances (``Name/`` loads a whole map)."""
-    rows = db.execute("SELECT key, value FROM attributes WHERE uid=? AND is_instance=0", (uid,)).fetchall()
+    """Singleton Attributes plus the loaded map instances (``Name/`` loads a whole map); the singletons are
+    read through their index (``SINGLETONS_SQL``), so the cost does not grow with the map instances."""
+    rows = db.execute(SINGLETONS_SQL, (uid,)).fetchall()
     for load in dict.fromkeys(map_loads):
         if load.endswith("/"):
             # Keys of the map sort between "Name/" and "Name0" ("0" follows "/").
