@@ -82,3 +82,35 @@ def test_quick_run_prints_every_label_and_leaves_nothing_behind(
     assert _children() <= children_before, "the engine child (or another process) is still running"
     assert list(scratch.iterdir()) == [], "temporary files were left behind"
     assert not [t for t in threading.enumerate() if t.name == "turn-overhead-loop"], "a loop thread still runs"
+
+
+LONG_SESSION_LABELS = (
+    "turns: 40; continue-as-new threshold: 80 history events",
+    "model window: 20 messages; compactions: ",
+    "rollovers: ",
+    "history events of the current run: ",
+    "turn p50: turns 10-110 ",
+    "replay identical: True",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="counts child processes through /proc")
+def test_a_short_long_session_rolls_over_compacts_replays_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import long_session
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    children_before = _children()
+
+    long_session.main(["--turns", "40", "--threshold", "80", "--window", "20"])
+
+    output = capsys.readouterr().out
+    missing = [label for label in LONG_SESSION_LABELS if label not in output]
+    assert not missing, f"labels missing from the output: {missing}\n{output}"
+    assert "compactions: 0" not in output and "rollovers: 0" not in output, output
+    assert _children() <= children_before, "the engine child is still running"
+    assert list(scratch.iterdir()) == [], "temporary files were left behind"
