@@ -62,13 +62,15 @@ def compaction_before_call(state: SessionState, config: SessionConfig) -> Compac
     """Whether the model step compacts before its call, and why: ``compact_history`` asked for it, or
     the estimate exceeds ``trigger_tokens``; ``None`` when it does not or nothing can be summarized."""
     policy = config.compaction
-    if policy is None or not _span(state, policy):
+    if policy is None:
         return None
     if state.compaction_requested:
-        return CompactionTrigger.REQUESTED
-    if policy.trigger_tokens is not None and estimated_model_input(state) > policy.trigger_tokens:
-        return CompactionTrigger.PROACTIVE
-    return None
+        trigger = CompactionTrigger.REQUESTED
+    elif policy.trigger_tokens is not None and estimated_model_input(state) > policy.trigger_tokens:
+        trigger = CompactionTrigger.PROACTIVE
+    else:
+        return None  # the common case: no pass over the messages
+    return trigger if _span(state, policy) else None
 
 
 def reactive_compaction(state: SessionState, config: SessionConfig) -> bool | None:
