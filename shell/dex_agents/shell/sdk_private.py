@@ -86,7 +86,7 @@ def large_message_channel(server_address: str, credential: Credential | None) ->
     return grpc.intercept_channel(channel, _SyncCredentialInterceptor(credential))
 
 
-def _large_message_async_channel(server_address: str,
+def large_message_async_channel(server_address: str,
                                  credential_runner: AsyncCredentialRunner | None) -> grpc.aio.Channel:
     """``async_channel`` of the SDK, receiving messages up to ``LARGE_MESSAGE_BYTES``."""
     interceptors = [] if credential_runner is None else [
@@ -98,8 +98,8 @@ def _large_message_async_channel(server_address: str,
 _CHANNEL_FACTORIES: Final[tuple[tuple[Any, str, Callable[..., Any]], ...]] = (
     (_client, "sync_channel", large_message_channel),
     (_worker, "sync_channel", large_message_channel),
-    (_async_client, "async_channel", _large_message_async_channel),
-    (_async_worker, "async_channel", _large_message_async_channel),
+    (_async_client, "async_channel", large_message_async_channel),
+    (_async_worker, "async_channel", large_message_async_channel),
 )
 _PATCHING: Final = threading.Lock()
 
@@ -153,6 +153,7 @@ __all__ = [
     "installed_sdk_version",
     "invocation_output_queue",
     "async_channel",
+    "large_message_async_channel",
     "large_message_channel",
     "large_message_channels",
     "memoize_sdk_version",
