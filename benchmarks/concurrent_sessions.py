@@ -43,10 +43,10 @@ from benchmarks.turn_overhead import (
 )
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import EngineProcess
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.rpc_values import SendUserMessageInput
-from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.values import AgentSessionStartInput, ToolEffect
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.values.rpc import SendUserMessageInput
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.values.session import AgentSessionStartInput, ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow, create_agent_session_flow
 from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry
 

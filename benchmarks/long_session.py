@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from dex_agents.client import SessionClient
     from dex_agents.engine import start_engine
     from dex_agents.engine.run_history import run_history
-    from dex_agents.pure.replay_report import replay_export
+    from dex_agents.pure.offline.replay_report import replay_export
     from dex_agents.shell.dex_options import DEFAULT_CONTINUE_AS_NEW_THRESHOLD
     from dex_agents.testing import AgentTestEnvironment
 

@@ -84,11 +84,11 @@ from dex.dexpb import dex_pb2_grpc
 from benchmarks.engine_roundtrip import cpu_seconds, load_average, percentile
 from dex_agents.engine.durability import Durability
 from dex_agents.engine.launch import EngineProcess
-from dex_agents.pure.keys import idempotency_key, turn_id_for
-from dex_agents.pure.persistence import RpcName, StepType
-from dex_agents.pure.rpc_values import SendUserMessageInput
-from dex_agents.pure.runner_values import ToolCallsRequested, ToolPolicy, TurnCompleted
-from dex_agents.pure.values import (
+from dex_agents.pure.machine.keys import idempotency_key, turn_id_for
+from dex_agents.pure.values.persistence import RpcName, StepType
+from dex_agents.pure.values.rpc import SendUserMessageInput
+from dex_agents.pure.values.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.pure.values.session import (
     AgentMessage,
     AgentSessionStartInput,
     AgentToolCall,

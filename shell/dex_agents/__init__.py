@@ -35,51 +35,51 @@ _EXPORTS: dict[str, str] = {
     "SessionClient": "dex_agents.client.session_client",
     "session_registry": "dex_agents.shell.worker",
     "session_worker": "dex_agents.shell.worker",
-    "AgentUsage": "dex_agents.pure.values",
-    "FrameworkMessage": "dex_agents.pure.values",
-    "MessageRole": "dex_agents.pure.values",
-    "ToolCallStatus": "dex_agents.pure.values",
-    "ToolEffect": "dex_agents.pure.values",
-    "AgentSessionStartInput": "dex_agents.pure.values",
-    "DeferredToolCall": "dex_agents.pure.runner_values",
-    "McpToolAnnotations": "dex_agents.pure.runner_values",
-    "ResolvedToolPolicy": "dex_agents.pure.runner_values",
-    "ToolCallsRequested": "dex_agents.pure.runner_values",
-    "ToolPolicy": "dex_agents.pure.runner_values",
-    "TurnCompleted": "dex_agents.pure.runner_values",
-    "ListAgentMessagesInput": "dex_agents.pure.rpc_values",
-    "ResolveInterruptInput": "dex_agents.pure.rpc_values",
-    "SendUserMessageInput": "dex_agents.pure.rpc_values",
-    "add_agent_usage": "dex_agents.pure.usage",
-    "empty_agent_usage": "dex_agents.pure.usage",
-    "describe_tool_call_outcome": "dex_agents.pure.texts",
-    "outcome_unknown_tool_result": "dex_agents.pure.texts",
-    "build_turn_failure_note": "dex_agents.pure.texts",
-    "tool_effect_from_mcp_annotations": "dex_agents.pure.policies",
+    "AgentUsage": "dex_agents.pure.values.session",
+    "FrameworkMessage": "dex_agents.pure.values.session",
+    "MessageRole": "dex_agents.pure.values.session",
+    "ToolCallStatus": "dex_agents.pure.values.session",
+    "ToolEffect": "dex_agents.pure.values.session",
+    "AgentSessionStartInput": "dex_agents.pure.values.session",
+    "DeferredToolCall": "dex_agents.pure.values.runner",
+    "McpToolAnnotations": "dex_agents.pure.values.runner",
+    "ResolvedToolPolicy": "dex_agents.pure.values.runner",
+    "ToolCallsRequested": "dex_agents.pure.values.runner",
+    "ToolPolicy": "dex_agents.pure.values.runner",
+    "TurnCompleted": "dex_agents.pure.values.runner",
+    "ListAgentMessagesInput": "dex_agents.pure.values.rpc",
+    "ResolveInterruptInput": "dex_agents.pure.values.rpc",
+    "SendUserMessageInput": "dex_agents.pure.values.rpc",
+    "add_agent_usage": "dex_agents.pure.machine.usage",
+    "empty_agent_usage": "dex_agents.pure.machine.usage",
+    "describe_tool_call_outcome": "dex_agents.pure.machine.texts",
+    "outcome_unknown_tool_result": "dex_agents.pure.machine.texts",
+    "build_turn_failure_note": "dex_agents.pure.machine.texts",
+    "tool_effect_from_mcp_annotations": "dex_agents.pure.machine.policies",
 }
 
 if TYPE_CHECKING:
-    from dex_agents.pure.policies import tool_effect_from_mcp_annotations as tool_effect_from_mcp_annotations
-    from dex_agents.pure.rpc_values import ListAgentMessagesInput as ListAgentMessagesInput
-    from dex_agents.pure.rpc_values import ResolveInterruptInput as ResolveInterruptInput
-    from dex_agents.pure.rpc_values import SendUserMessageInput as SendUserMessageInput
-    from dex_agents.pure.runner_values import DeferredToolCall as DeferredToolCall
-    from dex_agents.pure.runner_values import McpToolAnnotations as McpToolAnnotations
-    from dex_agents.pure.runner_values import ResolvedToolPolicy as ResolvedToolPolicy
-    from dex_agents.pure.runner_values import ToolCallsRequested as ToolCallsRequested
-    from dex_agents.pure.runner_values import ToolPolicy as ToolPolicy
-    from dex_agents.pure.runner_values import TurnCompleted as TurnCompleted
-    from dex_agents.pure.texts import build_turn_failure_note as build_turn_failure_note
-    from dex_agents.pure.texts import describe_tool_call_outcome as describe_tool_call_outcome
-    from dex_agents.pure.texts import outcome_unknown_tool_result as outcome_unknown_tool_result
-    from dex_agents.pure.usage import add_agent_usage as add_agent_usage
-    from dex_agents.pure.usage import empty_agent_usage as empty_agent_usage
-    from dex_agents.pure.values import AgentSessionStartInput as AgentSessionStartInput
-    from dex_agents.pure.values import AgentUsage as AgentUsage
-    from dex_agents.pure.values import FrameworkMessage as FrameworkMessage
-    from dex_agents.pure.values import MessageRole as MessageRole
-    from dex_agents.pure.values import ToolCallStatus as ToolCallStatus
-    from dex_agents.pure.values import ToolEffect as ToolEffect
+    from dex_agents.pure.machine.policies import tool_effect_from_mcp_annotations as tool_effect_from_mcp_annotations
+    from dex_agents.pure.values.rpc import ListAgentMessagesInput as ListAgentMessagesInput
+    from dex_agents.pure.values.rpc import ResolveInterruptInput as ResolveInterruptInput
+    from dex_agents.pure.values.rpc import SendUserMessageInput as SendUserMessageInput
+    from dex_agents.pure.values.runner import DeferredToolCall as DeferredToolCall
+    from dex_agents.pure.values.runner import McpToolAnnotations as McpToolAnnotations
+    from dex_agents.pure.values.runner import ResolvedToolPolicy as ResolvedToolPolicy
+    from dex_agents.pure.values.runner import ToolCallsRequested as ToolCallsRequested
+    from dex_agents.pure.values.runner import ToolPolicy as ToolPolicy
+    from dex_agents.pure.values.runner import TurnCompleted as TurnCompleted
+    from dex_agents.pure.machine.texts import build_turn_failure_note as build_turn_failure_note
+    from dex_agents.pure.machine.texts import describe_tool_call_outcome as describe_tool_call_outcome
+    from dex_agents.pure.machine.texts import outcome_unknown_tool_result as outcome_unknown_tool_result
+    from dex_agents.pure.machine.usage import add_agent_usage as add_agent_usage
+    from dex_agents.pure.machine.usage import empty_agent_usage as empty_agent_usage
+    from dex_agents.pure.values.session import AgentSessionStartInput as AgentSessionStartInput
+    from dex_agents.pure.values.session import AgentUsage as AgentUsage
+    from dex_agents.pure.values.session import FrameworkMessage as FrameworkMessage
+    from dex_agents.pure.values.session import MessageRole as MessageRole
+    from dex_agents.pure.values.session import ToolCallStatus as ToolCallStatus
+    from dex_agents.pure.values.session import ToolEffect as ToolEffect
     from dex_agents.shell.codecs import StoredValueError as StoredValueError
     from dex_agents.shell.flow import AgentSessionFlow as AgentSessionFlow
     from dex_agents.client.async_session_client import AsyncSessionClient as AsyncSessionClient

@@ -11,8 +11,8 @@ from typing import Protocol
 import httpx2
 import openai
 
-from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy
-from dex_agents.pure.values import AgentMessage, AgentToolCall, FrameworkMessage, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy
+from dex_agents.pure.values.session import AgentMessage, AgentToolCall, FrameworkMessage, ToolCallStatus, ToolEffect
 from dex_agents.shell.runner import AgentTurnContext, DeferredToolExecution, HistorySummaryRequest
 
 

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from openai import AsyncOpenAI
 
-from dex_agents.pure.values import AgentEvent, AgentMessage, AgentUsage, MessageRole
+from dex_agents.pure.values.session import AgentEvent, AgentMessage, AgentUsage, MessageRole
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing import EXECUTE_COMPLETED, EXECUTE_FAILED, poll_until, read_step_history
 from dex_agents.testing.openai_compatible import (

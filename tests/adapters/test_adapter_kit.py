@@ -15,8 +15,8 @@ from dex_agents.adapters.kit import (
     tool_effect_from_metadata,
     unknown_tool_error,
 )
-from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
-from dex_agents.pure.values import AgentToolCall, AgentUsage, ToolCallStatus, ToolEffect
+from dex_agents.pure.machine.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
+from dex_agents.pure.values.session import AgentToolCall, AgentUsage, ToolCallStatus, ToolEffect
 
 
 def record(call_id: str, order: int, status: ToolCallStatus, **fields: str | None) -> AgentToolCall:

@@ -13,8 +13,8 @@ from agents import set_tracing_disabled
 
 from dex_agents.demo import langchain_agent, openai_agents_agent, openai_chat_agent, support_agent, support_script
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
-from dex_agents.pure.texts import OUTCOME_UNKNOWN_PREFIX
-from dex_agents.pure.values import MessageRole
+from dex_agents.pure.machine.texts import OUTCOME_UNKNOWN_PREFIX
+from dex_agents.pure.values.session import MessageRole
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing import FileGate, completed_step_types, read_step_history
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory

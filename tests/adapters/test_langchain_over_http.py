@@ -29,8 +29,8 @@ from dex_agents.adapters.langchain import (
     LangChainRunner,
     create_langchain_session_flow,
 )
-from dex_agents.pure.texts import FAILED_PREFIX
-from dex_agents.pure.values import MessageRole
+from dex_agents.pure.machine.texts import FAILED_PREFIX
+from dex_agents.pure.values.session import MessageRole
 from dex_agents.shell.runner import ContextWindowExceededError, NonRetryableModelError
 from dex_agents.testing.openai_compatible import (
     ChatErrorReply,

@@ -47,9 +47,9 @@ from dex_agents.adapters.langchain.binding import (
     load_messages,
     to_framework_messages,
 )
-from dex_agents.pure.runner_values import ToolCallsRequested, TurnCompleted
-from dex_agents.pure.texts import FAILED_PREFIX
-from dex_agents.pure.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.texts import FAILED_PREFIX
+from dex_agents.pure.values.session import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
 from dex_agents.shell.runner import (
     ContextWindowExceededError,
     HistorySummaryRequest,

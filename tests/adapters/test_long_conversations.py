@@ -26,8 +26,8 @@ from dex_agents.adapters.langchain import create_langchain_session_flow
 from dex_agents.adapters.openai_agents import create_openai_agents_session_flow
 from dex_agents.adapters.openai_chat import create_openai_chat_session_flow
 from dex_agents.adapters.pydantic_ai import create_pydantic_ai_session_flow
-from dex_agents.pure.compaction import SUMMARY_PREFIX, TRANSCRIPT_HEADER, CompactionPolicy
-from dex_agents.pure.values import AgentStatus, MessageRole
+from dex_agents.pure.machine.compaction import SUMMARY_PREFIX, TRANSCRIPT_HEADER, CompactionPolicy
+from dex_agents.pure.values.session import AgentStatus, MessageRole
 from dex_agents.shell.flow import DEFAULT_COMPACTION, AgentSessionFlow
 from dex_agents.testing.openai_compatible import (
     ChatErrorReply,

@@ -56,14 +56,14 @@ from dex_agents.adapters.openai_agents import (
     with_tool_effect,
 )
 from dex_agents.adapters.openai_agents.runner import Items, load_items
-from dex_agents.pure.runner_values import (
+from dex_agents.pure.values.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     ResolvedToolPolicy,
     ToolCallsRequested,
     TurnCompleted,
 )
-from dex_agents.pure.values import AgentToolCall, AgentUsage, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import AgentToolCall, AgentUsage, MessageRole, ToolCallStatus, ToolEffect
 from dex_agents.shell.runner import (
     AgentTurnContext,
     ContextWindowExceededError,

@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 from pydantic import Field
 
 from dex_agents.adapters.openai_chat import create_openai_chat_session_flow, tool
-from dex_agents.pure.values import MessageRole
+from dex_agents.pure.values.session import MessageRole
 from dex_agents.testing.openai_compatible import ChatErrorReply, ChatReply, ChatRequest, ChatToolCall, OpenAICompatibleServer
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.adapters import over_http_support

@@ -20,7 +20,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
-from dex_agents.pure.texts import FAILED_PREFIX
+from dex_agents.pure.machine.texts import FAILED_PREFIX
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing import completed_step_types, read_step_history
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory

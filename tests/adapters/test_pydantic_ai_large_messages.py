@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents.adapters.kit.messages import REFERENCE_KEY
 from dex_agents.adapters.pydantic_ai import create_pydantic_ai_session_flow
-from dex_agents.pure.values import MessageRole
+from dex_agents.pure.values.session import MessageRole
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.shell.agents import unique_flow_type
 

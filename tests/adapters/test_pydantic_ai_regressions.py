@@ -34,7 +34,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaToolCalls, FunctionModel
 
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow
-from dex_agents.pure.values import AgentEvent, AgentState, MessageRole
+from dex_agents.pure.values.session import AgentEvent, AgentState, MessageRole
 from dex_agents.testing import poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.session_client import AgentSessionTestClient

@@ -28,8 +28,8 @@ from dex_agents.adapters.pydantic_ai import (
     is_non_retryable,
 )
 from dex_agents.adapters.pydantic_ai.binding import is_context_window_exceeded
-from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
-from dex_agents.pure.values import AgentUsage, MessageRole, ToolEffect
+from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
+from dex_agents.pure.values.session import AgentUsage, MessageRole, ToolEffect
 from dex_agents.shell.runner import (
     ContextWindowExceededError,
     HistorySummaryResult,

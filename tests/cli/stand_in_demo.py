@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import Final
 
-from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell import AgentSessionFlow, DeferredToolExecution, create_agent_session_flow
 from dex_agents.testing import FileGate, ScriptedAgentRunner, ScriptedModelCall, ScriptedToolCall
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from dex_agents.cli.session_driver import SessionDriver, auto_approver
 from dex_agents.cli.view import EventView
 from dex_agents.client import SessionClient, SessionEvent, StateCondition
-from dex_agents.pure import events as kinds
-from dex_agents.pure.values import AgentEvent, AgentState, AgentStatus
+from dex_agents.pure.machine import events as kinds
+from dex_agents.pure.values.session import AgentEvent, AgentState, AgentStatus
 
 
 def _state(ended: int) -> AgentState:

@@ -15,8 +15,8 @@ import pytest
 from dex import WorkerInvocationError
 
 from dex_agents.client import SessionClient
-from dex_agents.pure.rpc_values import AgentSnapshot
-from dex_agents.pure.values import AgentState, MessageRole
+from dex_agents.pure.values.rpc import AgentSnapshot
+from dex_agents.pure.values.session import AgentState, MessageRole
 from dex_agents.shell import create_agent_session_flow
 from dex_agents.testing import PrivateDexEngine, ScriptedAgentRunner
 from dex_agents.testing.environment import AgentTestEnvironment

@@ -12,9 +12,9 @@ from pyrsistent import pvector
 from dex_agents.client.export import _Converter
 from dex_agents.client.export_records import json_of
 from dex_agents.client.server_calls import ServerCalls
-from dex_agents.pure.export_document import ChannelMessages, StoredValue
-from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT
-from dex_agents.pure.stored_values import freeze
+from dex_agents.pure.offline.export_document import ChannelMessages, StoredValue
+from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT
+from dex_agents.pure.offline.stored_values import freeze
 
 
 class _Hydrated:

@@ -10,7 +10,7 @@ import pytest
 from dex import FlowNotActiveOrNotFoundError, FlowNotFoundError
 
 from dex_agents.client import NoWorkerError, SessionClient, session_flow_definition, turns_ended
-from dex_agents.pure.values import AgentStatus, MessageRole
+from dex_agents.pure.values.session import AgentStatus, MessageRole
 from dex_agents.serving.worker import check_servable
 from dex_agents.testing import AgentSessionTestClient
 from dex_agents.testing.private_engine import PrivateDexEngine

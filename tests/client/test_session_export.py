@@ -14,14 +14,14 @@ import pytest
 from rich.console import Console
 
 from dex_agents.cli.replay import replay_file
-from dex_agents.pure.export_document import read_export
-from dex_agents.pure.reducers import dispatch
-from dex_agents.pure.reducers.tools import reduce_tool_call_succeeded
-from dex_agents.pure.replay_report import replay_export
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import ToolCallSucceeded
-from dex_agents.pure.transition import StepTransition
-from dex_agents.pure.values import ToolCallStatus
+from dex_agents.pure.offline.export_document import read_export
+from dex_agents.pure.machine.reducers import dispatch
+from dex_agents.pure.machine.reducers.tools import reduce_tool_call_succeeded
+from dex_agents.pure.offline.replay_report import replay_export
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.step_inputs import ToolCallSucceeded
+from dex_agents.pure.machine.transition import StepTransition
+from dex_agents.pure.values.session import ToolCallStatus
 from dex_agents.testing import FileGate
 from dex_agents.testing.private_engine import PrivateDexEngine
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory

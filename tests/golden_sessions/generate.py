@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from dex_agents.client import SessionClient
-from dex_agents.pure.export_document import render_export
+from dex_agents.pure.offline.export_document import render_export
 from dex_agents.testing import FileGate, KillableWorkerProcess, PrivateDexEngine
 from dex_agents.testing.environment import AgentTestEnvironment
 from tests.golden_sessions.agent import (

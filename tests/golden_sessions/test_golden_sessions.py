@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from pyrsistent import PMap, pvector
 
-from dex_agents.pure.export_document import ExportDocument, read_export
-from dex_agents.pure.input_wire import input_to_data
-from dex_agents.pure.reconstruct import reconstruct_inputs
-from dex_agents.pure.reducers import reduce
-from dex_agents.pure.replay_report import replay_export, replay_export_text
-from dex_agents.pure.runner_values import TurnCompleted
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import ModelCallFinished, SessionInput, UserMessageArrived
-from dex_agents.pure.effects import PublishToChannel, Write
-from dex_agents.pure.transition import RpcTransition, Transition, reject
-from dex_agents.pure.values import ToolCallStatus
+from dex_agents.pure.offline.export_document import ExportDocument, read_export
+from dex_agents.pure.offline.input_wire import input_to_data
+from dex_agents.pure.offline.reconstruct import reconstruct_inputs
+from dex_agents.pure.machine.reducers import reduce
+from dex_agents.pure.offline.replay_report import replay_export, replay_export_text
+from dex_agents.pure.values.runner import TurnCompleted
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import ModelCallFinished, SessionInput, UserMessageArrived
+from dex_agents.pure.machine.effects import PublishToChannel, Write
+from dex_agents.pure.machine.transition import RpcTransition, Transition, reject
+from dex_agents.pure.values.session import ToolCallStatus
 from dex_agents.pure.wire import JSON_VALUE_TYPE, to_json_data
 
 GOLDEN_DIRECTORY = Path(__file__).resolve().parent

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.json_value import JsonObject, JsonValue
-from dex_agents.pure.values import (
+from dex_agents.pure.wire.json_value import JsonObject, JsonValue
+from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterrupt,
     AgentMessage,

@@ -17,8 +17,8 @@ from dex import JsonCodec, Value
 from pyrsistent import pvector
 from returns.result import Result
 
-from dex_agents.pure.invocation_record import InvocationRecord, RecordedCompaction
-from dex_agents.pure.rpc_values import (
+from dex_agents.pure.machine.invocation_record import InvocationRecord, RecordedCompaction
+from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
@@ -26,7 +26,7 @@ from dex_agents.pure.rpc_values import (
     SendUserMessageInput,
     SendUserMessageOnceInput,
 )
-from dex_agents.pure.runner_values import (
+from dex_agents.pure.values.runner import (
     DeferredToolCall,
     McpToolAnnotations,
     ResolvedToolPolicy,
@@ -34,7 +34,7 @@ from dex_agents.pure.runner_values import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.pure.values import (
+from dex_agents.pure.values.session import (
     HistorySummary,
     AgentEvent,
     AgentInterrupt,

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from pyrsistent import pvector
 
-from dex_agents.pure.deadlines import format_instant
-from dex_agents.pure.export_document import (
+from dex_agents.pure.machine.deadlines import format_instant
+from dex_agents.pure.offline.export_document import (
     METHOD_EXECUTE,
     METHOD_RPC,
     OUTCOME_COMPLETED,
@@ -20,13 +20,13 @@ from dex_agents.pure.export_document import (
     StepFailure,
     StoredValue,
 )
-from dex_agents.pure.invocation_record import InvocationRecord, clock_of, invocation_record
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.reducers import reduce
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import SessionInput
-from dex_agents.pure.stored_values import freeze, stored_publishes, stored_writes
-from dex_agents.pure.transition import StepTransition, RpcTransition
+from dex_agents.pure.machine.invocation_record import InvocationRecord, clock_of, invocation_record
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.machine.reducers import reduce
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.step_inputs import SessionInput
+from dex_agents.pure.offline.stored_values import freeze, stored_publishes, stored_writes
+from dex_agents.pure.machine.transition import StepTransition, RpcTransition
 from tests.pure.scenario_support import T0_MS, Session
 
 

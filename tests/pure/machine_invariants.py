@@ -15,12 +15,12 @@ from collections import Counter
 
 from hypothesis.stateful import invariant
 
-from dex_agents.pure.keys import message_sequence_key
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.effects import WaitForResolution
-from dex_agents.pure.reducers import snapshot_of
-from dex_agents.pure.replay import replay, replay_snapshot
-from dex_agents.pure.values import AgentStatus, AgentUsage, ToolCallStatus
+from dex_agents.pure.machine.keys import message_sequence_key
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.effects import WaitForResolution
+from dex_agents.pure.machine.reducers import snapshot_of
+from dex_agents.pure.offline.replay import replay, replay_snapshot
+from dex_agents.pure.values.session import AgentStatus, AgentUsage, ToolCallStatus
 from tests.pure.session_machine import MAIN_LINE, SessionMachineBase
 
 

@@ -7,8 +7,8 @@ from hypothesis import event
 from hypothesis import strategies as st
 from pyrsistent import pvector
 
-from dex_agents.pure.deadlines import format_instant, is_late, parse_instant
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.deadlines import format_instant, is_late, parse_instant
+from dex_agents.pure.machine.effects import (
     BuildUserMessage,
     CallModel,
     ExecuteDeferredToolCall,
@@ -17,12 +17,12 @@ from dex_agents.pure.effects import (
     SkipWait,
     WaitForResolution,
 )
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers.model import model_call_cap_error
-from dex_agents.pure.reducers.turn import turn_failure_note
-from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, TurnCompleted
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.texts import model_call_cap_error
+from dex_agents.pure.machine.reducers.turn import turn_failure_note
+from dex_agents.pure.values.runner import DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitEnded,
     Invocation,
     ModelAttemptsExhausted,
@@ -39,7 +39,7 @@ from dex_agents.pure.step_inputs import (
     TurnFailureNote,
     UserMessageArrived,
 )
-from dex_agents.pure.values import AgentInterruptResolution, MessageRole, ToolCallStatus
+from dex_agents.pure.values.session import AgentInterruptResolution, MessageRole, ToolCallStatus
 from tests.pure.machine_invariants import SessionInvariants
 from tests.pure.session_machine import FLOW_ID, SINGLE_ATTEMPT_EFFECTS, Attempt, PendingStep
 from tests.pure.session_strategies import model_messages, runner_tool_requests, small_usages

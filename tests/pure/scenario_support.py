@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     AnswerRpc,
     ApprovalWait,
     BuildUserMessage,
@@ -26,18 +26,18 @@ from dex_agents.pure.effects import (
     SendHeartbeat,
     WriteEvent,
 )
-from dex_agents.pure.flow_shape import allowed_next_steps
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.policies import resolve_tool_policy
-from dex_agents.pure.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
-from dex_agents.pure.rpc_values import (
+from dex_agents.pure.machine.flow_shape import allowed_next_steps
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.policies import resolve_tool_policy
+from dex_agents.pure.machine.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.values.rpc import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
 )
-from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -64,9 +64,9 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     UserMessageBuilt,
 )
-from dex_agents.pure.step_options import StepMovement
-from dex_agents.pure.transition import RpcTransition, StepTransition, Transition, WaitTransition
-from dex_agents.pure.values import (
+from dex_agents.pure.flow.step_options import StepMovement
+from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Transition, WaitTransition
+from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterruptResolution,
     AgentSessionStartInput,

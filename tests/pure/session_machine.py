@@ -23,7 +23,7 @@ from typing import assert_never
 from hypothesis.stateful import RuleBasedStateMachine
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     AnswerRpc,
     BuildUserMessage,
     CallModel,
@@ -39,14 +39,14 @@ from dex_agents.pure.effects import (
     ApprovalWait,
     WriteEvent,
 )
-from dex_agents.pure.flow_shape import rpc_of
-from dex_agents.pure.flow_rows import ForInputCountMessages, ForOneMessage, ForResolutionOrDeadline, NoWait
-from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
-from dex_agents.pure.keys import message_sequence_key
-from dex_agents.pure.persistence import AGENT_TOOL_CALLS, MapName, StepType
-from dex_agents.pure.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.machine.flow_shape import rpc_of
+from dex_agents.pure.flow.rows import ForInputCountMessages, ForOneMessage, ForResolutionOrDeadline, NoWait
+from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE
+from dex_agents.pure.machine.keys import message_sequence_key
+from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, MapName, StepType
+from dex_agents.pure.machine.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitStarted,
     HeartbeatSent,
     Invocation,
@@ -55,10 +55,10 @@ from dex_agents.pure.step_inputs import (
     StepInput,
     UserMessageBuilt,
 )
-from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
-from dex_agents.pure.transition import RpcTransition, StepTransition
-from dex_agents.pure.usage import add_agent_usage
-from dex_agents.pure.values import AgentStatus, AgentToolCall, AgentUsage, ToolEffect
+from dex_agents.pure.flow.step_options import StepMovement, StepOptionsSpec
+from dex_agents.pure.machine.transition import RpcTransition, StepTransition
+from dex_agents.pure.machine.usage import add_agent_usage
+from dex_agents.pure.values.session import AgentStatus, AgentToolCall, AgentUsage, ToolEffect
 from tests.pure.golden_fixtures import SESSION_EVENT_PAYLOAD_KEYS
 from tests.pure.scenario_support import REQUESTS, check_step_shape
 from tests.pure.session_strategies import build_user_message

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
-from dex_agents.pure.runner_values import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.values.rpc import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
+from dex_agents.pure.values.runner import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -45,7 +45,7 @@ from dex_agents.pure.step_inputs import (
     UserMessageBuilt,
     UserMessagePurpose,
 )
-from dex_agents.pure.values import (
+from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentUsage,
     FrameworkMessage,

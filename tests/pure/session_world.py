@@ -20,7 +20,7 @@ from pyrsistent import PVector as PVectorType
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     AnswerRpc,
     DeadEnd,
     DeleteAttribute,
@@ -33,7 +33,7 @@ from dex_agents.pure.effects import (
     StepEffect,
     WriteEvent,
 )
-from dex_agents.pure.persistence import (
+from dex_agents.pure.values.persistence import (
     PENDING_INTERRUPTS,
     AttributeName,
     ChannelKey,
@@ -43,9 +43,9 @@ from dex_agents.pure.persistence import (
     MapKey,
     MapName,
 )
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
-from dex_agents.pure.values import (
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.flow.step_options import StepMovement, StepOptionsSpec
+from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterrupt,
     AgentInterruptResolution,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dex_agents.pure.persistence import AttributeName, MapName, StepType
-from dex_agents.pure.runner_values import ResolvedToolPolicy, ToolPolicy
-from dex_agents.pure.flow_rows import Durability, MapInstanceRef
-from dex_agents.pure.step_options import StepMovement, StepOptionsSpec
-from dex_agents.pure.values import ToolCallStatus, ToolEffect
+from dex_agents.pure.values.persistence import AttributeName, MapName, StepType
+from dex_agents.pure.values.runner import ResolvedToolPolicy, ToolPolicy
+from dex_agents.pure.flow.rows import Durability, MapInstanceRef
+from dex_agents.pure.flow.step_options import StepMovement, StepOptionsSpec
+from dex_agents.pure.values.session import ToolCallStatus, ToolEffect
 
 TOOL_STEP_BY_EFFECT: dict[ToolEffect, StepType] = {
     ToolEffect.READ: StepType.CALL_TOOL,

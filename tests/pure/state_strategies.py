@@ -8,13 +8,13 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.effects import BuildUserMessage
-from dex_agents.pure.reducers import reduce, reduce_step
-from dex_agents.pure.reducers.model import interrupt_raised_by
-from dex_agents.pure.rpc_values import SendUserMessageInput
-from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.machine.effects import BuildUserMessage
+from dex_agents.pure.machine.reducers import reduce, reduce_step
+from dex_agents.pure.machine.reducers.model import interrupt_raised_by
+from dex_agents.pure.values.rpc import SendUserMessageInput
+from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitEnded,
     Invocation,
     ModelAttemptsExhausted,
@@ -32,7 +32,7 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     UserMessageBuilt,
 )
-from dex_agents.pure.values import (
+from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentMessage,
     AgentSessionStartInput,

@@ -16,15 +16,15 @@ from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from dex_agents.pure.json_value import JsonObject, JsonValue
-from dex_agents.pure.rpc_values import (
+from dex_agents.pure.wire.json_value import JsonObject, JsonValue
+from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
 )
-from dex_agents.pure.runner_values import (
+from dex_agents.pure.values.runner import (
     DeferredToolCall,
     McpToolAnnotations,
     ResolvedToolPolicy,
@@ -32,7 +32,7 @@ from dex_agents.pure.runner_values import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.pure.values import (
+from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterrupt,
     AgentInterruptResolution,

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.coalescing import (
+from dex_agents.pure.machine.coalescing import (
     EMPTY_DELTA_BUFFER,
     FLUSH_AFTER_MS,
     FLUSH_AT_CHARACTERS,
@@ -21,7 +21,7 @@ from dex_agents.pure.coalescing import (
     flush_due_at,
     flush_if_due,
 )
-from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.values.session import AgentEvent
 
 TEXT = DeltaKind.TEXT
 REASONING = DeltaKind.REASONING

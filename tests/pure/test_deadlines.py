@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dex_agents.pure import deadlines
-from dex_agents.pure.deadlines import (
+from dex_agents.pure.machine import deadlines
+from dex_agents.pure.machine.deadlines import (
     MAX_INSTANT_MS,
     MIN_INSTANT_MS,
     deadline_ms,

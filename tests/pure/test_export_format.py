@@ -13,25 +13,25 @@ import pytest
 from hypothesis import given
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.effects import DeleteAttribute, DeleteMapInstance, SetAttribute
-from dex_agents.pure.export_document import EXPORT_VERSION, ExportDocument, ExportedInput, read_export, render_export
-from dex_agents.pure.input_wire import INPUT_KINDS, input_from_data, input_to_data
-from dex_agents.pure.compaction import CompactionPolicy
-from dex_agents.pure.invocation_record import InvocationRecord, RecordedCompaction, clock_of, invocation_record
-from dex_agents.pure.persistence import AGENT_STATE, AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE
+from dex_agents.pure.machine.effects import DeleteAttribute, DeleteMapInstance, SetAttribute
+from dex_agents.pure.offline.export_document import EXPORT_VERSION, ExportDocument, ExportedInput, read_export, render_export
+from dex_agents.pure.offline.input_wire import INPUT_KINDS, input_from_data, input_to_data
+from dex_agents.pure.machine.compaction import CompactionPolicy
+from dex_agents.pure.machine.invocation_record import InvocationRecord, RecordedCompaction, clock_of, invocation_record
+from dex_agents.pure.values.persistence import AGENT_STATE, AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE
 from dex_agents.pure.wire import decode
-from dex_agents.pure.replay_report import decoded_inputs, first_json_difference, replay_export, replay_export_text
-from dex_agents.pure.rpc_values import ResolveInterruptInput, SendUserMessageOnceInput
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.offline.replay_report import decoded_inputs, first_json_difference, replay_export, replay_export_text
+from dex_agents.pure.values.rpc import ResolveInterruptInput, SendUserMessageOnceInput
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.step_inputs import (
     AgentSnapshotRequested,
     ModelStepStarted,
     ResolveInterruptCalled,
     SendUserMessageOnceCalled,
     SessionInput,
 )
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.stored_values import (
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.offline.stored_values import (
     StoredKey,
     apply_writes,
     decode_stored,
@@ -41,7 +41,7 @@ from dex_agents.pure.stored_values import (
     stored_writes,
     value_json,
 )
-from dex_agents.pure.values import AgentState, AgentStatus
+from dex_agents.pure.values.session import AgentState, AgentStatus
 from tests.pure.scenario_support import invocation
 from tests.pure.session_strategies import session_inputs_any
 

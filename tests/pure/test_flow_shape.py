@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
-from dex_agents.pure.flow_shape import allowed_next_steps, rpc_of, steps_producing
-from dex_agents.pure.flow_table import STEP_TABLE
-from dex_agents.pure.persistence import RpcName, StepType
-from dex_agents.pure.rpc_values import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.machine.flow_shape import allowed_next_steps, rpc_of, steps_producing
+from dex_agents.pure.flow.table import STEP_TABLE
+from dex_agents.pure.values.persistence import RpcName, StepType
+from dex_agents.pure.values.rpc import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
+from dex_agents.pure.machine.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     HeartbeatSent,
@@ -30,8 +30,8 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     UserMessageBuilt,
 )
-from dex_agents.pure.values import AgentSessionStartInput
-from dex_agents.pure.step_options import step_options_for
+from dex_agents.pure.values.session import AgentSessionStartInput
+from dex_agents.pure.flow.step_options import step_options_for
 
 from tests.pure.scenario_support import invocation, recovery, user_message
 

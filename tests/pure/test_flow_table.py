@@ -9,7 +9,7 @@ from typing import get_args
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     AnswerRpc,
     DeleteAttribute,
     PublishToChannel,
@@ -18,7 +18,7 @@ from dex_agents.pure.effects import (
     SetAttribute,
     SetMapInstance,
 )
-from dex_agents.pure.flow_rows import (
+from dex_agents.pure.flow.rows import (
     ForInputCountMessages,
     ForOneMessage,
     ForResolutionOrDeadline,
@@ -26,8 +26,8 @@ from dex_agents.pure.flow_rows import (
     NoWait,
     StepInputKind,
 )
-from dex_agents.pure.flow_rows import DEX_DEFAULT_METHOD_TIMEOUT_SECONDS
-from dex_agents.pure.flow_table import (
+from dex_agents.pure.flow.rows import DEX_DEFAULT_METHOD_TIMEOUT_SECONDS
+from dex_agents.pure.flow.table import (
     RPC_TABLE,
     START_INPUT_TYPE,
     STEP_TABLE,
@@ -35,9 +35,9 @@ from dex_agents.pure.flow_table import (
     method_timeout_seconds,
     steps_with_input,
 )
-from dex_agents.pure.rpc_values import SendUserMessageOnceInput
-from dex_agents.pure.step_inputs import SendUserMessageOnceCalled
-from dex_agents.pure.persistence import (
+from dex_agents.pure.values.rpc import SendUserMessageOnceInput
+from dex_agents.pure.machine.step_inputs import SendUserMessageOnceCalled
+from dex_agents.pure.values.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_USAGE,
@@ -58,8 +58,8 @@ from dex_agents.pure.persistence import (
     StreamName,
     holds,
 )
-from dex_agents.pure.policies import tool_step_attempts
-from dex_agents.pure.values import (
+from dex_agents.pure.machine.policies import tool_step_attempts
+from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentSessionStartInput,
     AgentUsage,
@@ -67,7 +67,7 @@ from dex_agents.pure.values import (
     ToolCallCompleted,
     ToolEffect,
 )
-from dex_agents.pure.wire_schema import JSON_VALUE_TYPE
+from dex_agents.pure.wire.schema import JSON_VALUE_TYPE
 
 from tests.pure.scenario_support import Session, requested, started_session, tool_call
 

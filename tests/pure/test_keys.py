@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dex_agents.pure import keys
-from dex_agents.pure.keys import (
+from dex_agents.pure.machine import keys
+from dex_agents.pure.machine.keys import (
     MAX_MESSAGE_SEQUENCE,
     MIN_MESSAGE_SEQUENCE,
     idempotency_key,

@@ -21,23 +21,23 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.deadlines import is_late, parse_instant
-from dex_agents.pure.effects import AnswerRpc, CallModel, Request, WriteEvent
-from dex_agents.pure.paging import clamp_limit
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import snapshot_of
-from dex_agents.pure.reducers.session import is_blank
-from dex_agents.pure.rpc_values import (
+from dex_agents.pure.machine.deadlines import is_late, parse_instant
+from dex_agents.pure.machine.effects import AnswerRpc, CallModel, Request, WriteEvent
+from dex_agents.pure.machine.paging import clamp_limit
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.reducers import snapshot_of
+from dex_agents.pure.machine.reducers.session import is_blank
+from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
 )
-from dex_agents.pure.runner_values import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
-from dex_agents.pure.effects import WaitForResolution
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
+from dex_agents.pure.machine.effects import WaitForResolution
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     Invocation,
@@ -49,9 +49,9 @@ from dex_agents.pure.step_inputs import (
     SessionStarted,
     StepInput,
 )
-from dex_agents.pure.step_options import step_options_for
-from dex_agents.pure.transition import RpcTransition
-from dex_agents.pure.values import AgentSessionStartInput, AgentUsage, ToolCallCompleted, ToolEffect
+from dex_agents.pure.flow.step_options import step_options_for
+from dex_agents.pure.machine.transition import RpcTransition
+from dex_agents.pure.values.session import AgentSessionStartInput, AgentUsage, ToolCallCompleted, ToolEffect
 from tests.pure.machine_steps import SessionSteps
 from tests.pure.session_machine import FLOW_ID, Answer, PendingStep, rpc_loads
 from tests.pure.session_strategies import MACHINE_TOOL_POLICIES, user_texts

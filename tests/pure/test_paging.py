@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pvector
 
-from dex_agents.pure import paging
-from dex_agents.pure.paging import clamp_limit, page_messages
-from dex_agents.pure.rpc_values import AgentMessagePage
-from dex_agents.pure.values import AgentMessage, MessageRole
+from dex_agents.pure.machine import paging
+from dex_agents.pure.machine.paging import clamp_limit, page_messages
+from dex_agents.pure.values.rpc import AgentMessagePage
+from dex_agents.pure.values.session import AgentMessage, MessageRole
 
 
 def message(sequence: int) -> AgentMessage:

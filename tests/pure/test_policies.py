@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dex_agents.pure import policies
-from dex_agents.pure.policies import (
+from dex_agents.pure.machine import policies
+from dex_agents.pure.machine.policies import (
     approval_required_by_default,
     crash_status,
     resolve_tool_policy,
@@ -17,9 +17,9 @@ from dex_agents.pure.policies import (
     tool_step_attempts,
     tool_step_type,
 )
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.runner_values import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
-from dex_agents.pure.values import ToolCallStatus, ToolEffect
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.values.runner import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
+from dex_agents.pure.values.session import ToolCallStatus, ToolEffect
 
 # The spec's Effects table, row by row: effect, Step, attempts, status after a crash or the last attempt,
 # default approval.

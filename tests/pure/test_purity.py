@@ -51,6 +51,6 @@ def test_detector_flags_forbidden_imports(module: str) -> None:
     assert is_forbidden(module)
 
 
-@pytest.mark.parametrize("module", ["dataclasses", "pyrsistent", "returns.result", "dex_agents.pure.values", "typing"])
+@pytest.mark.parametrize("module", ["dataclasses", "pyrsistent", "returns.result", "dex_agents.pure.values.session", "typing"])
 def test_detector_allows_pure_imports(module: str) -> None:
     assert not is_forbidden(module)

@@ -9,19 +9,19 @@ import dataclasses
 
 from pyrsistent import pvector
 
-from dex_agents.pure.export_document import ChannelMessages, HistoryStep, StoredValue
-from dex_agents.pure.history_answers import PLACEHOLDER_CALL_ID
-from dex_agents.pure.input_wire import input_to_data
-from dex_agents.pure.reconstruct import CLOCK_HISTORY, CLOCK_MIXED, CLOCK_NONE, CLOCK_RECORDED, reconstruct_inputs
-from dex_agents.pure.replay import replay
-from dex_agents.pure.rpc_values import SendUserMessageInput
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.step_inputs import ModelCallFailed, ModelCallFinished, SendUserMessageCalled
-from dex_agents.pure.stored_values import freeze
-from dex_agents.pure.runner_values import ToolCallsRequested
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.offline.export_document import ChannelMessages, HistoryStep, StoredValue
+from dex_agents.pure.offline.history_answers import PLACEHOLDER_CALL_ID
+from dex_agents.pure.offline.input_wire import input_to_data
+from dex_agents.pure.offline.reconstruct import CLOCK_HISTORY, CLOCK_MIXED, CLOCK_NONE, CLOCK_RECORDED, reconstruct_inputs
+from dex_agents.pure.offline.replay import replay
+from dex_agents.pure.values.rpc import SendUserMessageInput
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.step_inputs import ModelCallFailed, ModelCallFinished, SendUserMessageCalled
+from dex_agents.pure.offline.stored_values import freeze
+from dex_agents.pure.values.runner import ToolCallsRequested
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.pure.wire import to_json_data, record_type
-from dex_agents.pure.values import AgentSessionStartInput
+from dex_agents.pure.values.session import AgentSessionStartInput
 from tests.pure.history_support import HistoryRecorder
 from tests.pure.scenario_support import FLOW_ID, Session, completed, requested, tool_call
 

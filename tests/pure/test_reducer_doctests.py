@@ -7,8 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from dex_agents.pure import usage, validation
-from dex_agents.pure.reducers import dispatch
+from dex_agents.pure.machine import usage, validation
+from dex_agents.pure.machine.reducers import dispatch
 
 
 @pytest.mark.parametrize("module", [dispatch, usage, validation], ids=lambda m: m.__name__)

@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import AnswerRpc, BuildUserMessage, SetAttribute, WaitForResolution
-from dex_agents.pure.keys import MAX_MESSAGE_SEQUENCE
-from dex_agents.pure.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
-from dex_agents.pure.reducers import reduce
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.machine.effects import AnswerRpc, BuildUserMessage, SetAttribute, WaitForResolution
+from dex_agents.pure.machine.keys import MAX_MESSAGE_SEQUENCE
+from dex_agents.pure.values.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
+from dex_agents.pure.machine.reducers import reduce
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitEnded,
     HeartbeatSent,
     InitialMessage,
@@ -34,7 +34,7 @@ from dex_agents.pure.step_inputs import (
     UserMessageArrived,
     UserMessageBuilt,
 )
-from dex_agents.pure.values import AgentSessionStartInput, AgentUserMessage, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import AgentSessionStartInput, AgentUserMessage, ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (
     T0_MS,

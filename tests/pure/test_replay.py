@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dex_agents.pure.replay import replay, replay_snapshot
-from dex_agents.pure.reducers import snapshot_of
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.offline.replay import replay, replay_snapshot
+from dex_agents.pure.machine.reducers import snapshot_of
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.values.session import ToolEffect
 
 from tests.pure.scenario_support import (
     T0_MS,

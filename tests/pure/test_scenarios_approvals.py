@@ -4,11 +4,11 @@ the wait ``AwaitToolApproval`` plans."""
 
 from __future__ import annotations
 
-from dex_agents.pure.effects import SkipWait, WaitForResolution
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.texts import approval_deadline_passed_message
-from dex_agents.pure.values import AgentInterruptResolution, ToolCallStatus, ToolEffect
+from dex_agents.pure.machine.effects import SkipWait, WaitForResolution
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.texts import approval_deadline_passed_message
+from dex_agents.pure.values.session import AgentInterruptResolution, ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (
     T0_MS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.compaction import (
+from dex_agents.pure.machine.compaction import (
     TRANSCRIPT_HEADER,
     CompactionPolicy,
     compaction_span,
@@ -15,12 +15,12 @@ from dex_agents.pure.compaction import (
     render_transcript,
     summary_message_text,
 )
-from dex_agents.pure.effects import CallModel, DeleteAttribute, FailAttempt, SetAttribute, SummarizeHistory
-from dex_agents.pure.events import HISTORY_COMPACTED, MODEL_CALL_FAILED, USAGE_RECORDED
-from dex_agents.pure.persistence import COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.effects import Request
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.machine.effects import CallModel, DeleteAttribute, FailAttempt, SetAttribute, SummarizeHistory
+from dex_agents.pure.machine.events import HISTORY_COMPACTED, MODEL_CALL_FAILED, USAGE_RECORDED
+from dex_agents.pure.values.persistence import COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.effects import Request
+from dex_agents.pure.machine.step_inputs import (
     Invocation,
     CompactHistoryCalled,
     CompactionStarted,
@@ -29,8 +29,8 @@ from dex_agents.pure.step_inputs import (
     ModelStepStarted,
     SummarizationFailed,
 )
-from dex_agents.pure.transition import RpcTransition, StepTransition
-from dex_agents.pure.values import AgentStatus, AgentUsage, HistorySummary, MessageRole
+from dex_agents.pure.machine.transition import RpcTransition, StepTransition
+from dex_agents.pure.values.session import AgentStatus, AgentUsage, HistorySummary, MessageRole
 
 from tests.pure.scenario_support import Session, answer_of, completed, event_types, events_of, failure_of, moves, started_session
 

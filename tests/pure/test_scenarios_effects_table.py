@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pmap
 
-from dex_agents.pure.effects import ExecuteDeferredToolCall
-from dex_agents.pure.flow_rows import MapInstanceRef
-from dex_agents.pure.persistence import MapName, StepType
-from dex_agents.pure.policies import resolve_tool_policy
-from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.values import ToolCallStatus, ToolEffect
+from dex_agents.pure.machine.effects import ExecuteDeferredToolCall
+from dex_agents.pure.flow.rows import MapInstanceRef
+from dex_agents.pure.values.persistence import MapName, StepType
+from dex_agents.pure.machine.policies import resolve_tool_policy
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.values.session import ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (
     FLOW_ID,

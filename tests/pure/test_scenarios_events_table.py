@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pyrsistent import pmap
 
-from dex_agents.pure import events
-from dex_agents.pure.coalescing import EMPTY_DELTA_BUFFER, DeltaKind, add_delta, flush
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.values import AgentEvent, AgentUsage, ToolEffect
+from dex_agents.pure.machine import events
+from dex_agents.pure.machine.coalescing import EMPTY_DELTA_BUFFER, DeltaKind, add_delta, flush
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.values.session import AgentEvent, AgentUsage, ToolEffect
 
 from tests.pure.golden_fixtures import usage_object
 from tests.pure.scenario_support import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     BuildUserMessage,
     CallModel,
     DeleteAttribute,
@@ -16,14 +16,14 @@ from dex_agents.pure.effects import (
     SetAttribute,
     WriteEvent,
 )
-from dex_agents.pure.events import MODEL_CALL_FAILED
-from dex_agents.pure.persistence import TURN_MODEL_CALL_COUNT, StepType
-from dex_agents.pure.reducers.session import initial_message_text
-from dex_agents.pure.reducers.turn import turn_failure_note
-from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
-from dex_agents.pure.step_inputs import ModelCallFailed, ModelStepStarted, TurnFailureNote
-from dex_agents.pure.transition import StepTransition
-from dex_agents.pure.values import AgentSessionStartInput, AgentStatus, AgentUsage, MessageRole
+from dex_agents.pure.machine.events import MODEL_CALL_FAILED
+from dex_agents.pure.values.persistence import TURN_MODEL_CALL_COUNT, StepType
+from dex_agents.pure.machine.reducers.session import initial_message_text
+from dex_agents.pure.machine.reducers.turn import turn_failure_note
+from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
+from dex_agents.pure.machine.step_inputs import ModelCallFailed, ModelStepStarted, TurnFailureNote
+from dex_agents.pure.machine.transition import StepTransition
+from dex_agents.pure.values.session import AgentSessionStartInput, AgentStatus, AgentUsage, MessageRole
 
 from tests.pure.scenario_support import (
     Session,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import PublishToChannel, PublishToChannelInstance, SetAttribute, WriteEvent
-from dex_agents.pure.persistence import INTERRUPT_RESOLUTIONS, PENDING_INTERRUPTS, QUEUED_USER_MESSAGES, StepType
-from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.values import AgentInterruptResolution, AgentUsage, AgentUserMessage, ToolEffect
+from dex_agents.pure.machine.effects import PublishToChannel, PublishToChannelInstance, SetAttribute, WriteEvent
+from dex_agents.pure.values.persistence import INTERRUPT_RESOLUTIONS, PENDING_INTERRUPTS, QUEUED_USER_MESSAGES, StepType
+from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.values.session import AgentInterruptResolution, AgentUsage, AgentUserMessage, ToolEffect
 
 from tests.pure.scenario_support import (
     T0_MS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     DeleteAttribute,
     DeleteMapInstance,
     ExecuteDeferredToolCall,
@@ -13,7 +13,7 @@ from dex_agents.pure.effects import (
     SetMapInstance,
     WriteEvent,
 )
-from dex_agents.pure.persistence import (
+from dex_agents.pure.values.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
@@ -23,9 +23,9 @@ from dex_agents.pure.persistence import (
     TURN_MODEL_CALL_COUNT,
     StepType,
 )
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.texts import approval_deadline_passed_message, outcome_unknown_tool_result
-from dex_agents.pure.values import AgentStatus, AgentUsage, ToolCallStatus, ToolEffect
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.texts import approval_deadline_passed_message, outcome_unknown_tool_result
+from dex_agents.pure.values.session import AgentStatus, AgentUsage, ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (
     T0_MS,

@@ -3,11 +3,11 @@ ToolExecutionError, exhausted retries, crashes, turn failures and their note, mu
 
 from __future__ import annotations
 
-from dex_agents.pure.effects import DeleteMapInstance, SetAttribute
-from dex_agents.pure.persistence import AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE, StepType
-from dex_agents.pure.reducers.turn import turn_failure_note
-from dex_agents.pure.texts import outcome_unknown_tool_result
-from dex_agents.pure.values import AgentStatus, ToolCallStatus, ToolEffect
+from dex_agents.pure.machine.effects import DeleteMapInstance, SetAttribute
+from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE, StepType
+from dex_agents.pure.machine.reducers.turn import turn_failure_note
+from dex_agents.pure.machine.texts import outcome_unknown_tool_result
+from dex_agents.pure.values.session import AgentStatus, ToolCallStatus, ToolEffect
 
 from tests.pure.scenario_support import (
     completed,

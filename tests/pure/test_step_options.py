@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import GoToSteps, PublishToChannel, SetAttribute, SetMapInstance
-from dex_agents.pure.flow_rows import Durability, MapInstanceRef, RetrySpec
-from dex_agents.pure.persistence import (
+from dex_agents.pure.machine.effects import GoToSteps, PublishToChannel, SetAttribute, SetMapInstance
+from dex_agents.pure.flow.rows import Durability, MapInstanceRef, RetrySpec
+from dex_agents.pure.values.persistence import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
@@ -25,14 +25,14 @@ from dex_agents.pure.persistence import (
     StepType,
     StreamName,
 )
-from dex_agents.pure.step_options import (
+from dex_agents.pure.flow.step_options import (
     FailureRoute,
     StepMovement,
     StepOptionsSpec,
     move_to,
     step_options_for,
 )
-from dex_agents.pure.values import AgentUsage, AgentUserMessage, ToolCallCompleted
+from dex_agents.pure.values.session import AgentUsage, AgentUserMessage, ToolCallCompleted
 
 from tests.pure.scenario_support import user_message
 

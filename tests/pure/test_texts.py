@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dex_agents.pure import texts
-from dex_agents.pure.step_inputs import RecoveryError
-from dex_agents.pure.texts import (
+from dex_agents.pure.machine import texts
+from dex_agents.pure.machine.step_inputs import RecoveryError
+from dex_agents.pure.machine.texts import (
     NO_RECOVERY_ERROR,
     approval_deadline_passed_message,
     build_turn_failure_note,
@@ -17,7 +17,7 @@ from dex_agents.pure.texts import (
     outcome_unknown_tool_result,
     recovery_error_text,
 )
-from dex_agents.pure.values import AgentToolCall, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import AgentToolCall, ToolCallStatus, ToolEffect
 
 # The spec's example note, byte for byte (the README's code block under "Flow shape").
 SPEC_NOTE = (

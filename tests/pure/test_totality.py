@@ -19,10 +19,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dex_agents.pure.effects import FailAttempt, RefuseRpc
-from dex_agents.pure.reducers import reduce, snapshot_of
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.machine.effects import FailAttempt, RefuseRpc
+from dex_agents.pure.machine.reducers import reduce, snapshot_of
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -33,7 +33,7 @@ from dex_agents.pure.step_inputs import (
     SendUserMessageOnceCalled,
     SessionInput,
 )
-from dex_agents.pure.transition import RpcTransition, StepTransition, Transition, WaitTransition
+from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Transition, WaitTransition
 from tests.pure.scenario_support import check_step_shape
 from tests.pure.session_strategies import session_configs, session_inputs_any
 from tests.pure.state_strategies import hostile_session_states, reachable_sessions, session_states

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.runner_values import ToolCallsRequested
-from dex_agents.pure.step_inputs import QueuedMessage, UserMessageBuilt
-from dex_agents.pure.validation import (
+from dex_agents.pure.values.runner import ToolCallsRequested
+from dex_agents.pure.machine.step_inputs import QueuedMessage, UserMessageBuilt
+from dex_agents.pure.machine.validation import (
     RunnerDefect,
     RunnerDefectKind,
     describe_defects,
@@ -16,7 +16,7 @@ from dex_agents.pure.validation import (
     validate_user_message,
     without_lone_surrogates,
 )
-from dex_agents.pure.values import AgentUsage, MessageRole
+from dex_agents.pure.values.session import AgentUsage, MessageRole
 
 from tests.pure.scenario_support import (
     assistant_message,

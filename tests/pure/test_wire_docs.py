@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.pure import persistence
-from dex_agents.pure.values import AgentStatus, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.pure.values import persistence
+from dex_agents.pure.values.session import AgentStatus, MessageRole, ToolCallStatus, ToolEffect
 from tests.pure.golden_fixtures import SESSION_EVENT_PAYLOAD_KEYS
 from tests.pure.golden_values import GOLDEN_CASES
 

@@ -8,8 +8,8 @@ import pytest
 from pyrsistent import pmap, pvector
 from returns.result import Success
 
-from dex_agents.pure.json_value import JsonObject, JsonValue
-from dex_agents.pure.values import (
+from dex_agents.pure.wire.json_value import JsonObject, JsonValue
+from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterruptResolution,
     AgentUsage,
@@ -25,7 +25,7 @@ from dex_agents.pure.wire import (
     encode_as,
     record_type,
 )
-from dex_agents.pure.wire_schema import (
+from dex_agents.pure.wire.schema import (
     BoolNode,
     EnumNode,
     FloatNode,

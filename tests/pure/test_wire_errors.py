@@ -7,9 +7,9 @@ import pytest
 from pyrsistent import pmap, pvector
 from returns.result import Success
 
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.rpc_values import AgentSnapshot, ListAgentMessagesInput
-from dex_agents.pure.values import (
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.values.rpc import AgentSnapshot, ListAgentMessagesInput
+from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterruptResolution,
     AgentSessionStartInput,

@@ -18,11 +18,13 @@ from dex import CodecRegistry, Value, WireKind
 from returns.pipeline import is_successful
 from returns.result import Success
 
-from dex_agents.pure import rpc_values, runner_values, values
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.persistence import TURN_MODEL_CALL_COUNT
-from dex_agents.pure.values import AgentEvent
-from dex_agents.pure.rpc_values import AgentSnapshot
+from dex_agents.pure.values import rpc as rpc_values
+from dex_agents.pure.values import runner as runner_values
+from dex_agents.pure.values import session as values
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.values.persistence import TURN_MODEL_CALL_COUNT
+from dex_agents.pure.values.session import AgentEvent
+from dex_agents.pure.values.rpc import AgentSnapshot
 from dex_agents.pure.wire import canonical_json, decode, record_type
 from dex_agents.shell.codecs import WireTextCodec, session_codec_registry
 from tests.pure.golden_fixtures import EVENTS, SESSION_EVENT_PAYLOAD_KEYS

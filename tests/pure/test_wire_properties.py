@@ -17,8 +17,8 @@ from pyrsistent.typing import PVector
 from returns.pipeline import is_successful
 from returns.result import Success
 
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.values import AgentInterrupt, AgentUserMessage
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.values.session import AgentInterrupt, AgentUserMessage
 from dex_agents.pure.wire import (
     JSON_VALUE_TYPE,
     JsonData,
@@ -31,7 +31,7 @@ from dex_agents.pure.wire import (
     to_json_data,
     vector_type,
 )
-from dex_agents.pure.wire_schema import (
+from dex_agents.pure.wire.schema import (
     BoolNode,
     EnumNode,
     FieldSchema,

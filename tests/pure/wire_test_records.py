@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from pyrsistent.typing import PMap, PVector
 
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.values import AgentUsage, ToolCallCompleted, ToolEffect
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.values.session import AgentUsage, ToolCallCompleted, ToolEffect
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

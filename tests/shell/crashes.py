@@ -18,8 +18,8 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell import AgentSessionFlow
 from dex_agents.testing import (
     EXECUTE_COMPLETED,

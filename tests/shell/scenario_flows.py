@@ -20,8 +20,8 @@ from typing import Final
 import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
-from dex_agents.pure.values import AgentEvent, FrameworkMessage, MessageRole, ToolEffect
+from dex_agents.pure.values.runner import AgentTurnOutcome, ToolPolicy
+from dex_agents.pure.values.session import AgentEvent, FrameworkMessage, MessageRole, ToolEffect
 from dex_agents.shell import (
     AgentFrameworkRunner,
     AgentSessionFlow,

@@ -14,9 +14,9 @@ from typing import Any, cast
 from dex import AsyncContext, RecoveryErrorInfo, StepDecision
 from dex.step import DecisionKind
 
-from dex_agents.pure.keys import message_sequence_key
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.machine.keys import message_sequence_key
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
     AGENT_STATE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from dex import Value, WireKind
 
-from dex_agents.pure.values import AgentUsage
+from dex_agents.pure.values.session import AgentUsage
 from dex_agents.pure.wire import encode, record_type
 from dex_agents.shell.codecs import SESSION_CODECS, StoredValueError, WireTextCodec
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from dex import AsyncContext, Stream
 
-from dex_agents.pure.values import AgentEvent, ToolCallStatus
+from dex_agents.pure.values.session import AgentEvent, ToolCallStatus
 from dex_agents.shell.definitions import event_stream
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 

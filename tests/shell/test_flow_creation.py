@@ -8,7 +8,7 @@ import dex
 import pytest
 
 from dex_agents import ToolEffect, ToolPolicy, create_agent_session_flow, session_registry
-from dex_agents.pure.persistence import AttributeName, ChannelMapName, ChannelName, MapName, RpcName, StepType, StreamName
+from dex_agents.pure.values.persistence import AttributeName, ChannelMapName, ChannelName, MapName, RpcName, StepType, StreamName
 from dex_agents.shell.flow_validation import MAX_INTERRUPT_DEADLINE_MS
 from dex_agents.testing.scripted_runner import ScriptedAgentRunner
 

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyrsistent import pvector
 
-from dex_agents.pure.keys import message_sequence_key
-from dex_agents.pure.paging import page_messages, page_window
-from dex_agents.pure.persistence import MapName
-from dex_agents.pure.values import AgentMessage, MessageRole
+from dex_agents.pure.machine.keys import message_sequence_key
+from dex_agents.pure.machine.paging import page_messages, page_window
+from dex_agents.pure.values.persistence import MapName
+from dex_agents.pure.values.session import AgentMessage, MessageRole
 from dex_agents.shell.definitions import AGENT_MESSAGES
 from dex_agents.shell.history import (
     MessageHistory,

@@ -8,8 +8,8 @@ import threading
 import uuid
 from pathlib import Path
 
-from dex_agents.pure.replay import replay_snapshot
-from dex_agents.pure.step_inputs import SessionInput
+from dex_agents.pure.offline.replay import replay_snapshot
+from dex_agents.pure.machine.step_inputs import SessionInput
 from dex_agents.shell import DeferredToolExecution, create_agent_session_flow
 from dex_agents.testing import ScriptedAgentRunner
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory

@@ -10,10 +10,10 @@ from pathlib import Path
 from dex import StepExecutionId, TimerId
 from pyrsistent import pvector
 
-from dex_agents.pure.deadlines import parse_instant
-from dex_agents.pure.rpc_values import AgentSnapshot
-from dex_agents.pure.texts import describe_tool_call_outcome
-from dex_agents.pure.values import AgentInterrupt, AgentStatus, MessageRole, ToolCallStatus
+from dex_agents.pure.machine.deadlines import parse_instant
+from dex_agents.pure.values.rpc import AgentSnapshot
+from dex_agents.pure.machine.texts import describe_tool_call_outcome
+from dex_agents.pure.values.session import AgentInterrupt, AgentStatus, MessageRole, ToolCallStatus
 from dex_agents.shell import DEADLINE_CONDITION_ID, SessionTiming
 from dex_agents.testing import (
     EXECUTE_COMPLETED,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dex_agents.pure.replay_report import replay_export
-from dex_agents.pure.values import AgentStatus, MessageRole, ToolCallStatus
+from dex_agents.pure.offline.replay_report import replay_export
+from dex_agents.pure.values.session import AgentStatus, MessageRole, ToolCallStatus
 from dex_agents.testing import ScriptedModelCall
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.shell.scenario_flows import (

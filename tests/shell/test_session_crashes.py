@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pyrsistent import pvector
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.values import AgentStatus, MessageRole
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.values.session import AgentStatus, MessageRole
 from dex_agents.testing import WAIT_FOR_COMPLETED, poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from tests.shell.agents import (

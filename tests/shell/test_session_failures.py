@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.runner_values import (
+from dex_agents.pure.values.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     ResolvedToolPolicy,
     ToolCallsRequested,
 )
-from dex_agents.pure.values import AgentUsage, AgentStatus, FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import AgentUsage, AgentStatus, FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from dex_agents.shell import AgentTurnContext, DeferredToolExecution, ToolExecutionError
 from dex_agents.testing import MODEL_CALL_USAGE, FileGate, ScriptedModelCall
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory

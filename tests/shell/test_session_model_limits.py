@@ -14,9 +14,9 @@ import pytest
 from dex import WorkerInvocationError
 
 from dex_agents import NonRetryableModelError
-from dex_agents.pure.rpc_values import SendUserMessageInput
-from dex_agents.pure.runner_values import AgentTurnOutcome
-from dex_agents.pure.values import AgentStatus, MessageRole
+from dex_agents.pure.values.rpc import SendUserMessageInput
+from dex_agents.pure.values.runner import AgentTurnOutcome
+from dex_agents.pure.values.session import AgentStatus, MessageRole
 from dex_agents.shell import AgentTurnContext, DeferredToolExecution, create_agent_session_flow
 from dex_agents.testing import FileGate, ScriptedModelCall
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory

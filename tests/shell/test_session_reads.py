@@ -11,9 +11,9 @@ import pytest
 from dex import FlowNotActiveOrNotFoundError
 from pyrsistent import pvector
 
-from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot, ListAgentMessagesInput
-from dex_agents.pure.runner_values import AgentTurnOutcome, TurnCompleted
-from dex_agents.pure.values import AgentStatus, AgentUsage, FrameworkMessage, MessageRole
+from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot, ListAgentMessagesInput
+from dex_agents.pure.values.runner import AgentTurnOutcome, TurnCompleted
+from dex_agents.pure.values.session import AgentStatus, AgentUsage, FrameworkMessage, MessageRole
 from dex_agents.shell import AgentTurnContext, create_agent_session_flow
 from dex_agents.testing import MODEL_CALL_USAGE, FileGate, poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory

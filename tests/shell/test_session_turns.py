@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from dex_agents.pure.runner_values import AgentTurnOutcome
-from dex_agents.pure.values import AgentUsage, AgentStatus, MessageRole
+from dex_agents.pure.values.runner import AgentTurnOutcome
+from dex_agents.pure.values.session import AgentUsage, AgentStatus, MessageRole
 from dex_agents.shell import AgentTurnContext, DeferredToolExecution, ToolExecutionError
 from dex_agents.testing import FileGate, ScriptedModelCall, ScriptedTool
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory

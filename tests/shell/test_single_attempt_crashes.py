@@ -17,9 +17,9 @@ import pytest
 from dex import FlowConfig, StartFlowOptions, StepDurability, WorkerTarget
 from dex.dexpb import dex_pb2 as pb
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.texts import outcome_unknown_tool_result
-from dex_agents.pure.values import MessageRole
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.texts import outcome_unknown_tool_result
+from dex_agents.pure.values.session import MessageRole
 from dex_agents.testing import KillableWorkerProcess, poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from tests.shell.agents import (

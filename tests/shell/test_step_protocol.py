@@ -10,12 +10,12 @@ import pytest
 from dex import RecoveryErrorInfo, Timer, Wait
 from pyrsistent import pvector
 
-from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT, InvocationRecord
-from dex_agents.pure.persistence import StepType
+from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT, InvocationRecord
+from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.wire import decode
-from dex_agents.pure.runner_values import AgentTurnOutcome
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.values import (
+from dex_agents.pure.values.runner import AgentTurnOutcome
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentSessionStartInput,
     AgentToolCall,

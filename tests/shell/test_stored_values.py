@@ -26,7 +26,7 @@ from dex import (
     open_blob_cache,
 )
 
-from dex_agents.pure.values import AgentSessionStartInput
+from dex_agents.pure.values.session import AgentSessionStartInput
 from dex_agents.shell.codecs import session_codec_registry
 from dex_agents.testing import PrivateDexEngine
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory

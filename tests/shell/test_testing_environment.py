@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.values import AgentStatus, MessageRole
+from dex_agents.pure.values.session import AgentStatus, MessageRole
 from dex_agents.testing import (
     WORKER_READY_LINE,
     AgentTestEnvironment,

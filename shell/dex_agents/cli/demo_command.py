@@ -32,9 +32,9 @@ from dex_agents.cli.session_driver import NO_TTY_HINT, Approval, SessionDriver, 
 from dex_agents.cli.errors import EXTRA_OF_MODULE, CliError, install_hint
 from dex_agents.cli.view import EventView, format_usage
 from dex_agents.client import SessionClient
-from dex_agents.pure import events as kinds
-from dex_agents.pure.rpc_values import AgentSnapshot
-from dex_agents.pure.values import AgentEvent, AgentInterrupt
+from dex_agents.pure.machine import events as kinds
+from dex_agents.pure.values.rpc import AgentSnapshot
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt
 from dex_agents.serving.gate import FileGate
 
 __all__ = ["DemoOptions", "check_model", "load_agent_module", "run_demo"]

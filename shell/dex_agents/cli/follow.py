@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from dex_agents.cli.errors import CliError
 from dex_agents.client import SessionClient
-from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.values.session import AgentEvent
 
 __all__ = ["follow_events"]
 

@@ -15,8 +15,8 @@ from typing import Final
 from rich.console import Console
 
 from dex_agents.cli.errors import CliError
-from dex_agents.pure.replay_report import Reducer, ReplayReport, replay_export_text
-from dex_agents.pure.reducers import reduce
+from dex_agents.pure.offline.replay_report import Reducer, ReplayReport, replay_export_text
+from dex_agents.pure.machine.reducers import reduce
 
 __all__ = ["DIFFERS_EXIT_CODE", "replay_file"]
 

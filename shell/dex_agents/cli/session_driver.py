@@ -24,8 +24,8 @@ from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView
 from dex_agents.client import SessionClient, turn_ended
-from dex_agents.pure import events as kinds
-from dex_agents.pure.values import AgentEvent, AgentInterrupt
+from dex_agents.pure.machine import events as kinds
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt
 
 __all__ = ["Approval", "SessionDriver", "auto_approver", "terminal_approver"]
 

@@ -29,8 +29,8 @@ from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
 from dex_agents.client.sessions import search_sessions
-from dex_agents.pure.export_document import render_export
-from dex_agents.pure.rpc_values import AgentSnapshot
+from dex_agents.pure.offline.export_document import render_export
+from dex_agents.pure.values.rpc import AgentSnapshot
 
 __all__ = ["approve", "export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "tail"]
 

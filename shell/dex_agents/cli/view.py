@@ -15,9 +15,9 @@ from typing import Final
 
 from rich.console import Console
 
-from dex_agents.pure import events as kinds
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.values import AgentEvent, AgentUsage
+from dex_agents.pure.machine import events as kinds
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.values.session import AgentEvent, AgentUsage
 
 __all__ = ["EventView", "format_usage", "latest_attempts_only"]
 

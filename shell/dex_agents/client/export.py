@@ -1,5 +1,5 @@
 # Generated from async_export.py by scripts/unasync.py: edit that file, then run the script.
-"""Export one session to a self-describing document (``dex_agents.pure.export_document``).
+"""Export one session to a self-describing document (``dex_agents.pure.offline.export_document``).
 
 Reads only the server: the run (``describe_flow``), the retained events (the caller's), every
 committed Attribute and map instance, the pending queued messages and the history of the run and of
@@ -27,7 +27,7 @@ from pyrsistent import pvector
 from dex_agents.client.server_calls import ServerCalls
 from dex_agents.client.export_records import event_time, export_document, json_of, recorded, split_key, step_failure
 from dex_agents.client.values import EventPage
-from dex_agents.pure.export_document import (
+from dex_agents.pure.offline.export_document import (
     METHOD_EXECUTE,
     METHOD_RPC,
     METHOD_WAIT_FOR,
@@ -39,10 +39,10 @@ from dex_agents.pure.export_document import (
     StepFailure,
     StoredValue,
 )
-from dex_agents.pure.invocation_record import InvocationRecord
-from dex_agents.pure.json_value import JsonValue
-from dex_agents.pure.persistence import ChannelName
-from dex_agents.pure.stored_values import StoredKey
+from dex_agents.pure.machine.invocation_record import InvocationRecord
+from dex_agents.pure.wire.json_value import JsonValue
+from dex_agents.pure.values.persistence import ChannelName
+from dex_agents.pure.offline.stored_values import StoredKey
 from dex_agents.shell.flow import AgentSessionFlow
 
 __all__ = ["CONSISTENT_READ_TRIES", "export_session"]

@@ -25,8 +25,8 @@ from pyrsistent import PMap, pvector
 from returns.pipeline import is_successful
 
 from dex_agents.client.values import EventPage
-from dex_agents.pure.deadlines import format_instant
-from dex_agents.pure.export_document import (
+from dex_agents.pure.machine.deadlines import format_instant
+from dex_agents.pure.offline.export_document import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     ExportDocument,
@@ -38,14 +38,14 @@ from dex_agents.pure.export_document import (
     StepFailure,
     StoredValue,
 )
-from dex_agents.pure.input_wire import input_to_data
-from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT, InvocationRecord
-from dex_agents.pure.json_value import JsonObject, JsonValue
-from dex_agents.pure.persistence import ChannelName
-from dex_agents.pure.reconstruct import reconstruct_inputs
-from dex_agents.pure.reducers import snapshot_of
-from dex_agents.pure.stored_values import decode_stored, freeze, state_from_values
-from dex_agents.pure.values import AgentUserMessage
+from dex_agents.pure.offline.input_wire import input_to_data
+from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT, InvocationRecord
+from dex_agents.pure.wire.json_value import JsonObject, JsonValue
+from dex_agents.pure.values.persistence import ChannelName
+from dex_agents.pure.offline.reconstruct import reconstruct_inputs
+from dex_agents.pure.machine.reducers import snapshot_of
+from dex_agents.pure.offline.stored_values import decode_stored, freeze, state_from_values
+from dex_agents.pure.values.session import AgentUserMessage
 from dex_agents.pure.wire import JsonData, decode
 
 __all__ = ["event_time", "export_document", "json_of", "recorded", "split_key", "step_failure"]

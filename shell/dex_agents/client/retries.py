@@ -36,7 +36,7 @@ from dex import (
     WorkerInvocationError,
 )
 
-from dex_agents.pure.keys import message_id_problem
+from dex_agents.pure.machine.keys import message_id_problem
 from dex_agents.shell.definitions import USER_MESSAGE_RECEIPTS
 from dex_agents.shell.dex_options import session_flow_config
 

@@ -14,7 +14,7 @@ import grpc
 from dex import Attribute, DexServiceError, Registry, WorkerInvocationError
 from dex.dexpb import dex_pb2 as pb
 
-from dex_agents.pure.rpc_values import ListAgentMessagesInput
+from dex_agents.pure.values.rpc import ListAgentMessagesInput
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.sdk_private import ValueMapper, translate_rpc_error
 

@@ -40,14 +40,14 @@ from dex_agents.client.connection import OwnedBlobCache, client_options, definit
 from dex_agents.client.retries import checked_message_id, is_repeatable_start, retried_start_options, send_options
 from dex_agents.client.shared import check_positive, expect, sessions_query
 from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS, NoWorkerError
-from dex_agents.pure.rpc_values import (
+from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageOnceInput,
 )
-from dex_agents.pure.values import AgentSessionStartInput
+from dex_agents.pure.values.session import AgentSessionStartInput
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.sdk_private import large_message_channels
 from dex_agents.shell.worker import session_registry

@@ -39,8 +39,8 @@ from dex_agents.client.values import (
     turns_completed,
     turns_ended,
 )
-from dex_agents.pure.export_document import ExportDocument
-from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, AgentStatus
+from dex_agents.pure.offline.export_document import ExportDocument
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
 from dex_agents.shell.flow import AgentSessionFlow
 
 __all__ = ["SessionReads"]
@@ -154,7 +154,7 @@ class SessionReads:
         return pvector() if pending is None else pending
 
     def export(self, session_id: str) -> ExportDocument:
-        """The session as one self-describing document (``dex_agents.pure.export_document``): committed
+        """The session as one self-describing document (``dex_agents.pure.offline.export_document``): committed
         values, retained events, Step history and the inputs the reducers saw, rebuilt from the history.
         Reads the server only (no Worker); ``render_export`` gives its JSON text.
 

@@ -21,8 +21,8 @@ from typing import Final, final
 
 from dex import StreamMessage
 
-from dex_agents.pure.keys import turn_number_of
-from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, AgentStatus
+from dex_agents.pure.machine.keys import turn_number_of
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
 
 __all__ = [
     "DEFAULT_WORKER_PROBE_SECONDS",

@@ -66,7 +66,7 @@ from dex_agents.demo.support_script import (
     support_tools,
     word_chunks,
 )
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
 
 

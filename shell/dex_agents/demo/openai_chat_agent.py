@@ -51,7 +51,7 @@ from dex_agents.demo.support_script import (
     scripted_reply,
     support_tools,
 )
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.openai_compatible_wire import ChatReply, ChatRequest, ChatToolCall, ChatUsage
 from dex_agents.testing.openai_in_process import in_process_openai_client

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple, Protocol
 
-from dex_agents.pure.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
+from dex_agents.pure.machine.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
 from dex_agents.serving.gate import FileGate
 from dex_agents.shell.flow import AgentSessionFlow
 

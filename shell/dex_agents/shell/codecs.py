@@ -2,7 +2,7 @@
 
 The Dex SDK's automatic dataclass JSON cannot hold the session's values (they use ``PVector``,
 ``PMap`` and nullable nested records), so every type a persisted name (its typed key in
-``dex_agents.pure.persistence``), a Step input or an RPC (``dex_agents.pure.flow_table``) carries is
+``dex_agents.pure.values.persistence``), a Step input or an RPC (``dex_agents.pure.flow.table``) carries is
 registered here with a codec that writes the spec's canonical JSON (``dex_agents.pure.wire``).
 
 Invariants:
@@ -24,10 +24,10 @@ from dex import Codec, CodecRegistry, Value, WireKind
 from pyrsistent.typing import PVector
 from returns.pipeline import is_successful
 
-from dex_agents.pure.flow_table import RPC_TABLE, START_INPUT_TYPE
-from dex_agents.pure.persistence import PERSISTED_KEYS
+from dex_agents.pure.flow.table import RPC_TABLE, START_INPUT_TYPE
+from dex_agents.pure.values.persistence import PERSISTED_KEYS
 from dex_agents.pure.wire import WireType, decode_as, encode_as, record_type
-from dex_agents.pure.wire_schema import RecordNode, VectorNode, WireNode
+from dex_agents.pure.wire.schema import RecordNode, VectorNode, WireNode
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 """The session's Dex persistence definitions, one object per persisted name, built from the pure
-core's typed keys (``dex_agents.pure.persistence``).
+core's typed keys (``dex_agents.pure.values.persistence``).
 
 Attributes, AttributeMaps, Channels and the ChannelMap are module-level: the SDK allows one
 definition object in several Flows, and ``@rpc`` lock and load arguments are evaluated when the
@@ -18,8 +18,8 @@ from typing import Any, Final, TypeVar, cast
 
 from dex import Attribute, AttributeLock, AttributeMap, AttributeMapLoad, Channel, ChannelMap, Stream
 
-from dex_agents.pure import persistence
-from dex_agents.pure.persistence import (
+from dex_agents.pure.values import persistence
+from dex_agents.pure.values.persistence import (
     PERSISTED_KEYS,
     AttributeKey,
     AttributeName,
@@ -31,7 +31,7 @@ from dex_agents.pure.persistence import (
     MapName,
     StreamKey,
 )
-from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell.codecs import value_type_of
 
 T = TypeVar("T")

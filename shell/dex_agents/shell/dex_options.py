@@ -1,6 +1,6 @@
 """The pure core's Step options, movements, flow-table waits and RPC rows as the SDK's objects
 (``StepOptions``, ``StepMovement``, ``Wait``, ``@rpc`` arguments): the Dex side of
-``dex_agents.pure.step_options`` and ``flow_table``.
+``dex_agents.pure.flow.step_options`` and ``flow_table``.
 
 A pure translation: every field of ``StepOptionsSpec`` maps to one ``StepOptions`` field, durations
 are whole seconds, names become the module-level definitions, a Step's fixed wait is its row's, and an
@@ -16,7 +16,7 @@ from typing import Any, Final, TypeAlias, TypeVar, assert_never
 
 from dex import AttributeMapLoad, FlowConfig, RetryPolicy, Step, StepDurability, StepMovement, StepOptions, Wait, rpc
 
-from dex_agents.pure.flow_rows import (
+from dex_agents.pure.flow.rows import (
     Durability,
     ForInputCountMessages,
     ForOneMessage,
@@ -24,10 +24,10 @@ from dex_agents.pure.flow_rows import (
     NoWait,
     RetrySpec,
 )
-from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE
-from dex_agents.pure.persistence import MapName, RpcName, StepType
-from dex_agents.pure.step_options import StepMovement as MovementSpec
-from dex_agents.pure.step_options import StepOptionsSpec
+from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE
+from dex_agents.pure.values.persistence import MapName, RpcName, StepType
+from dex_agents.pure.flow.step_options import StepMovement as MovementSpec
+from dex_agents.pure.flow.step_options import StepOptionsSpec
 from dex_agents.shell.definitions import CHANNELS, MAPS, attribute_lock, map_instance_load
 
 StepClassOf: TypeAlias = Callable[[StepType], type[Step[Any]]]

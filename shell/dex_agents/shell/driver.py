@@ -24,15 +24,15 @@ from typing import TypeAlias, TypeVar, cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 
-from dex_agents.pure.effects import RpcOutput
-from dex_agents.pure.flow_shape import rpc_instance_key, rpc_of
-from dex_agents.pure.flow_table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
-from dex_agents.pure.invocation_record import INVOCATION_RECORD_EVENT, clock_of, invocation_record
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.state import SessionConfig
-from dex_agents.pure.paging import page_window
-from dex_agents.pure.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
+from dex_agents.pure.machine.effects import RpcOutput
+from dex_agents.pure.machine.flow_shape import rpc_instance_key, rpc_of
+from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
+from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT, clock_of, invocation_record
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.paging import page_window
+from dex_agents.pure.machine.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
 from dex_agents.pure.wire import encode
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter

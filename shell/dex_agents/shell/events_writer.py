@@ -3,11 +3,11 @@
 Invariants:
     * Every event carries the writer's ``turn_id``, the Step ``attempt`` and ``step_execution_id``.
     * Consecutive text or reasoning deltas are merged by the pure coalescer
-      (``dex_agents.pure.coalescing``): up to 100 ms or 1,024 characters. Any other event first
+      (``dex_agents.pure.machine.coalescing``): up to 100 ms or 1,024 characters. Any other event first
       flushes the buffered deltas, so events keep the order they were written in.
     * After ``close()`` (the Step handler returns) every write is dropped.
     * The payloads of the session's own events a runner writes (``tool_call_started``,
-      ``tool_call_finished``) come from ``dex_agents.pure.events``, the builders the core uses.
+      ``tool_call_finished``) come from ``dex_agents.pure.machine.events``, the builders the core uses.
     * Events are best effort: an event larger than the Stream's byte budget, or one the SDK refuses,
       is dropped and logged; a write never fails the Step.
 """
@@ -22,7 +22,7 @@ from typing import Final, final
 from dex import AsyncContext, Stream
 from returns.pipeline import is_successful
 
-from dex_agents.pure.coalescing import (
+from dex_agents.pure.machine.coalescing import (
     EMPTY_DELTA_BUFFER,
     CoalescerStep,
     DeltaBuffer,
@@ -32,14 +32,14 @@ from dex_agents.pure.coalescing import (
     flush_due_at,
     flush_if_due,
 )
-from dex_agents.pure.events import (
+from dex_agents.pure.machine.events import (
     TOOL_CALL_FINISHED,
     TOOL_CALL_STARTED,
     tool_call_finished_payload,
     tool_call_started_payload,
 )
-from dex_agents.pure.json_value import JsonObject
-from dex_agents.pure.values import AgentEvent, ToolCallStatus
+from dex_agents.pure.wire.json_value import JsonObject
+from dex_agents.pure.values.session import AgentEvent, ToolCallStatus
 from dex_agents.pure.wire import JSON_VALUE_TYPE, encode, from_json_data
 
 _LOGGER: Final = logging.getLogger(__name__)

@@ -25,10 +25,10 @@ from typing import Any, Final, get_args, get_type_hints
 
 from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream
 
-from dex_agents.pure.compaction import CompactionPolicy
-from dex_agents.pure.flow_table import RPC_TABLE
-from dex_agents.pure.persistence import RpcName, StepType
-from dex_agents.pure.rpc_values import (
+from dex_agents.pure.machine.compaction import CompactionPolicy
+from dex_agents.pure.flow.table import RPC_TABLE
+from dex_agents.pure.values.persistence import RpcName, StepType
+from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
@@ -36,9 +36,9 @@ from dex_agents.pure.rpc_values import (
     SendUserMessageInput,
     SendUserMessageOnceInput,
 )
-from dex_agents.pure.runner_values import AgentTurnOutcome, ToolPolicy
-from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.runner import AgentTurnOutcome, ToolPolicy
+from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
+from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
     SessionInput,
     AgentMessagesListed,
@@ -47,7 +47,7 @@ from dex_agents.pure.step_inputs import (
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
 )
-from dex_agents.pure.values import AgentEvent, AgentSessionStartInput, FrameworkMessage, ToolEffect
+from dex_agents.pure.values.session import AgentEvent, AgentSessionStartInput, FrameworkMessage, ToolEffect
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -262,7 +262,7 @@ def create_agent_session_flow(
             each request's follow-up, a ``wait_for`` input, an RPC call) the session reduces (RPC
             calls on a worker thread, the others on the event loop), before its effects are
             performed, including inputs of attempts that later fail. For recording a session to
-            ``dex_agents.pure.replay`` it offline, and for tests.
+            ``dex_agents.pure.offline.replay`` it offline, and for tests.
         compaction: When and how the session compacts its history (``CompactionPolicy``; by default
             reactively, when the model refuses an input longer than its context window). ``None``:
             never, as the spec's sessions. A runner without ``summarize_history`` gets no compaction

@@ -8,10 +8,10 @@ from typing import Final
 
 from pyrsistent import pmap
 
-from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.compaction import CompactionPolicy
-from dex_agents.pure.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.machine.compaction import CompactionPolicy
+from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
+from dex_agents.pure.values.session import ToolEffect
 
 MAX_TIMER_SECONDS: Final = 2**31 - 1
 """Dex durations are whole seconds within int32; an approval deadline Timer must fit."""

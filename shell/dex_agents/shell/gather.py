@@ -21,11 +21,11 @@ from dex import AttributeMapNotLoadedError, Context, ValueMappingError
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
-from dex_agents.pure.flow_rows import MapInstanceRef, MethodAccess
-from dex_agents.pure.persistence import MapName
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import RecoveryError
-from dex_agents.pure.values import (
+from dex_agents.pure.flow.rows import MapInstanceRef, MethodAccess
+from dex_agents.pure.values.persistence import MapName
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.step_inputs import RecoveryError
+from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentMessage,
     AgentToolCall,

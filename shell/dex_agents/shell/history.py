@@ -41,10 +41,10 @@ from dex.dexpb import dex_pb2_grpc
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.flow_rows import MethodAccess
-from dex_agents.pure.keys import message_sequence_key
-from dex_agents.pure.persistence import MapName
-from dex_agents.pure.values import AgentMessage
+from dex_agents.pure.flow.rows import MethodAccess
+from dex_agents.pure.machine.keys import message_sequence_key
+from dex_agents.pure.values.persistence import MapName
+from dex_agents.pure.values.session import AgentMessage
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import AGENT_MESSAGES, AGENT_STATE
 from dex_agents.shell.dex_options import CachedLoads

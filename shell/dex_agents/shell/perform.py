@@ -26,7 +26,7 @@ from typing import Final, assert_never
 
 from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     AnswerRpc,
     BuildUserMessage,
     CallModel,
@@ -50,7 +50,7 @@ from dex_agents.pure.effects import (
     Write,
     WriteEvent,
 )
-from dex_agents.pure.transition import RpcTransition, StepTransition, WaitTransition
+from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, channel_map_of, channel_of, map_of
 from dex_agents.shell.dex_options import CachedLoads, dex_movement
 from dex_agents.shell.history import message_loads

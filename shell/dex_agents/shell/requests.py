@@ -30,7 +30,7 @@ from typing import assert_never, final
 
 from pyrsistent import pvector
 
-from dex_agents.pure.effects import (
+from dex_agents.pure.machine.effects import (
     BuildUserMessage,
     CallModel,
     ExecuteDeferredToolCall,
@@ -38,8 +38,8 @@ from dex_agents.pure.effects import (
     SendHeartbeat,
     SummarizeHistory,
 )
-from dex_agents.pure.runner_values import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.runner import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.step_inputs import (
     HeartbeatSent,
     HistorySummarized,
     ModelCallFailed,
@@ -50,7 +50,7 @@ from dex_agents.pure.step_inputs import (
     ToolExecutionFailed,
     UserMessageBuilt,
 )
-from dex_agents.pure.values import AgentUsage, FrameworkMessage
+from dex_agents.pure.values.session import AgentUsage, FrameworkMessage
 from dex_agents.shell.heartbeats import background_heartbeats, heartbeat_sent
 from dex_agents.shell.runner import (
     AgentTurnContext,

@@ -5,7 +5,7 @@ An adapter implements ``AgentFrameworkRunner`` and passes it to ``create_agent_s
 session owns Steps, persistence, RPCs, events, approvals and crash recovery; the runner only turns
 stored messages into one model call, and one deferred tool call into its output. The values a runner
 returns (``TurnCompleted``, ``ToolCallsRequested``, ``DeferredToolCall``, the tool policies) are
-re-exported here from ``dex_agents.pure.runner_values``, where the core that reads them defines them.
+re-exported here from ``dex_agents.pure.values.runner``, where the core that reads them defines them.
 The session calls the runner from one module only, ``dex_agents.shell.requests``.
 
 Rules the session enforces (a violation fails the attempt with a clear error, nothing is stored):
@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, final
 
-from dex_agents.pure.runner_values import AgentTurnOutcome as AgentTurnOutcome
-from dex_agents.pure.runner_values import DeferredToolCall as DeferredToolCall
-from dex_agents.pure.runner_values import McpToolAnnotations as McpToolAnnotations
-from dex_agents.pure.runner_values import ResolvedToolPolicy as ResolvedToolPolicy
-from dex_agents.pure.runner_values import ToolCallsRequested as ToolCallsRequested
-from dex_agents.pure.runner_values import ToolPolicy as ToolPolicy
-from dex_agents.pure.runner_values import TurnCompleted as TurnCompleted
-from dex_agents.pure.values import (
+from dex_agents.pure.values.runner import AgentTurnOutcome as AgentTurnOutcome
+from dex_agents.pure.values.runner import DeferredToolCall as DeferredToolCall
+from dex_agents.pure.values.runner import McpToolAnnotations as McpToolAnnotations
+from dex_agents.pure.values.runner import ResolvedToolPolicy as ResolvedToolPolicy
+from dex_agents.pure.values.runner import ToolCallsRequested as ToolCallsRequested
+from dex_agents.pure.values.runner import ToolPolicy as ToolPolicy
+from dex_agents.pure.values.runner import TurnCompleted as TurnCompleted
+from dex_agents.pure.values.session import (
     AgentMessage,
     AgentToolCall,
     AgentUsage,

@@ -8,12 +8,12 @@ from typing import Any, final
 
 from dex import Step, Stream
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.reducers import reduce_rpc, reduce_step, reduce_wait
-from dex_agents.pure.state import SessionConfig, SessionState
-from dex_agents.pure.step_inputs import RpcCall, SessionInput, StepInput, WaitInput
-from dex_agents.pure.transition import RpcTransition, StepTransition, WaitTransition
-from dex_agents.pure.values import AgentEvent
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.reducers import reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import RpcCall, SessionInput, StepInput, WaitInput
+from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
+from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell.history import MessageHistory
 from dex_agents.shell.runner import AgentFrameworkRunner
 from dex_agents.shell.timing import SessionTiming

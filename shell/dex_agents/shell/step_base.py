@@ -12,10 +12,10 @@ from typing import Generic, TypeVar
 
 from dex import Step, StepOptions
 
-from dex_agents.pure.flow_rows import StepInputKind
-from dex_agents.pure.flow_table import STEP_TABLE
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.step_options import step_options_for
+from dex_agents.pure.flow.rows import StepInputKind
+from dex_agents.pure.flow.table import STEP_TABLE
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.flow.step_options import step_options_for
 from dex_agents.shell.dex_options import dex_durability, dex_step_options
 from dex_agents.shell.runtime import SessionRuntime
 

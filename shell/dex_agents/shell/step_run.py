@@ -8,7 +8,7 @@ from typing import final
 
 from dex import AsyncContext
 
-from dex_agents.pure.step_inputs import Invocation
+from dex_agents.pure.machine.step_inputs import Invocation
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.runtime import SessionRuntime
 

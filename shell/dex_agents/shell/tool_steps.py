@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dex import AsyncContext, StepDecision, Wait
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     Invocation,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dex import AsyncContext, StepDecision, Wait
 
-from dex_agents.pure.persistence import StepType
-from dex_agents.pure.state import SessionState
-from dex_agents.pure.step_inputs import (
+from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.machine.step_inputs import (
     CompactionStarted,
     Invocation,
     ModelAttemptsExhausted,
@@ -17,7 +17,7 @@ from dex_agents.pure.step_inputs import (
     ToolResultsArrived,
     UserMessageArrived,
 )
-from dex_agents.pure.values import AgentSessionStartInput
+from dex_agents.pure.values.session import AgentSessionStartInput
 from dex_agents.shell.dex_options import dex_wait
 from dex_agents.shell.driver import drive_step
 from dex_agents.shell.gather import consumed_messages, recovery_error_of

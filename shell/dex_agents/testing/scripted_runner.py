@@ -22,9 +22,9 @@ from typing import Final, final
 
 from pyrsistent import pvector
 
-from dex_agents.pure.runner_values import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
-from dex_agents.pure.texts import describe_tool_call_outcome
-from dex_agents.pure.values import AgentUsage, FrameworkMessage, MessageRole, ToolEffect
+from dex_agents.pure.values.runner import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.texts import describe_tool_call_outcome
+from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, MessageRole, ToolEffect
 from dex_agents.shell.runner import (
     AgentTurnContext,
     DeferredToolExecution,

@@ -23,8 +23,8 @@ from pyrsistent.typing import PVector
 from dex_agents.client.session_client import SessionClient
 from dex_agents.client.shared import EVENT_PAGE_SIZE
 from dex_agents.client.values import StateCondition
-from dex_agents.pure.rpc_values import AgentMessagePage, AgentSnapshot
-from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentState, AgentStatus
+from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
 from dex_agents.shell.flow import AgentSessionFlow
 
 __all__ = ["AgentSessionTestClient"]

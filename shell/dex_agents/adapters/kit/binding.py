@@ -18,7 +18,7 @@ from typing import Final, Generic, Protocol, TypeVar, final
 
 from dex_agents.adapters.kit.run_state import RunState, RunStateError, decode_run_state
 from dex_agents.adapters.kit.tool_results import ToolOutcome
-from dex_agents.pure.values import AgentUsage, FrameworkMessage, ToolEffect
+from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEffect
 from dex_agents.shell.runner import (
     AgentEventWriter,
     AgentTurnContext,

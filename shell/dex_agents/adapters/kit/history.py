@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Final, Generic, TypeVar, final
 
 from dex_agents.adapters.kit.messages import item_data, refers
-from dex_agents.pure.values import AgentMessage
+from dex_agents.pure.values.session import AgentMessage
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from dex_agents.pure.values import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents.pure.values.session import AgentMessage, FrameworkMessage, MessageRole
 
 REFERENCE_KEY: Final = "$dex_agents_ref"
 """The key of the object standing for a display field inside a stored ``framework_item``."""

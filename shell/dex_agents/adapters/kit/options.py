@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 
-from dex_agents.pure.compaction import CompactionPolicy
-from dex_agents.pure.runner_values import ToolPolicy
-from dex_agents.pure.step_inputs import SessionInput
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.machine.compaction import CompactionPolicy
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.machine.step_inputs import SessionInput
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.timing import SessionTiming
 
 

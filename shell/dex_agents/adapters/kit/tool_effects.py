@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from dex_agents.pure.policies import tool_effect_from_mcp_annotations
-from dex_agents.pure.runner_values import McpToolAnnotations
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.machine.policies import tool_effect_from_mcp_annotations
+from dex_agents.pure.values.runner import McpToolAnnotations
+from dex_agents.pure.values.session import ToolEffect
 
 DEX_EFFECT_METADATA_KEY: Final = "dex_effect"
 """The metadata key that carries a tool's effect (a ``ToolEffect`` value)."""

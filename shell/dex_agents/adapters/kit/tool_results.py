@@ -13,8 +13,8 @@ from enum import StrEnum
 from typing import Final, final
 
 from dex_agents.adapters.kit.run_state import RunState
-from dex_agents.pure.texts import describe_tool_call_outcome
-from dex_agents.pure.values import AgentToolCall, ToolCallStatus
+from dex_agents.pure.machine.texts import describe_tool_call_outcome
+from dex_agents.pure.values.session import AgentToolCall, ToolCallStatus
 
 
 class ToolOutcome(StrEnum):

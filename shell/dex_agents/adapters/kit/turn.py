@@ -48,16 +48,16 @@ from dex_agents.adapters.kit.messages import user_message
 from dex_agents.adapters.kit.options import SessionFlowOptions
 from dex_agents.adapters.kit.run_state import RunStateError, encode_run_state
 from dex_agents.adapters.kit.tool_results import ToolOutcome, latest_round_results
-from dex_agents.pure.compaction import render_transcript, summary_message_text
-from dex_agents.pure.runner_values import (
+from dex_agents.pure.machine.compaction import render_transcript, summary_message_text
+from dex_agents.pure.values.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     ResolvedToolPolicy,
     ToolCallsRequested,
     TurnCompleted,
 )
-from dex_agents.pure.usage import add_agent_usage
-from dex_agents.pure.values import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
+from dex_agents.pure.machine.usage import add_agent_usage
+from dex_agents.pure.values.session import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
 from dex_agents.shell.flow import AgentSessionFlow, create_agent_session_flow
 from dex_agents.shell.runner import (
     AgentTurnContext,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dex_agents.pure.values import AgentUsage
+from dex_agents.pure.values.session import AgentUsage
 
 
 def _count(value: int | None) -> int:

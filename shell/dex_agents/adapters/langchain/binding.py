@@ -38,7 +38,7 @@ from dex_agents.adapters.kit import is_final_client_status, model_call_usage, to
 from dex_agents.adapters.kit import unknown_tool_error, user_message
 from dex_agents.adapters.kit.model_errors import says_context_window_exceeded
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
-from dex_agents.pure.values import AgentUsage, FrameworkMessage, ToolEffect
+from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult, ToolExecutionError
 
 IDEMPOTENCY_KEY_CONFIG: Final = "dex_idempotency_key"

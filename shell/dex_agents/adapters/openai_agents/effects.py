@@ -11,7 +11,7 @@ from __future__ import annotations
 from agents.tool import FunctionTool
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, tool_effect_from_metadata
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.values.session import ToolEffect
 
 
 def with_tool_effect(tool: FunctionTool, effect: ToolEffect | str) -> FunctionTool:

@@ -44,7 +44,7 @@ from pydantic_core import to_jsonable_python
 from dex_agents.adapters.kit import model_call_usage
 from dex_agents.adapters.kit.turn import ModelAnswer, ModelCall, RequestedCall
 from dex_agents.adapters.openai_agents.effects import tool_effect
-from dex_agents.pure.values import AgentUsage, ToolEffect
+from dex_agents.pure.values.session import AgentUsage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult, NonRetryableModelError
 
 Items: TypeAlias = list[dict[str, Any]]

@@ -38,7 +38,7 @@ from dex_agents.adapters.kit.turn import (CallRef, ModelAnswer, ModelCall, Round
 from dex_agents.adapters.openai_agents import model, tools
 from dex_agents.adapters.openai_agents.effects import tool_effect
 from dex_agents.adapters.openai_agents.model import Items
-from dex_agents.pure.values import FrameworkMessage
+from dex_agents.pure.values.session import FrameworkMessage
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult
 

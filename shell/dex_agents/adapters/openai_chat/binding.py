@@ -19,7 +19,7 @@ from dex_agents.adapters.kit import (DEX_EFFECT_METADATA_KEY, assistant_message,
                                      is_final_client_status, model_call_usage, tool_effect_from_metadata,
                                      says_context_window_exceeded, tool_message, unknown_tool_error, user_message)
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
-from dex_agents.pure.values import AgentUsage, FrameworkMessage, ToolEffect
+from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult
 
 Message = dict[str, Any]

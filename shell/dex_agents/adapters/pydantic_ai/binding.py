@@ -38,7 +38,7 @@ from dex_agents.adapters.kit import (ToolOutcome, invalid_arguments_error, is_fi
 from dex_agents.adapters.kit.model_errors import CONTEXT_LENGTH_EXCEEDED, error_chain, says_context_window_exceeded
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
 from dex_agents.adapters.pydantic_ai import messages
-from dex_agents.pure.values import AgentUsage, ToolEffect
+from dex_agents.pure.values.session import AgentUsage, ToolEffect
 from dex_agents.shell.runner import AgentEventWriter, HistorySummaryResult, NonRetryableModelError, ToolExecutionError
 
 # How Pydantic AI's durable run context names Dex in its errors.

@@ -18,7 +18,7 @@ from pydantic_ai.messages import (ModelMessage, ModelMessagesTypeAdapter, ModelR
                                   TextPart, ToolCallPart, ToolReturnPart, UserPromptPart)
 
 from dex_agents.adapters.kit import assistant_message, tool_message, user_message
-from dex_agents.pure.values import FrameworkMessage
+from dex_agents.pure.values.session import FrameworkMessage
 
 
 def dump_messages(messages: Sequence[ModelMessage]) -> str:

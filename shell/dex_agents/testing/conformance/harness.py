@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Final, final
 
 from dex_agents.adapters.kit import SessionFlowOptions
-from dex_agents.pure.values import AgentEvent, AgentInterrupt, AgentMessage, AgentState
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentMessage, AgentState
 from dex_agents.testing.conformance.adapter import ConformanceAdapter, ConformanceSetup, adapter_path
 from dex_agents.testing.conformance.model import SeenMessage, model_calls
 from dex_agents.testing.conformance.tools import tool_runs

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from dex_agents.pure.compaction import TRANSCRIPT_HEADER
+from dex_agents.pure.machine.compaction import TRANSCRIPT_HEADER
 from dex_agents.testing.conformance.model import ModelReply, ScriptedFailure, SeenCall, SeenMessage
 from dex_agents.testing.conformance.tools import LOOKUP_ORDER, NOTIFY_CUSTOMER, REFUND_ORDER, UPDATE_ADDRESS
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dex_agents.pure.compaction import SUMMARY_PREFIX, TRANSCRIPT_HEADER, CompactionPolicy
-from dex_agents.pure.values import AgentEvent, MessageRole
+from dex_agents.pure.machine.compaction import SUMMARY_PREFIX, TRANSCRIPT_HEADER, CompactionPolicy
+from dex_agents.pure.values.session import AgentEvent, MessageRole
 from dex_agents.testing.conformance import script
 from dex_agents.testing.conformance.fixtures import Conformance, assert_tool_results_follow_calls
 from dex_agents.testing.conformance.harness import ConformanceSession

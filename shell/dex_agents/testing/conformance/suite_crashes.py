@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dex_agents.pure.texts import OUTCOME_UNKNOWN_PREFIX
+from dex_agents.pure.machine.texts import OUTCOME_UNKNOWN_PREFIX
 from dex_agents.testing.conformance import script
 from dex_agents.testing.conformance.fixtures import Conformance, assert_tool_results_follow_calls
 from dex_agents.testing.conformance.harness import ConformanceSession

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from dex_agents.pure.texts import FAILED_PREFIX, REJECTED_PREFIX, approval_deadline_passed_message
-from dex_agents.pure.values import AgentEvent, AgentMessage, MessageRole
+from dex_agents.pure.machine.texts import FAILED_PREFIX, REJECTED_PREFIX, approval_deadline_passed_message
+from dex_agents.pure.values.session import AgentEvent, AgentMessage, MessageRole
 from dex_agents.testing.conformance import script
 from dex_agents.testing.conformance.fixtures import Conformance, assert_tool_results_follow_calls
 from dex_agents.testing.conformance.harness import ConformanceSession

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
-from dex_agents.pure.values import ToolEffect
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.testing.conformance.model import pause_if_armed
 from dex_agents.testing.coordination import InvocationLog
 

@@ -1,0 +1,371 @@
+"""Effects: what a reducer asks the shell to do, named after the Dex verb (or runner call) each one
+becomes, in three closed unions by where they may appear. The shell interprets these and nothing else.
+
+| Union | Members | Where |
+| --- | --- | --- |
+| ``Write`` | ``SetAttribute``, ``DeleteAttribute``, ``SetMapInstance``, ``DeleteMapInstance``, ``PublishToChannel``, ``PublishToChannelInstance`` | Steps and RPCs, before the ending |
+| ``StepEffect`` | ``Write``, ``WriteEvent`` | a Step's effects, before its ending |
+| ``StepEnding`` | a decision (``GoToSteps``, ``DeadEnd``), a request (``BuildUserMessage``, ``CallModel``, ``SendHeartbeat``, ``ExecuteDeferredToolCall``) or ``FailAttempt`` | a Step transition's last element |
+| ``ApprovalWait`` | ``WaitForResolution``, ``SkipWait`` | the ending of ``AwaitToolApproval``'s ``wait_for`` |
+| ``RpcEnding`` | ``AnswerRpc``, ``RefuseRpc`` | an RPC transition's last element |
+
+A transition holds its effects and its ending apart (``transition.StepTransition``,
+``RpcTransition``, ``WaitTransition``), so an effect after the ending, a Stream write in an RPC, or
+an RPC answer in a Step cannot be built: the types decide where an effect may appear.
+
+A request asks the shell for work whose result comes back as a follow-up input, reduced in the same
+attempt from the state the request left: ``BuildUserMessage`` -> ``UserMessageBuilt``, ``CallModel`` ->
+``ModelCallFinished`` or ``ModelCallFailed``, ``SendHeartbeat`` -> ``HeartbeatSent``,
+``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` or ``ToolExecutionFailed``.
+
+Order matters: the shell performs a transition's effects in the order given, then its ending. Within
+one Step invocation Dex stages writes and commits them atomically with the Step decision, so the order
+only shows in the live event Stream.
+
+The persistence effects are generic over the typed key they write (``persistence.AGENT_STATE`` and so
+on): ``SetAttribute.of(AGENT_STATE, value)`` type-checks only when ``value`` is an ``AgentState``. Build
+them with their ``of`` constructors, which pin the value type to the key's and return the effect as it
+sits in the ``Write`` union (``SetAttribute[object]``): a bare constructor call inside a list of
+effects would make mypy infer ``object`` and refuse the key, which is invariant in its type.
+
+Invariants:
+    * A transition that ends in a request changes no state and writes nothing but events before it;
+      its follow-up's transition does the rest.
+    * ``FailAttempt`` and ``RefuseRpc`` leave the state unchanged. A rejection has no effects before
+      it; only a failed model call (``ModelCallFailed``) writes an event first: the shell raises at
+      ``FailAttempt``, Dex keeps the Stream writes of the failed attempt and commits nothing else.
+    * A persistence effect's value has its key's type (checked by mypy, and again on construction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeAlias, TypeVar, final
+
+from pyrsistent.typing import PVector
+
+from dex_agents.pure.values.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey
+from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
+from dex_agents.pure.machine.step_inputs import UserMessagePurpose
+from dex_agents.pure.flow.step_options import StepMovement
+from dex_agents.pure.values.session import AgentEvent, AgentMessage, AgentToolCall
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+"""The value type of a persistence effect's key (covariant, so every effect fits ``Effect``)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetAttribute(Generic[T_co]):
+    """``Attribute.set(context, value)``."""
+
+    attribute: AttributeKey[T_co]
+    value: T_co
+
+    def __post_init__(self) -> None:
+        if not self.attribute.holds(self.value):
+            raise ValueError(f"{self.attribute.name} cannot hold {type(self.value).__name__}")
+
+    @staticmethod
+    def of(attribute: AttributeKey[T], value: T) -> SetAttribute[object]:
+        """Set ``attribute`` to ``value`` (which must be of the Attribute's type)."""
+        effect = SetAttribute(attribute=attribute, value=value)
+        return effect
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAttribute(Generic[T_co]):
+    """``Attribute.delete(context)``."""
+
+    attribute: AttributeKey[T_co]
+
+    @staticmethod
+    def of(attribute: AttributeKey[T]) -> DeleteAttribute[object]:
+        """Delete ``attribute``."""
+        effect = DeleteAttribute(attribute=attribute)
+        return effect
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetMapInstance(Generic[T_co]):
+    """``AttributeMap.set(context, key, value)``: ``AgentMessages`` keyed by the 12-digit sequence key
+    holds ``AgentMessage``; ``AgentToolCalls`` keyed by tool call ID holds ``AgentToolCall``."""
+
+    map: MapKey[T_co]
+    key: str
+    value: T_co
+
+    def __post_init__(self) -> None:
+        if not self.map.holds(self.value):
+            raise ValueError(f"{self.map.name} cannot hold {type(self.value).__name__}")
+
+    @staticmethod
+    def of(attribute_map: MapKey[T], key: str, value: T) -> SetMapInstance[object]:
+        """Set the instance ``key`` of ``attribute_map`` to ``value`` (of the map's type)."""
+        effect = SetMapInstance(map=attribute_map, key=key, value=value)
+        return effect
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteMapInstance(Generic[T_co]):
+    """``AttributeMap.delete(context, key)``."""
+
+    map: MapKey[T_co]
+    key: str
+
+    @staticmethod
+    def of(attribute_map: MapKey[T], key: str) -> DeleteMapInstance[object]:
+        """Delete the instance ``key`` of ``attribute_map``."""
+        effect = DeleteMapInstance(map=attribute_map, key=key)
+        return effect
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishToChannel(Generic[T_co]):
+    """``Channel.publish(context, value)``: ``QueuedUserMessages`` takes ``AgentUserMessage``,
+    ``ToolCallResults`` takes ``ToolCallCompleted``."""
+
+    channel: ChannelKey[T_co]
+    value: T_co
+
+    def __post_init__(self) -> None:
+        if not self.channel.holds(self.value):
+            raise ValueError(f"{self.channel.name} cannot carry {type(self.value).__name__}")
+
+    @staticmethod
+    def of(channel: ChannelKey[T], value: T) -> PublishToChannel[object]:
+        """Publish ``value`` (of the Channel's type) on ``channel``."""
+        effect = PublishToChannel(channel=channel, value=value)
+        return effect
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishToChannelInstance(Generic[T_co]):
+    """``ChannelMap.publish(context, key, value)`` (``InterruptResolutions`` keyed by interrupt ID)."""
+
+    channel_map: ChannelMapKey[T_co]
+    key: str
+    value: T_co
+
+    def __post_init__(self) -> None:
+        if not self.channel_map.holds(self.value):
+            raise ValueError(f"{self.channel_map.name} cannot carry {type(self.value).__name__}")
+
+    @staticmethod
+    def of(channel_map: ChannelMapKey[T], key: str, value: T) -> PublishToChannelInstance[object]:
+        """Publish ``value`` (of the ChannelMap's type) on the instance ``key`` of ``channel_map``."""
+        effect = PublishToChannelInstance(channel_map=channel_map, key=key, value=value)
+        return effect
+
+
+Write: TypeAlias = (
+    SetAttribute[object]
+    | DeleteAttribute[object]
+    | SetMapInstance[object]
+    | DeleteMapInstance[object]
+    | PublishToChannel[object]
+    | PublishToChannelInstance[object]
+)
+"""A staged write: Steps and RPCs both stage them; Dex commits them with the ending."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteEvent:
+    """``Stream.write(context, event)`` on ``AgentEvents`` (Steps only; RPCs cannot write Streams)."""
+
+    event: AgentEvent
+
+
+StepEffect: TypeAlias = Write | WriteEvent
+"""What a Step transition performs before its ending."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoToSteps:
+    """``go_to_many(*movements)``: start every movement at once (at least one)."""
+
+    movements: PVector[StepMovement]
+
+    def __post_init__(self) -> None:
+        if len(self.movements) == 0:
+            raise ValueError("GoToSteps needs at least one movement")
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadEnd:
+    """``dead_end()``: end this branch of the Flow; the session keeps running."""
+
+
+Decision: TypeAlias = GoToSteps | DeadEnd
+"""What a Step's ``execute`` returns to Dex."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildUserMessage:
+    """Call ``runner.build_user_message(text)``, then feed back ``UserMessageBuilt(purpose, message)``.
+
+    ``purpose`` says what the message is for (the initial message, a queued message, the turn failure
+    note); the follow-up's reducer acts on it."""
+
+    text: str
+    purpose: UserMessagePurpose
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallModel:
+    """Call ``runner.run_model_step`` with this view of the running turn, then feed back
+    ``ModelCallFinished`` (the checked outcome) or ``ModelCallFailed`` (it raised).
+
+    Attributes:
+        turn_id: The running turn.
+        messages: The stored messages the model sees, in sequence order (this turn's user message
+            included): every one, or those after the history summary's boundary.
+        framework_run_state: The turn's run state (``None`` for the turn's first model call).
+        tool_calls: The turn's tool call records, in deferral order.
+        history_summary: The summary that stands for the messages before ``messages`` (``None``: none).
+    """
+
+    turn_id: str
+    messages: PVector[AgentMessage]
+    framework_run_state: str | None
+    tool_calls: PVector[AgentToolCall]
+    history_summary: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizeHistory:
+    """Call ``runner.summarize_history`` over ``messages`` (after ``previous_summary``), then feed
+    back ``HistorySummarized`` or ``SummarizationFailed``."""
+
+    turn_id: str | None
+    trigger: str
+    previous_summary: str | None
+    messages: PVector[AgentMessage]
+    instructions: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendHeartbeat:
+    """Send a heartbeat and wait until it is out (the single-attempt guard before ``tool_call_id``
+    runs), then feed back ``HeartbeatSent``; when it cannot be proven sent, the attempt fails."""
+
+    tool_call_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecuteDeferredToolCall:
+    """Call ``runner.execute_deferred_tool_call`` with this record, idempotency key and the turn's
+    ``framework_run_state`` (that of the ``ToolCallsRequested`` that deferred the call), then feed the
+    outcome back as ``ToolCallSucceeded`` or ``ToolExecutionFailed`` (anything else the runner raises
+    is raised to Dex, which retries or takes the failure route)."""
+
+    tool_call: AgentToolCall
+    idempotency_key: str
+    framework_run_state: str | None
+
+
+Request: TypeAlias = BuildUserMessage | CallModel | SendHeartbeat | ExecuteDeferredToolCall | SummarizeHistory
+"""Work the shell performs and reports back as a follow-up input, in the same attempt."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailAttempt:
+    """Raise so that Dex fails this attempt (retry, then the failure route). Nothing staged is committed
+    (events written before it stay in the Stream). ``error`` says what was wrong (a runner defect, a
+    failed model call, an input that does not fit the state)."""
+
+    error: str
+
+
+StepEnding: TypeAlias = Decision | Request | FailAttempt
+"""The last element of a Step transition."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitForResolution:
+    """Wait for one message on ``InterruptResolutions[interrupt_id]``, or a Timer of ``timer_seconds``
+    (whole seconds, rounded up) when one is set; the Timer comes first in Dex's canonical order."""
+
+    interrupt_id: str
+    timer_seconds: int | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkipWait:
+    """Nothing to wait for (``Wait.skip_immediately``); execute then sees no Timer and no resolution."""
+
+
+ApprovalWait: TypeAlias = WaitForResolution | SkipWait
+"""What ``AwaitToolApproval``'s ``wait_for`` waits on: the ending of its ``WaitTransition``."""
+
+
+RpcOutput: TypeAlias = bool | AgentSnapshot | AgentMessagePage
+"""``send_user_message`` and ``resolve_interrupt`` answer ``bool``; the readers their records."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerRpc:
+    """Return ``output`` from the RPC handler (with the writes of the same transition)."""
+
+    output: RpcOutput
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefuseRpc:
+    """Fail the RPC: its caller gets an error with this text and nothing is written (text that cannot
+    be encoded)."""
+
+    error: str
+
+
+RpcEnding: TypeAlias = AnswerRpc | RefuseRpc
+"""The last element of an RPC transition."""
+
+__all__ = [
+    "SummarizeHistory",
+    "AnswerRpc",
+    "ApprovalWait",
+    "BuildUserMessage",
+    "CallModel",
+    "DeadEnd",
+    "Decision",
+    "DeleteAttribute",
+    "DeleteMapInstance",
+    "ExecuteDeferredToolCall",
+    "FailAttempt",
+    "GoToSteps",
+    "PublishToChannel",
+    "PublishToChannelInstance",
+    "RefuseRpc",
+    "Request",
+    "RpcEnding",
+    "RpcOutput",
+    "SendHeartbeat",
+    "SetAttribute",
+    "SetMapInstance",
+    "SkipWait",
+    "StepEffect",
+    "StepEnding",
+    "WaitForResolution",
+    "Write",
+    "WriteEvent",
+]

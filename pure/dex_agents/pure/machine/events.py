@@ -1,0 +1,197 @@
+"""Builders of the ``AgentEvents`` Stream events the session itself writes, with the spec's exact
+types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` and ``step_execution_id``.
+
+| type | payload |
+| --- | --- |
+| ``turn_started`` | ``{"sequence"}`` of the user message |
+| ``turn_completed`` | ``{"message_count"}`` appended by the turn's final model call |
+| ``turn_failed`` | ``{"error"}`` |
+| ``tool_call_deferred`` | ``{"tool_call_id","tool_name","effect","requires_approval"}`` |
+| ``tool_call_started`` | ``{"tool_call_id","tool_name"}`` |
+| ``tool_call_finished`` | ``{"tool_call_id","tool_name","status"}`` |
+| ``interrupt_raised`` | ``{"interrupt_id","tool_call_id","tool_name","deadline"}`` |
+| ``interrupt_resolved`` | ``{"interrupt_id","approved","rejection_message"}`` |
+| ``usage_recorded`` | ``{"recorded","session"}``, each an ``AgentUsage`` object |
+| ``dex_agents.model_call_failed`` | ``{"error","retrying"}`` |
+| ``dex_agents.history_compacted`` | ``{"through_sequence","summarized_messages","summary_chars","trigger"}`` |
+
+``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
+``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
+failure before the next attempt starts; ``retrying`` says whether another attempt follows.
+
+``text_delta`` and ``reasoning_delta`` come from the runner's event writer (see ``coalescing``), which
+also writes ``tool_call_started`` and ``tool_call_finished`` for a runner, with the payloads built here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyrsistent import pmap
+
+from dex_agents.pure.wire.json_value import JsonObject, JsonValue
+from dex_agents.pure.machine.step_inputs import Invocation
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentToolCall, AgentUsage, HistorySummary, ToolCallStatus
+
+TURN_STARTED = "turn_started"
+TURN_COMPLETED = "turn_completed"
+TURN_FAILED = "turn_failed"
+TEXT_DELTA = "text_delta"
+REASONING_DELTA = "reasoning_delta"
+TOOL_CALL_DEFERRED = "tool_call_deferred"
+TOOL_CALL_STARTED = "tool_call_started"
+TOOL_CALL_FINISHED = "tool_call_finished"
+INTERRUPT_RAISED = "interrupt_raised"
+INTERRUPT_RESOLVED = "interrupt_resolved"
+USAGE_RECORDED = "usage_recorded"
+MODEL_CALL_FAILED = "dex_agents.model_call_failed"
+HISTORY_COMPACTED = "dex_agents.history_compacted"
+
+
+def _event(event_type: str, turn_id: str, invocation: Invocation, payload: Mapping[str, JsonValue]) -> AgentEvent:
+    return AgentEvent(
+        type=event_type,
+        turn_id=turn_id,
+        attempt=invocation.attempt,
+        step_execution_id=invocation.step_execution_id,
+        payload=pmap(payload),
+    )
+
+
+def usage_json(usage: AgentUsage) -> JsonObject:
+    """An ``AgentUsage`` as a JSON object (its wire form)."""
+    return pmap(
+        {
+            "requests": usage.requests,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+        }
+    )
+
+
+def turn_started(turn_id: str, invocation: Invocation, sequence: int) -> AgentEvent:
+    """``turn_started``: the turn's user message was stored with ``sequence``."""
+    return _event(TURN_STARTED, turn_id, invocation, {"sequence": sequence})
+
+
+def turn_completed(turn_id: str, invocation: Invocation, message_count: int) -> AgentEvent:
+    """``turn_completed``: the final model call appended ``message_count`` messages."""
+    return _event(TURN_COMPLETED, turn_id, invocation, {"message_count": message_count})
+
+
+def turn_failed(turn_id: str, invocation: Invocation, error: str) -> AgentEvent:
+    """``turn_failed`` with the recovery error text."""
+    return _event(TURN_FAILED, turn_id, invocation, {"error": error})
+
+
+def tool_call_deferred(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
+    """``tool_call_deferred``: the model asked for the call, which runs in its own Step."""
+    payload: dict[str, JsonValue] = {
+        "tool_call_id": record.tool_call_id,
+        "tool_name": record.tool_name,
+        "effect": record.effect.value,
+        "requires_approval": record.requires_approval,
+    }
+    return _event(TOOL_CALL_DEFERRED, record.turn_id, invocation, payload)
+
+
+def tool_call_started_payload(tool_call_id: str, tool_name: str) -> JsonObject:
+    """The payload of ``tool_call_started``."""
+    return pmap({"tool_call_id": tool_call_id, "tool_name": tool_name})
+
+
+def tool_call_finished_payload(tool_call_id: str, tool_name: str, status: ToolCallStatus) -> JsonObject:
+    """The payload of ``tool_call_finished``."""
+    return pmap({"tool_call_id": tool_call_id, "tool_name": tool_name, "status": status.value})
+
+
+def tool_call_started(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
+    """``tool_call_started``: the tool Step is about to run the tool."""
+    return _event(TOOL_CALL_STARTED, record.turn_id, invocation,
+                  tool_call_started_payload(record.tool_call_id, record.tool_name))
+
+
+def tool_call_finished(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
+    """``tool_call_finished``: the record became final (including a rejection)."""
+    return _event(TOOL_CALL_FINISHED, record.turn_id, invocation,
+                  tool_call_finished_payload(record.tool_call_id, record.tool_name, record.status))
+
+
+def interrupt_raised(invocation: Invocation, interrupt: AgentInterrupt) -> AgentEvent:
+    """``interrupt_raised``: the call waits for approval until ``deadline`` (``null`` for none)."""
+    payload: dict[str, JsonValue] = {
+        "interrupt_id": interrupt.interrupt_id,
+        "tool_call_id": interrupt.tool_call_id,
+        "tool_name": interrupt.tool_name,
+        "deadline": interrupt.deadline,
+    }
+    return _event(INTERRUPT_RAISED, interrupt.turn_id, invocation, payload)
+
+
+def interrupt_resolved(
+    turn_id: str, invocation: Invocation, interrupt_id: str, approved: bool, rejection_message: str | None
+) -> AgentEvent:
+    """``interrupt_resolved``, written by ``AwaitToolApproval`` (RPCs cannot write Streams)."""
+    payload: dict[str, JsonValue] = {
+        "interrupt_id": interrupt_id,
+        "approved": approved,
+        "rejection_message": rejection_message,
+    }
+    return _event(INTERRUPT_RESOLVED, turn_id, invocation, payload)
+
+
+def usage_recorded(turn_id: str, invocation: Invocation, recorded: AgentUsage, session: AgentUsage) -> AgentEvent:
+    """``usage_recorded``: this model call's usage and the session's new total."""
+    payload: dict[str, JsonValue] = {"recorded": usage_json(recorded), "session": usage_json(session)}
+    return _event(USAGE_RECORDED, turn_id, invocation, payload)
+
+
+def model_call_failed(turn_id: str, invocation: Invocation, error: str, retrying: bool) -> AgentEvent:
+    """``dex_agents.model_call_failed``: the model call raised ``error``; ``retrying``: another attempt follows."""
+    return _event(MODEL_CALL_FAILED, turn_id, invocation, {"error": error, "retrying": retrying})
+
+
+def history_compacted(turn_id: str | None, invocation: Invocation, summary: HistorySummary) -> AgentEvent:
+    """``dex_agents.history_compacted``: the model now sees ``summary`` in place of the messages
+    through its boundary (ours: a compaction, ``CompactHistory``)."""
+    payload: dict[str, JsonValue] = {
+        "through_sequence": summary.through_sequence,
+        "summarized_messages": summary.summarized_messages,
+        "summary_chars": len(summary.text),
+        "trigger": summary.trigger,
+    }
+    return AgentEvent(type=HISTORY_COMPACTED, turn_id=turn_id, attempt=invocation.attempt,
+                      step_execution_id=invocation.step_execution_id, payload=pmap(payload))
+
+
+__all__ = [
+    "HISTORY_COMPACTED",
+    "history_compacted",
+    "INTERRUPT_RAISED",
+    "INTERRUPT_RESOLVED",
+    "MODEL_CALL_FAILED",
+    "REASONING_DELTA",
+    "TEXT_DELTA",
+    "TOOL_CALL_DEFERRED",
+    "TOOL_CALL_FINISHED",
+    "TOOL_CALL_STARTED",
+    "TURN_COMPLETED",
+    "TURN_FAILED",
+    "TURN_STARTED",
+    "USAGE_RECORDED",
+    "interrupt_raised",
+    "interrupt_resolved",
+    "model_call_failed",
+    "tool_call_deferred",
+    "tool_call_finished",
+    "tool_call_finished_payload",
+    "tool_call_started",
+    "tool_call_started_payload",
+    "turn_completed",
+    "turn_failed",
+    "turn_started",
+    "usage_json",
+    "usage_recorded",
+]

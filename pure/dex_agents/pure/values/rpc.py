@@ -1,0 +1,85 @@
+"""Inputs and outputs of the session's RPCs (``send_user_message``, ``resolve_interrupt``,
+``get_agent_snapshot``, ``list_agent_messages``, and ours, ``send_user_message_once``). Wire names as
+in ``docs/wire.md``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import final
+
+from pyrsistent.typing import PVector
+
+from dex_agents.pure.values.session import AgentInterrupt, AgentMessage, AgentState, AgentToolCall, AgentUsage
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendUserMessageInput:
+    """``send_user_message`` input. Blank text (empty or whitespace only) is refused with ``false``."""
+
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendUserMessageOnceInput:
+    """``send_user_message_once`` input: ``send_user_message`` with the message's identity. A second
+    call with the same ``message_id`` (and text) answers ``true`` and queues nothing."""
+
+    message_id: str
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolveInterruptInput:
+    """``resolve_interrupt`` input. ``rejection_message`` is shown to the model when ``approved`` is false."""
+
+    interrupt_id: str
+    approved: bool
+    rejection_message: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListAgentMessagesInput:
+    """``list_agent_messages`` input: the page holds messages with ``sequence < before_sequence``
+    (all when ``None``), newest ``limit`` of them, returned oldest first. ``limit`` defaults to 50 and is
+    clamped to 1..200."""
+
+    before_sequence: int | None
+    limit: int | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSnapshot:
+    """``get_agent_snapshot`` output. ``state`` is ``None`` before the session starts; ``tool_calls`` are
+    the active turn's records in deferral order; ``messages`` in sequence order."""
+
+    state: AgentState | None
+    messages: PVector[AgentMessage]
+    pending_interrupts: PVector[AgentInterrupt]
+    tool_calls: PVector[AgentToolCall]
+    usage: AgentUsage
+    queued_message_count: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentMessagePage:
+    """``list_agent_messages`` output, oldest first. ``next_before_sequence`` is the ``before_sequence``
+    of the next older page, or ``None`` when no older message exists."""
+
+    messages: PVector[AgentMessage]
+    next_before_sequence: int | None
+
+
+__all__ = [
+    "AgentMessagePage",
+    "AgentSnapshot",
+    "ListAgentMessagesInput",
+    "ResolveInterruptInput",
+    "SendUserMessageInput",
+    "SendUserMessageOnceInput",
+]

@@ -1,0 +1,88 @@
+"""The runner contract's values: what a framework runner returns from a model call, and the tool
+policies it applies. They live in the core, which reads them; the contract itself (the protocol, what
+the runner receives, its errors) is ``dex_agents.shell.runner``, which re-exports these. The shell
+checks a runner's objects into these values before any reducer sees them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias, final
+
+from pyrsistent.typing import PVector
+
+from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEffect
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPolicy:
+    """A tool's configured policy. ``requires_approval`` ``None`` means: the effect's default."""
+
+    effect: ToolEffect
+    requires_approval: bool | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedToolPolicy:
+    """The effective policy of one tool call."""
+
+    effect: ToolEffect
+    requires_approval: bool
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpToolAnnotations:
+    """The MCP tool annotation hints that classify a tool's effect (``None`` when the server sent none)."""
+
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeferredToolCall:
+    """One tool call the model asked for, deferred to its own Step."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    policy: ResolvedToolPolicy
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCompleted:
+    """The model gave its final answer. ``new_messages``: every message the turn produced after its
+    user message, across all model calls, in order. ``usage``: this model call's usage only."""
+
+    new_messages: PVector[FrameworkMessage]
+    usage: AgentUsage
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallsRequested:
+    """The model asked for tools. ``framework_run_state`` is non-empty and opaque; ``tool_calls`` holds at
+    least one call, in the order the model made them. ``usage``: this model call's usage only."""
+
+    framework_run_state: str
+    tool_calls: PVector[DeferredToolCall]
+    usage: AgentUsage
+
+
+AgentTurnOutcome: TypeAlias = TurnCompleted | ToolCallsRequested
+"""What ``run_model_step`` returns."""
+
+__all__ = [
+    "AgentTurnOutcome",
+    "DeferredToolCall",
+    "McpToolAnnotations",
+    "ResolvedToolPolicy",
+    "ToolCallsRequested",
+    "ToolPolicy",
+    "TurnCompleted",
+]

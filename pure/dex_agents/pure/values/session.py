@@ -1,0 +1,304 @@
+"""The session's persisted wire values: what Dex Attributes, AttributeMaps, Channels and the Stream hold.
+
+Every record is a frozen, slotted, keyword-only dataclass; collections inside records are
+``PVector``/``PMap``. Field names are the wire names (snake_case JSON, see ``docs/wire.md``), and every
+enum's value is its wire string. Nothing here decides anything: the reducers do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import final
+
+from dex_agents.pure.wire.json_value import JsonObject
+
+
+@final
+class AgentStatus(StrEnum):
+    """What the session is doing now (``AgentState.status``)."""
+
+    WAITING_FOR_USER_MESSAGE = "waiting_for_user_message"
+    RUNNING_MODEL = "running_model"
+    RUNNING_TOOLS = "running_tools"
+
+
+@final
+class CompactionTrigger(StrEnum):
+    """Why a compaction ran (its wire value is ``HistorySummary.trigger`` and the event's)."""
+
+    REACTIVE = "reactive"
+    PROACTIVE = "proactive"
+    REQUESTED = "requested"
+
+
+@final
+class ToolEffect(StrEnum):
+    """A tool's effect class: it decides the tool Step, retries, idempotency key, approval and crash record."""
+
+    READ = "read"
+    IDEMPOTENT_WRITE = "idempotent_write"
+    NON_IDEMPOTENT_WRITE = "non_idempotent_write"
+    UNCLASSIFIED = "unclassified"
+
+
+@final
+class ToolCallStatus(StrEnum):
+    """Lifecycle of one tool call record. ``AWAITING_APPROVAL`` and ``PENDING`` are open; the rest are final."""
+
+    AWAITING_APPROVAL = "awaiting_approval"
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+    @property
+    def is_final(self) -> bool:
+        """True once the record will never change again (one ``ToolCallCompleted`` was published)."""
+        return self not in (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.PENDING)
+
+
+@final
+class MessageRole(StrEnum):
+    """Author of a stored message."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSessionStartInput:
+    """Input of the ``StartAgentSession`` Step (the Flow's start input)."""
+
+    initial_message: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentUsage:
+    """Token and request counts. Every field is a non-negative count; usage adds field by field."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentState:
+    """The ``AgentState`` Attribute.
+
+    Invariants: ``current_turn_id`` is ``turn-<turn_count>`` while a turn runs and ``None`` while
+    waiting; ``current_turn_sequence`` is the sequence of that turn's user message; ``message_count``
+    is the highest stored message sequence (sequences start at 1 with no gaps); ``turn_count`` =
+    ``completed_turn_count`` + ``failed_turn_count`` + (1 while a turn runs).
+    """
+
+    status: AgentStatus
+    turn_count: int
+    current_turn_id: str | None
+    current_turn_sequence: int | None
+    message_count: int
+    completed_turn_count: int
+    failed_turn_count: int
+    last_turn_error: str | None
+
+    @property
+    def ended_turn_count(self) -> int:
+        """Turns that ended, completed or failed (turns end in order: ``turn-<n>`` ended once this is ``n``)."""
+        return self.completed_turn_count + self.failed_turn_count
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkMessage:
+    """A message as the runner produces it. ``framework_item`` is framework-native JSON, replayed unchanged;
+    the other fields are display projections."""
+
+    role: MessageRole
+    text: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    tool_arguments: str | None
+    tool_output: str | None
+    framework_item: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentMessage:
+    """One stored message (``AgentMessages`` instance keyed by the 12-digit sequence key)."""
+
+    sequence: int
+    turn_id: str
+    role: MessageRole
+    text: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    tool_arguments: str | None
+    tool_output: str | None
+    framework_item: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentToolCall:
+    """One tool call record of the active turn (``AgentToolCalls`` instance keyed by tool call ID).
+
+    Invariants: ``deferral_order`` is the zero-based position in the model's response;
+    ``output`` is set only when ``SUCCEEDED``; ``error`` only when ``FAILED`` or ``OUTCOME_UNKNOWN``;
+    ``rejection_message`` only when ``REJECTED``; ``interrupt_id`` only when approval was required.
+    """
+
+    tool_call_id: str
+    turn_id: str
+    tool_name: str
+    arguments: str
+    effect: ToolEffect
+    requires_approval: bool
+    deferral_order: int
+    idempotency_key: str
+    status: ToolCallStatus
+    interrupt_id: str | None
+    output: str | None
+    error: str | None
+    rejection_message: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentInterrupt:
+    """A pending tool approval (an element of the ``PendingInterrupts`` Attribute).
+
+    ``deadline`` is an ISO-8601 UTC instant with milliseconds (``2026-01-02T03:04:05.678Z``) or ``None``.
+    """
+
+    interrupt_id: str
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    effect: ToolEffect
+    deadline: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentInterruptResolution:
+    """An answer to an interrupt (``InterruptResolutions`` ChannelMap instance keyed by interrupt ID)."""
+
+    interrupt_id: str
+    approved: bool
+    rejection_message: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentUserMessage:
+    """A queued user message (``QueuedUserMessages`` Channel)."""
+
+    text: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessageReceipt:
+    """A user message sent with an identity (``send_user_message_once``), kept in the
+    ``UserMessageReceipts`` AttributeMap under ``message_id``: a second send of it answers ``true``
+    and queues nothing. Ours, not the spec's."""
+
+    message_id: str
+    text_sha256: str | None = None
+    """The SHA-256 of the text's UTF-8 bytes, in lowercase hex: a receipt never holds the text again."""
+    text: str | None = None
+    """Only in receipts written by versions before ``text_sha256`` (read, never written)."""
+
+    @staticmethod
+    def of(message_id: str, text: str) -> UserMessageReceipt:
+        """The receipt of ``text`` queued under ``message_id`` (its digest, not the text)."""
+        return UserMessageReceipt(message_id=message_id, text_sha256=text_sha256(text))
+
+    def binds(self, text: str) -> bool:
+        """Whether a resend of ``text`` under this message ID is the message the receipt records."""
+        if self.text_sha256 is not None:
+            return self.text_sha256 == text_sha256(text)
+        return self.text == text
+
+
+def text_sha256(text: str) -> str:
+    """The lowercase hex SHA-256 of ``text`` encoded as UTF-8 (``text`` holds no lone surrogate)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallCompleted:
+    """Published once to ``ToolCallResults`` when a tool call record becomes final."""
+
+    tool_call_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistorySummary:
+    """The session's latest history compaction (the ``HistorySummary`` Attribute). Ours, not the spec's.
+
+    The model sees ``text`` in place of every stored message up to ``through_sequence``; the transcript
+    itself keeps every message whole.
+
+    Attributes:
+        text: The summary (of the previous summary, when any, and the span it replaced).
+        through_sequence: The last message sequence the summary covers (the boundary).
+        summarized_messages: How many stored messages the summary covers in all (1..``through_sequence``).
+        trigger: Why the latest compaction ran: ``reactive``, ``proactive`` or ``requested``.
+        turn_id: The turn it ran in (``None``: between turns).
+        compactions: How many compactions the session made (this one included).
+    """
+
+    text: str
+    through_sequence: int
+    summarized_messages: int
+    trigger: str
+    turn_id: str | None
+    compactions: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentEvent:
+    """One live event of the ``AgentEvents`` Stream. ``payload`` is a JSON object whose keys depend on
+    ``type`` (see ``docs/wire.md``); ``turn_id`` is ``None`` outside a turn."""
+
+    type: str
+    turn_id: str | None
+    attempt: int
+    step_execution_id: str
+    payload: JsonObject
+
+
+__all__ = [
+    "CompactionTrigger",
+    "AgentEvent",
+    "AgentInterrupt",
+    "AgentInterruptResolution",
+    "AgentMessage",
+    "AgentSessionStartInput",
+    "AgentState",
+    "AgentStatus",
+    "AgentToolCall",
+    "AgentUsage",
+    "AgentUserMessage",
+    "FrameworkMessage",
+    "HistorySummary",
+    "MessageRole",
+    "ToolCallCompleted",
+    "ToolCallStatus",
+    "ToolEffect",
+    "UserMessageReceipt",
+]
