@@ -133,7 +133,7 @@ def install_engine_counters() -> None:
     """Count the engine's frames each way (with bytes) and its commits (durable apart)."""
     from dex.dexpb import dex_pb2 as pb
 
-    from dex_agents.engine import store as store_module
+    from dex_agents.engine.repository import store as store_module
     from dex_agents.engine import worker_service
 
     service_class: Any = worker_service.WorkerTaskService

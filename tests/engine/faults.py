@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from typing import Any, cast
 
-from dex_agents.engine.store import Store
+from dex_agents.engine.repository.store import Store
 
 
 class FailingCommit:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dex.dexpb import dex_pb2 as pb
 
-from dex_agents.engine import state
-from dex_agents.engine.store import Store
+from dex_agents.engine.repository import state
+from dex_agents.engine.repository.store import Store
 
 
 def test_the_singleton_load_uses_the_singletons_index_and_reads_only_singletons(tmp_path: Path) -> None:

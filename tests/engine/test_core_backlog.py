@@ -24,7 +24,7 @@ from dex_agents.engine.tasks import WorkerStream
 from dex_agents.engine.engine import Engine
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.steps import StepOps
-from dex_agents.engine.store import Store
+from dex_agents.engine.repository.store import Store
 
 from .test_core_dispatch import dispatcher, sent, task
 

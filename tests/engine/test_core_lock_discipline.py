@@ -19,7 +19,7 @@ from dex_agents.engine.flow_state import FlowStateQuery
 from dex_agents.engine.lock_discipline import EngineLockNotHeld, assert_engine_lock_held
 from dex_agents.engine.queries import Queries
 from dex_agents.engine.rows import Effects
-from dex_agents.engine.store import Store
+from dex_agents.engine.repository.store import Store
 from tests.engine.test_core_dispatch import task
 
 Call = Callable[[Engine], object]

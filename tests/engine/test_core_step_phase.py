@@ -11,7 +11,7 @@ from typing import get_args
 
 import pytest
 
-from dex_agents.engine.row_cache import RowCache
+from dex_agents.engine.repository.row_cache import RowCache
 from dex_agents.engine.step_phase import (
     ACTIVE_PHASES,
     CREATED_AS,
@@ -20,7 +20,7 @@ from dex_agents.engine.step_phase import (
     Phase,
     check_move,
 )
-from dex_agents.engine.store import Store
+from dex_agents.engine.repository.store import Store
 
 PHASES: tuple[Phase, ...] = get_args(Phase)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dex_agents.engine.server import EngineServer
-from dex_agents.engine.store import DatabaseInUseError
+from dex_agents.engine.repository.store import DatabaseInUseError
 
 
 def test_a_second_engine_on_the_same_database_is_refused_until_the_first_stops(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from dex import AsyncContext, RetryPolicy, StartFlowOptions, Step, StepDecision,
 
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.durability import Durability
-from dex_agents.engine.store import Store
+from dex_agents.engine.repository.store import Store
 from tests.engine.harness import StreamStepFlow, open_harness, unique_name
 
 NORMAL, FULL = 1, 2

@@ -24,7 +24,7 @@ from dex import Channel, Context, PersistenceSchema, Step, StepDecision, StepLis
 
 from dex_agents.engine import EngineProcess, EngineServer, start_engine
 from dex_agents.engine.launch import EngineStartError
-from dex_agents.engine.store import DatabaseError, Store
+from dex_agents.engine.repository.store import DatabaseError, Store
 from tests.engine.conftest import DexFixture
 from tests.engine.harness import NamedFlow
 from tests.engine.processes import REPO_ROOT, engine_is_healthy
@@ -121,7 +121,7 @@ def test_log_level_accepts_any_case(tmp_path: Path) -> None:
 def _imported_modules(package: Path) -> set[str]:
     """Every absolute module the package's sources import (``from x import y`` counts ``x.y`` too)."""
     found: set[str] = set()
-    for source in package.glob("*.py"):
+    for source in package.rglob("*.py"):
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)

@@ -31,7 +31,8 @@ import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import state
+from .repository import events as stored_events
+from .repository import runs, state
 from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid
 from .flow_state import FlowStateQuery
@@ -88,9 +89,7 @@ class ContinueAsNewOps:
         with self.engine.store.transaction() as db:
             self.engine.rows.update_flow(db, "config=?", (config.SerializeToString(),), flow.uid)
         self.engine.apply(Effects(touched={flow.uid}))
-        (events,) = self.engine.store.db.execute(
-            "SELECT COALESCE(MAX(event_id), 0) FROM history WHERE uid=?", (flow.uid,)).fetchone()
-        self.continue_if_due(flow.uid, int(events))
+        self.continue_if_due(flow.uid, stored_events.last_event_id(self.engine.store.db, flow.uid))
 
     def continue_if_due(self, uid: int, events: int) -> None:
         """Roll the run over if it runs and its history (``events`` long) exceeds its threshold."""
@@ -115,23 +114,15 @@ class ContinueAsNewOps:
         new_run_id = str(uuid.uuid4())
         now = self.engine.now_ms()
         start = pb.StartFlowRequest()
-        start_blob, parent_flow_id, first_blob = db.execute(
-            "SELECT f.start_request, f.parent_flow_id, h.event FROM flows f LEFT JOIN history h "
-            "ON h.uid=f.uid AND h.event_id=1 WHERE f.uid=?", (flow.uid,)).fetchone()
+        start_blob, parent_flow_id, first_blob = runs.rollover_columns(db, flow.uid)
         start.ParseFromString(start_blob)
         run_start_ms = flow.start_ms
         if first_blob:
             first = pb.FlowHistoryEvent()
             first.ParseFromString(first_blob)
             run_start_ms = first.event_time.ToMilliseconds()
-        cursor = db.execute(
-            "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, close_ms, request_id, config, "
-            "start_request, parent_flow_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (flow.flow_id, flow.run_id, flow.flow_type, pb.FLOW_STATUS_CONTINUED_AS_NEW, run_start_ms, now,
-             flow.request_id, flow.config.SerializeToString(), start_blob, parent_flow_id))
-        ended = int(cursor.lastrowid or 0)
-        self.engine.rows.run_inserted(flow.flow_id)  # the ended run's row is not the latest (LATEST_RUN)
-        db.execute("UPDATE history SET uid=? WHERE uid=?", (ended, flow.uid))
+        ended = runs.insert_continued(self.engine.rows, db, flow, run_start_ms, now, start_blob, parent_flow_id)
+        stored_events.move(db, flow.uid, ended)
         state.record(db, ended, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=pb.FLOW_STATUS_CONTINUED_AS_NEW, continued_to_run_id=new_run_id)))
         self.engine.rows.update_flow(db, "run_id=?", (new_run_id,), flow.uid)
@@ -146,8 +137,7 @@ class ContinueAsNewOps:
         """The state the new run begins with, as its first history event keeps it."""
         carried = pb.FlowContinuedStart(previous_run_id=flow.run_id,
                                         completed_steps=self.engine.flow_result(flow.uid).results)
-        for key, blob, hard_delete in db.execute(
-                "SELECT key, value, hard_delete FROM attributes WHERE uid=? ORDER BY key", (flow.uid,)):
+        for key, blob, hard_delete in state.carried_attributes(db, flow.uid):
             kv = carried.attributes.add(key=key)
             if not hard_delete:
                 kv.value.ParseFromString(blob)

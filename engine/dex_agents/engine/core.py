@@ -34,10 +34,10 @@ from .blobs import Blobs
 from .dispatch import Dispatcher
 from .lock_discipline import assert_engine_lock_held
 from .rows import Effects, FlowRow, StepRow
-from .step_phase import ACTIVE_PHASES
-from .row_cache import RowCache
+from .repository import runs
+from .repository.row_cache import RowCache
 from .scheduler import Scheduler
-from .store import Store
+from .repository.store import Store
 from .tasks import Task
 from .timing import Clock, EngineTiming, SystemClock
 
@@ -175,8 +175,8 @@ class EngineCore:
         """The latest run of ``flow_id`` (or the named run)."""
         if not run_id:
             return self.rows.latest_flow(flow_id)
-        row = self.store.db.execute("SELECT uid FROM flows WHERE flow_id=? AND run_id=?", (flow_id, run_id)).fetchone()
-        return self.rows.flow(int(row[0])) if row else None
+        uid = runs.uid_of_run(self.store.db, flow_id, run_id)
+        return self.rows.flow(uid) if uid is not None else None
 
     def step(self, uid: int, seid: str) -> StepRow | None:
         """One Step execution."""
@@ -184,24 +184,21 @@ class EngineCore:
 
     def active_steps(self, uid: int) -> list[StepRow]:
         """The run's Step executions that have not finished, oldest first."""
-        seids = self.store.db.execute(
-            "SELECT seid FROM steps WHERE uid=? AND phase IN (?, ?, ?) ORDER BY seq", (uid, *ACTIVE_PHASES),
-        ).fetchall()
-        return [step for (seid,) in seids if (step := self.rows.step(uid, str(seid))) is not None]
+        return [step for seid in runs.active_seids(self.store.db, uid) if (step := self.rows.step(uid, seid)) is not None]
 
     def flow_result(self, uid: int) -> pb.FlowResult:
         """The run's FlowResult (status, outputs, error)."""
         self.assert_locked()
-        row = self.store.db.execute(
-            "SELECT status, error_type, error_message, results FROM flows WHERE uid=?", (uid,)).fetchone()
+        row = runs.result_columns(self.store.db, uid)
         result = pb.FlowResult()
         if row is None:
             return result
-        if row[3]:
-            result.ParseFromString(row[3])
-        result.flow_status = row[0]
-        result.error_type = row[1]
-        result.error_message = row[2]
+        status, error_type, error_message, results = row
+        if results:
+            result.ParseFromString(results)
+        result.flow_status = status  # type: ignore[assignment]
+        result.error_type = error_type  # type: ignore[assignment]
+        result.error_message = error_message
         return result
 
     # ---- tasks and locks

@@ -27,7 +27,7 @@ from .flows import FlowOps
 from .reset import ResetOps
 from .rpcs import RpcOps
 from .steps import StepOps
-from .store import Store
+from .repository.store import Store
 from .streams import StreamOps
 from .timing import Clock, EngineTiming
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import state
+from .repository import state
+from .repository import steps as stored_steps
 from .core import EngineCore
 from .errors import flow_not_found, invalid
 from .rows import StepRow
@@ -64,13 +65,11 @@ class FlowStateQuery:
                 channel_conditions=waiting.channel_conditions, condition_combinations=waiting.condition_combinations,
                 sub_flow_conditions=[pb.SubFlowConditionState(condition_id=c.condition_id)
                                      for c in waiting.sub_flow_conditions]))
-            for idx, condition_id, fire_ms, status in db.execute(
-                    "SELECT idx, condition_id, fire_ms, status FROM timers WHERE uid=? AND seid=? ORDER BY idx",
-                    (step.uid, step.seid)):
-                out.timers.add(condition_id=condition_id, firing_unix_timestamp_seconds=int(fire_ms) // 1000,
-                               status=int(status))
-                if int(status) in _DONE_TIMERS:
-                    out.completed_conditions.completed_timer_conditions[int(idx)] = int(status)  # type: ignore[assignment]
+            for idx, condition_id, fire_ms, status in stored_steps.timers(db, step.uid, step.seid):
+                out.timers.add(condition_id=condition_id, firing_unix_timestamp_seconds=fire_ms // 1000,
+                               status=status)
+                if status in _DONE_TIMERS:
+                    out.completed_conditions.completed_timer_conditions[idx] = status  # type: ignore[assignment]
             for idx, result in state.sub_flow_results(db, step.uid, step.seid).items():
                 out.completed_conditions.completed_sub_flow_results[idx].CopyFrom(result)
         if step.last_failure is not None:

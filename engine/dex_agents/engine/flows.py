@@ -18,11 +18,12 @@ import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import history, state
+from . import history
+from .repository import runs, state
+from .repository import steps as stored_steps
 from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid
 from .rows import Effects, FlowRow, StepRow
-from .step_phase import ACTIVE_PHASES
 from .step_creation import TIMEOUT_HANDLER, create_step, create_timeout_handler
 
 _STOP_STATUS = {
@@ -93,15 +94,7 @@ class FlowOps:
         run_id = str(uuid.uuid4())
         now = self.engine.now_ms()
         timeout_ms = now + request.flow_timeout_seconds * 1000 if request.flow_timeout_seconds > 0 else 0
-        cursor = db.execute(
-            "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, "
-            "start_request, timeout_ms, parent_flow_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (request.flow_id, run_id, request.flow_type, pb.FLOW_STATUS_RUNNING, now, request.request_id,
-             options.flow_config_override.SerializeToString(), request.SerializeToString(), timeout_ms,
-             parent_flow_id),
-        )
-        uid = int(cursor.lastrowid or 0)
-        self.engine.rows.run_inserted(request.flow_id)
+        uid = runs.insert_started(self.engine.rows, db, request, run_id, now, timeout_ms, parent_flow_id)
         state.upsert_attributes(db, uid, options.attributes)
         flow = self.engine.flow(uid)
         assert flow is not None
@@ -230,9 +223,7 @@ class FlowOps:
         flow = self.engine.flow(uid)
         if flow is None or not flow.running or not flow.closing:
             return
-        active = db.execute("SELECT COUNT(*) FROM steps WHERE uid=? AND phase IN (?, ?, ?) AND step_type!=?",
-                            (uid, *ACTIVE_PHASES, TIMEOUT_HANDLER)).fetchone()[0]
-        if not active:
+        if not runs.count_active_steps(db, uid, TIMEOUT_HANDLER):
             self.close(db, flow, pb.FLOW_STATUS_COMPLETED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
 
     def cancel_steps(self, db: sqlite3.Connection, uid: int, step_type: str, from_seid: str | None, effects: Effects) -> None:
@@ -241,7 +232,7 @@ class FlowOps:
         for step in self.engine.active_steps(uid):
             if step.step_type == step_type and (from_seid is None or step.from_seid == from_seid):
                 self.engine.rows.update_step(db, uid, step.seid, phase="canceled")
-                db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, step.seid))
+                stored_steps.delete_timers(db, uid, step.seid)
                 effects.cancels.append((uid, step.seid))
 
     def close(self, db: sqlite3.Connection, flow: FlowRow, status: int, error_type: int, message: str,
@@ -251,7 +242,7 @@ class FlowOps:
         for step in self.engine.active_steps(flow.uid):
             effects.cancels.append((flow.uid, step.seid))
         self.engine.rows.cancel_active_steps(db, flow.uid)
-        db.execute("DELETE FROM timers WHERE uid=?", (flow.uid,))
+        stored_steps.delete_timers(db, flow.uid)
         self.engine.rows.update_flow(db, "status=?, close_ms=?, error_type=?, error_message=?",
                                      (status, self.engine.now_ms(), error_type, message), flow.uid)
         result = self.result(flow.uid)

@@ -17,7 +17,8 @@ from typing import Literal
 from dex.dexpb import dex_pb2 as pb
 
 from .rows import StepRow
-from .state import record
+from .repository import events as stored_events
+from .repository.state import record
 
 Method = Literal["wait_for", "execute"]
 
@@ -166,11 +167,4 @@ def channel_deleted(db: sqlite3.Connection, uid: int, deletions: Sequence[pb.Cha
 
 def events(db: sqlite3.Connection, uid: int, after: int, limit: int) -> list[pb.FlowHistoryEvent]:
     """Events with id > ``after``, oldest first, at most ``limit``."""
-    out: list[pb.FlowHistoryEvent] = []
-    for (blob,) in db.execute(
-        "SELECT event FROM history WHERE uid=? AND event_id>? ORDER BY event_id LIMIT ?", (uid, after, limit)
-    ):
-        event = pb.FlowHistoryEvent()
-        event.ParseFromString(blob)
-        out.append(event)
-    return out
+    return stored_events.events_after(db, uid, after, limit)

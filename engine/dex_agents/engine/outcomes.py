@@ -16,11 +16,13 @@ import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import history, policy, state, waits
+from . import history, policy, waits
+from .repository import state
+from .repository import steps as stored_steps
 from .core import EngineCore
 from .errors import ServiceError
 from .flows import FlowOps
-from .row_cache import StepValue
+from .repository.row_cache import StepValue
 from .rows import Effects, FlowRow, StepRow
 from .step_creation import create_step
 from .subflows import SubFlows
@@ -118,8 +120,7 @@ class Outcomes:
         for idx, timer in enumerate(waiting.timer_conditions):
             fire_ms = now + timer.duration_seconds * 1000
             status = pb.INTERNAL_TIMER_STATUS_FIRED if timer.duration_seconds <= 0 else pb.INTERNAL_TIMER_STATUS_PENDING
-            db.execute("INSERT OR REPLACE INTO timers (uid, seid, idx, condition_id, fire_ms, status) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (step.uid, step.seid, idx, timer.condition_id, fire_ms, status))
+            stored_steps.put_timer(db, step.uid, step.seid, idx, timer.condition_id, fire_ms, status)
             if status == pb.INTERNAL_TIMER_STATUS_PENDING:
                 effects.timers.append((fire_ms / 1000, step.uid, step.seid, idx))
         self.try_complete_wait(db, step.uid, step.seid, effects)
@@ -261,7 +262,7 @@ class Outcomes:
         if step is None or step.phase != "waiting" or step.waiting is None:
             return False
         waiting = step.waiting
-        statuses = [int(s) for (s,) in db.execute("SELECT status FROM timers WHERE uid=? AND seid=? ORDER BY idx", (uid, seid))]
+        statuses = stored_steps.timer_statuses(db, uid, seid)
         if len(statuses) != len(waiting.timer_conditions):
             statuses = [pb.INTERNAL_TIMER_STATUS_PENDING] * len(waiting.timer_conditions)
         sizes = state.channel_sizes(db, uid, [c.channel_name for c in waiting.channel_conditions])
@@ -273,7 +274,7 @@ class Outcomes:
         consumed = {idx: state.consume(db, uid, waiting.channel_conditions[idx].channel_name, count)
                     for idx, count in selection.consume.items()}
         results = waits.results(waiting, statuses, selection, consumed, sub_flows)
-        db.execute("DELETE FROM timers WHERE uid=? AND seid=?", (uid, seid))
+        stored_steps.delete_timers(db, uid, seid)
         self.engine.rows.update_step(db, uid, seid, **_method_reset(self.engine.now_ms(), results))
         self._pending_execute(db, step, effects)
         return True
@@ -285,15 +286,13 @@ class Outcomes:
         flow = self.engine.flow(uid)
         if flow is None or not flow.running:
             return
-        for (seid,) in db.execute("SELECT seid FROM steps WHERE uid=? AND phase='waiting' ORDER BY seq",
-                                  (uid,)).fetchall():
+        for seid in stored_steps.waiting_seids(db, uid):
             self.try_complete_wait(db, uid, seid, effects)
 
     def check_waits(self, uid: int) -> None:
         """Re-evaluate the run's waiting Steps (after a publish or a Timer), oldest first."""
         self.engine.assert_locked()
-        seids = [s for (s,) in self.engine.store.db.execute(
-            "SELECT seid FROM steps WHERE uid=? AND phase='waiting' ORDER BY seq", (uid,))]
+        seids = stored_steps.waiting_seids(self.engine.store.db, uid)
         if not seids:
             return
         effects = Effects()
@@ -311,9 +310,7 @@ class Outcomes:
     def _finish_timer(self, uid: int, seid: str, idx: int, status: int) -> bool:
         effects = Effects(touched={uid})
         with self.engine.store.transaction() as db:
-            cursor = db.execute("UPDATE timers SET status=? WHERE uid=? AND seid=? AND idx=? AND status=?",
-                                (status, uid, seid, idx, pb.INTERNAL_TIMER_STATUS_PENDING))
-            if cursor.rowcount == 0:
+            if not stored_steps.finish_timer(db, uid, seid, idx, status):
                 return False
             self.try_complete_wait(db, uid, seid, effects)
         self.engine.apply(effects)
@@ -325,9 +322,8 @@ class Outcomes:
         step = self.engine.step(flow.uid, seid)
         if step is None:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, f"step execution not found: {seid}")
-        rows = self.engine.store.db.execute(
-            "SELECT idx, condition_id, status FROM timers WHERE uid=? AND seid=? ORDER BY idx", (flow.uid, seid)).fetchall()
-        match = [int(i) for i, cid, _ in rows if (index is not None and int(i) == index) or (condition_id and cid == condition_id)]
+        rows = stored_steps.timers(self.engine.store.db, flow.uid, seid)
+        match = [i for i, cid, _, _ in rows if (index is not None and i == index) or (condition_id and cid == condition_id)]
         if step.phase != "waiting" or not match:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
                                f"timer {condition_id or index} of step execution {seid} does not exist or is not pending")

@@ -12,11 +12,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import history, state
+from . import history
+from .repository import runs, state
 from .core import EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
 from .request_checks import parse_token
-from .rows import FLOW_COLUMNS, FlowRow, flow_from_row
+from .rows import FlowRow
 
 DEFAULT_FLOW_WAIT = 60.0
 DEFAULT_UPDATE_WAIT = 60.0
@@ -182,9 +183,7 @@ class Queries:
         page: list[pb.SearchFlowsResponseEntry] = []
         matched = 0
         with self.engine.store.reader() as db:
-            rows = db.execute(f"SELECT {FLOW_COLUMNS} FROM flows WHERE {where} ORDER BY uid DESC", parameters)
-            for row in rows:
-                flow = flow_from_row(row)
+            for flow in runs.search(db, where, parameters):
                 indexed = state.indexed_attributes(db, flow.uid)
                 if not all(_attribute_matches(indexed, *clause) for clause in on_attributes):
                     continue
@@ -273,17 +272,10 @@ class Queries:
         flow = self._flow(request.flow_id, request.run_id)
         db = self.engine.store.db
         if request.all_keys:
-            kvs = [pb.KV(key=k, value=_parse(v)) for k, v in db.execute(
-                "SELECT key, value FROM attributes WHERE uid=? ORDER BY key", (flow.uid,))]
+            kvs = state.all_attributes(db, flow.uid)
         else:
             kvs = [pb.KV(key=k, value=v) for k in request.keys if (v := state.attribute(db, flow.uid, k)) is not None]
         return pb.GetAttributesResponse(attributes=kvs)
-
-
-def _parse(blob: bytes) -> pb.Value:
-    value = pb.Value()
-    value.ParseFromString(blob)
-    return value
 
 
 def _scalar(value: pb.Value) -> object:

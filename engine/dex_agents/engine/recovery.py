@@ -22,6 +22,8 @@ from collections import deque
 from dex.dexpb import dex_pb2 as pb
 
 from .engine import Engine
+from .repository import runs
+from .repository import steps as stored_steps
 from .rows import Effects
 from .tasks import Task
 
@@ -35,8 +37,7 @@ def recover(engine: Engine) -> threading.Event:
     returned event is set once every open run is recovered."""
     engine.assert_locked()
     db = engine.store.db
-    running = deque(int(uid) for (uid,) in db.execute(
-        "SELECT uid FROM flows WHERE status=? ORDER BY uid", (pb.FLOW_STATUS_RUNNING,)))
+    running = deque(runs.running_uids(db))
     done = threading.Event()
 
     def next_batch() -> None:
@@ -58,20 +59,15 @@ def _recover_run(engine: Engine, uid: int) -> None:
     flow = engine.flow(uid)
     if flow is not None and flow.running:
         if flow.timeout_ms:
-            (blob,) = db.execute("SELECT start_request FROM flows WHERE uid=?", (uid,)).fetchone()
-            start = pb.StartFlowRequest()
-            start.ParseFromString(blob)
+            start = runs.start_request(db, uid)
             engine.flows.arm_timeout(uid, flow.timeout_ms, start.flow_timeout_policy)
         effects = Effects()
         for step in engine.active_steps(uid):
             if (uid, step.seid) in engine.running:
                 continue  # launched by a call since the restart
             if step.phase == "waiting":
-                for idx, fire_ms in db.execute(
-                    "SELECT idx, fire_ms FROM timers WHERE uid=? AND seid=? AND status=?",
-                    (uid, step.seid, pb.INTERNAL_TIMER_STATUS_PENDING),
-                ):
-                    effects.timers.append((max(fire_ms / 1000, engine.clock.time()), uid, step.seid, int(idx)))
+                for idx, fire_ms in stored_steps.pending_timers(db, uid, step.seid):
+                    effects.timers.append((max(fire_ms / 1000, engine.clock.time()), uid, step.seid, idx))
                 effects.wait_checks.add(uid)
             elif step.output_seen:
                 lost = Task(task_id="recovered", kind=step.phase if step.phase == "wait_for" else "execute",

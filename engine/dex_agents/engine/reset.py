@@ -24,12 +24,15 @@ import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import reset_replay, state
+from . import reset_replay
+from .repository import events as stored_events
+from .repository import runs, state
+from .repository import steps as stored_steps
 from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid
 from .flows import FlowOps
 from .reset_replay import ReplayedRun, ReplayStep, StoredEvent
-from .rows import STEP_COLUMNS, Effects, FlowRow, StepRow, step_from_row
+from .rows import Effects, FlowRow, StepRow
 from .step_creation import TIMEOUT_HANDLER, create_step, create_timeout_handler
 from .subflows import SubFlows
 
@@ -50,15 +53,13 @@ class ResetOps:
         if old is None:
             raise flow_not_found(request.flow_id)
         db = self.engine.store.db
-        events = [StoredEvent(event_id=int(event_id), txn=int(txn), event=_event(blob)) for event_id, txn, blob in
-                  db.execute("SELECT event_id, txn, event FROM history WHERE uid=? ORDER BY event_id", (old.uid,))]
+        events = [StoredEvent(event_id=event_id, txn=txn, event=_event(blob))
+                  for event_id, txn, blob in stored_events.stored_events(db, old.uid)]
         try:
             cut = reset_replay.cut_for(events, request)
         except reset_replay.ResetPointError as error:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, str(error)) from None
-        (blob,) = db.execute("SELECT start_request FROM flows WHERE uid=?", (old.uid,)).fetchone()
-        start = pb.StartFlowRequest()
-        start.ParseFromString(blob)
+        start = runs.start_request(db, old.uid)
         replayed = reset_replay.replay(events, cut, start.flow_start_options.attributes)
         live = old  # the row holding the selected run's Steps and Attributes
         if old.status == pb.FLOW_STATUS_CONTINUED_AS_NEW:
@@ -84,15 +85,9 @@ class ResetOps:
         run_id = str(uuid.uuid4())
         now = self.engine.now_ms()
         timeout_ms = now + start.flow_timeout_seconds * 1000 if start.flow_timeout_seconds > 0 else 0
-        (parent_flow_id,) = db.execute("SELECT parent_flow_id FROM flows WHERE uid=?", (old.uid,)).fetchone()
         results = pb.FlowResult(results=replayed.completions).SerializeToString() if replayed.completions else b""
-        cursor = db.execute(
-            "INSERT INTO flows (flow_id, run_id, flow_type, status, start_ms, request_id, config, start_request, "
-            "timeout_ms, closing, results, parent_flow_id) VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?)",
-            (old.flow_id, run_id, old.flow_type, pb.FLOW_STATUS_RUNNING, now, old.config.SerializeToString(),
-             start.SerializeToString(), timeout_ms, int(replayed.closing), results, parent_flow_id))
-        uid = int(cursor.lastrowid or 0)
-        self.engine.rows.run_inserted(old.flow_id)
+        uid = runs.insert_reset(self.engine.rows, db, old, run_id, now, start, timeout_ms, replayed.closing, results,
+                                runs.parent_flow_id(db, old.uid))
         flow = self.engine.flow(uid)
         assert flow is not None
         if timeout_ms and start.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
@@ -111,24 +106,19 @@ class ResetOps:
             event.CopyFrom(stored.event)
             if event.HasField("flow_started_or_continued"):
                 event.flow_started_or_continued.flow_execution_id.run_id = flow.run_id
-            db.execute("INSERT INTO history (uid, event_id, event, txn) VALUES (?, ?, ?, ?)",
-                       (flow.uid, stored.event_id, event.SerializeToString(), stored.txn))
+            stored_events.insert_copy(db, flow.uid, stored.event_id, event, stored.txn)
         state.record(db, flow.uid, pb.FlowHistoryEvent(time_travel_fork=pb.TimeTravelForkHistoryEvent(
             previous_run_id=old.run_id, previous_run_attempt=1, target_run_attempt=1, target_event_id=cut)))
 
     def _restore_state(self, db: sqlite3.Connection, old: FlowRow, flow: FlowRow, replayed: ReplayedRun) -> None:
-        indexed = {str(key) for (key,) in db.execute("SELECT key FROM attributes WHERE uid=? AND indexed=1",
-                                                     (old.uid,))}
+        indexed = state.indexed_keys(db, old.uid)
         for key, value in replayed.attributes.items():
             hard_delete = value is None
             if value is None:  # a hard-delete Attribute: its latest value, if it has one
                 value = state.attribute(db, old.uid, key)
                 if value is None:
                     continue
-            db.execute("INSERT INTO attributes (uid, key, value, indexed, is_instance, hard_delete) "
-                       "VALUES (?, ?, ?, ?, ?, ?)",
-                       (flow.uid, key, value.SerializeToString(), int(key in indexed), int("/" in key),
-                        int(hard_delete)))
+            state.insert_restored(db, flow.uid, key, value, indexed=key in indexed, hard_delete=hard_delete)
         for messages in replayed.channels.values():
             for message in messages:  # one by one: ids repeated across past publishes stay allowed
                 state.publish(db, flow.uid, [message])
@@ -138,8 +128,7 @@ class ResetOps:
         later_wait_for_failures = {
             e.event.step_wait_for_failed.context.step_execution_id for e in events
             if e.event_id > cut and e.event.HasField("step_wait_for_failed")}
-        rows = {row.seid: row for row in (step_from_row(r) for r in db.execute(
-            f"SELECT {STEP_COLUMNS} FROM steps WHERE uid=?", (old.uid,)))}
+        rows = stored_steps.all_of_run(db, old.uid)
         now = self.engine.now_ms()
         for replay_step in replayed.steps.values():
             row = rows.get(replay_step.seid)
@@ -161,23 +150,17 @@ class ResetOps:
     def _insert_step(self, db: sqlite3.Connection, flow: FlowRow, row: StepRow, replay_step: ReplayStep,
                      recovery: pb.RecoveryErrorInfo | None, now: int) -> None:
         locals_blob = pb.GetAttributesQueryResponse(attributes=list(replay_step.locals.values())).SerializeToString()
-        db.execute(
-            "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, attempt, "
-            "first_attempt_ms, waiting, results, locals) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-            (flow.uid, row.seid, row.step_type, row.n, row.seq, row.input.SerializeToString(),
-             row.options.SerializeToString(), row.from_seid,
-             recovery.SerializeToString() if recovery is not None else None, replay_step.phase, now,
-             replay_step.waiting.SerializeToString() if replay_step.waiting is not None else None,
-             replay_step.results.SerializeToString() if replay_step.results is not None else None, locals_blob))
+        stored_steps.insert_restored(db, flow.uid, row, replay_step.phase, recovery, now, replay_step.waiting,
+                                     replay_step.results, locals_blob)
 
     def _restore_wait(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, waiting: pb.WaitingCondition,
                       now: int, effects: Effects) -> None:
         for idx, timer in enumerate(waiting.timer_conditions):
             fire_ms = now + timer.duration_seconds * 1000
             pending = timer.duration_seconds > 0
-            db.execute("INSERT INTO timers (uid, seid, idx, condition_id, fire_ms, status) VALUES (?, ?, ?, ?, ?, ?)",
-                       (flow.uid, step.seid, idx, timer.condition_id, fire_ms,
-                        pb.INTERNAL_TIMER_STATUS_PENDING if pending else pb.INTERNAL_TIMER_STATUS_FIRED))
+            stored_steps.put_timer(db, flow.uid, step.seid, idx, timer.condition_id, fire_ms,
+                                   pb.INTERNAL_TIMER_STATUS_PENDING if pending else pb.INTERNAL_TIMER_STATUS_FIRED,
+                                   replace=False)
             if pending:
                 effects.timers.append((fire_ms / 1000, flow.uid, step.seid, idx))
         if waiting.sub_flow_conditions:

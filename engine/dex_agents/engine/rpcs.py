@@ -19,7 +19,8 @@ import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import history, policy, state
+from . import history, policy
+from .repository import state
 from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid, lock_conflict, precondition, worker_failure
 from .flows import FlowOps

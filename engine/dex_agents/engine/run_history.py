@@ -10,14 +10,10 @@ last, run) and the rows of the runs it continued from: rows of the same Flow ID 
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from dex.dexpb import dex_pb2 as pb
-
-from .row_cache import LATEST_RUN
+from .repository import runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +33,8 @@ class RunHistory:
 def run_history(db_path: str | Path, flow_id: str) -> RunHistory | None:
     """The runs of ``flow_id``'s latest execution in the engine database at ``db_path`` (None if
     it has none)."""
-    uri = f"{Path(db_path).resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as db:
-        (uid,) = db.execute(LATEST_RUN, (flow_id,)).fetchone()
-        if uid is None:
-            return None
-        (run_id,) = db.execute("SELECT run_id FROM flows WHERE uid=?", (uid,)).fetchone()
-        earlier = [str(r) for (r,) in db.execute(
-            "SELECT run_id FROM flows WHERE flow_id=? AND uid>? AND status=? ORDER BY uid",
-            (flow_id, uid, pb.FLOW_STATUS_CONTINUED_AS_NEW))]
-        (events,) = db.execute("SELECT COUNT(*) FROM history WHERE uid=?", (uid,)).fetchone()
-    return RunHistory(run_ids=(*earlier, str(run_id)), current_run_events=int(events))
+    found = runs.read_run_ids(db_path, flow_id)
+    if found is None:
+        return None
+    run_ids, events = found
+    return RunHistory(run_ids=run_ids, current_run_events=events)

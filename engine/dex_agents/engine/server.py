@@ -23,7 +23,7 @@ from .engine import Engine
 from .recovery import recover
 from .request_checks import RequestChecks
 from .service import FlowService, UnknownMethods
-from .store import Store
+from .repository.store import Store
 from .timing import Clock, EngineTiming
 from .worker_service import WorkerTaskService
 

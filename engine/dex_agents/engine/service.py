@@ -20,7 +20,8 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from . import history, state
+from . import history
+from .repository import state
 from .admission import LongPollAdmission
 from .core import ABANDONED, PREEMPTED, LongPoll
 from .engine import Engine

@@ -13,6 +13,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy
 from .core import EngineCore
+from .repository import steps as stored_steps
 from .rows import Effects, FlowRow, StepRow
 
 TIMEOUT_HANDLER = "sys:timeout_handler"
@@ -33,24 +34,15 @@ def create_step(
     core.assert_locked()
     if not movement.step_type or "/" in movement.step_type:
         raise ValueError(f"invalid step type: {movement.step_type!r}")
-    n = int(db.execute(
-        "SELECT COALESCE(MAX(n), 0) FROM steps WHERE uid=? AND step_type=?", (flow.uid, movement.step_type)
-    ).fetchone()[0]) + 1
+    n = stored_steps.next_number(db, flow.uid, movement.step_type)
     now = core.now_ms()
     phase: policy.Method = "execute" if movement.step_options.skip_wait_for else "wait_for"
     step = StepRow(uid=flow.uid, seid=f"{movement.step_type}-{n}", step_type=movement.step_type, n=n,
-                   seq=_next_seq(db, flow.uid), input=movement.step_input, options=movement.step_options,
+                   seq=stored_steps.next_seq(db, flow.uid), input=movement.step_input, options=movement.step_options,
                    from_seid=from_seid, recovery=recovery, phase=phase,
                    attempt=1, first_attempt_ms=now + delay_ms, waiting=None, results=None, locals=[],
                    heartbeat=None, output_seen=False, not_before_ms=now + delay_ms if delay_ms else 0)
-    db.execute(
-        "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, recovery, phase, "
-        "attempt, first_attempt_ms, not_before_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (step.uid, step.seid, step.step_type, step.n, step.seq, step.input.SerializeToString(),
-         step.options.SerializeToString(), step.from_seid,
-         recovery.SerializeToString() if recovery is not None else None, step.phase, step.attempt,
-         step.first_attempt_ms, step.not_before_ms),
-    )
+    stored_steps.insert_new(db, step)
     core.rows.step_inserted(step)
     history.method_pending(db, step, phase, flow.config)
     effects.launches.append((flow.uid, step.seid))
@@ -81,18 +73,8 @@ def create_timeout_handler(core: EngineCore, db: sqlite3.Connection, flow: FlowR
     )
     waiting = pb.WaitingCondition(waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
                                   timer_conditions=[pb.TimerCondition(duration_seconds=seconds)])
-    seq = _next_seq(db, flow.uid)
     fire_ms = flow.start_ms + seconds * 1000
-    db.execute(
-        "INSERT INTO steps (uid, seid, step_type, n, seq, input, options, from_seid, phase, attempt, "
-        "first_attempt_ms, waiting) VALUES (?, ?, ?, 1, ?, x'', ?, '', 'waiting', 1, ?, ?)",
-        (flow.uid, f"{TIMEOUT_HANDLER}-1", TIMEOUT_HANDLER, seq, options.SerializeToString(), flow.start_ms,
-         waiting.SerializeToString()))
-    db.execute("INSERT INTO timers (uid, seid, idx, condition_id, fire_ms, status) VALUES (?, ?, 0, '', ?, ?)",
-               (flow.uid, f"{TIMEOUT_HANDLER}-1", fire_ms, pb.INTERNAL_TIMER_STATUS_PENDING))
+    stored_steps.insert_timeout_handler(db, flow.uid, f"{TIMEOUT_HANDLER}-1", TIMEOUT_HANDLER,
+                                        stored_steps.next_seq(db, flow.uid), options, flow.start_ms, waiting, fire_ms)
     effects.timers.append((fire_ms / 1000, flow.uid, f"{TIMEOUT_HANDLER}-1", 0))
 
-
-def _next_seq(db: sqlite3.Connection, uid: int) -> int:
-    """The run's next Step execution sequence number (creation order, from 1)."""
-    return int(db.execute("SELECT COALESCE(MAX(seq), 0) FROM steps WHERE uid=?", (uid,)).fetchone()[0]) + 1

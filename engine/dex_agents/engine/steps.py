@@ -14,7 +14,8 @@ import logging
 
 from dex.dexpb import dex_pb2 as pb
 
-from . import history, policy, state
+from . import history, policy
+from .repository import state
 from .core import EngineCore
 from .errors import ServiceError
 from .flows import FlowOps

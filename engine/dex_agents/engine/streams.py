@@ -19,6 +19,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from .core import EngineCore, LongPoll, WaitKey, long_poll_seconds
 from .errors import invalid, long_poll_timeout
+from .repository import streams as stored
 from .request_checks import parse_token
 
 DEFAULT_READ_WAIT = 30.0
@@ -50,23 +51,18 @@ class StreamOps:
         with self.engine.store.transaction(durable=False) as db:  # best-effort: no fsync of its own
             used = self._usage.get(key)
             if used is None:
-                used = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM streams WHERE flow_type=? AND stream=?",
-                                      key).fetchone()[0])
-            db.execute("INSERT INTO streams (flow_type, stream, flow_id, value, size, source, created_ms) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (flow_type, stream, flow_id, blob, len(blob), source, self.engine.now_ms()))
+                used = stored.retained_bytes(db, flow_type, stream)
+            stored.append(db, flow_type, stream, flow_id, blob, source, self.engine.now_ms())
             used += len(blob)
             while used > capacity:
-                row = db.execute("SELECT seq, size FROM streams WHERE flow_type=? AND stream=? ORDER BY seq LIMIT 1",
-                                 key).fetchone()
-                if row is None:
+                evicted = stored.evict_oldest(db, flow_type, stream)
+                if evicted is None:
                     break
-                db.execute("DELETE FROM streams WHERE seq=?", (row[0],))
-                used -= int(row[1])
+                used -= evicted
             self._usage[key] = used
         self.engine.notify(("stream", (flow_type, stream, flow_id)))
 
-    def _message(self, row: tuple[int, bytes, str, int]) -> pb.StreamMessage:
+    def _message(self, row: stored.StreamRow) -> pb.StreamMessage:
         seq, blob, source, created_ms = row
         value = pb.Value()
         value.ParseFromString(blob)
@@ -86,10 +82,8 @@ class StreamOps:
                                                              self.engine.timing.long_poll_cap)
         key: WaitKey = ("stream", (request.flow_type, request.stream_name, request.flow_id))
         while True:
-            row = self.engine.store.db.execute(
-                "SELECT seq, value, source, created_ms FROM streams WHERE flow_type=? AND stream=? AND flow_id=? "
-                "AND seq>? ORDER BY seq LIMIT 1",
-                (request.flow_type, request.stream_name, request.flow_id, after)).fetchone()
+            row = stored.first_after(self.engine.store.db, request.flow_type, request.stream_name,
+                                     request.flow_id, after)
             if row is not None:
                 return pb.ReadStreamResponse(message=self._message(row))
             remaining = deadline - time.monotonic()
@@ -107,10 +101,8 @@ class StreamOps:
         if request.page_size <= 0:
             raise invalid("page_size must be positive")
         before = _token(request.before_page_token) or 2**62
-        rows = self.engine.store.db.execute(
-            "SELECT seq, value, source, created_ms FROM streams WHERE flow_type=? AND stream=? AND flow_id=? "
-            "AND seq<? ORDER BY seq DESC LIMIT ?",
-            (request.flow_type, request.stream_name, request.flow_id, before, request.page_size + 1)).fetchall()
+        rows = stored.newest_before(self.engine.store.db, request.flow_type, request.stream_name,
+                                    request.flow_id, before, request.page_size + 1)
         page = rows[: request.page_size]
         response = pb.ListStreamMessagesResponse(messages=[self._message(row) for row in page])
         if len(rows) > request.page_size:

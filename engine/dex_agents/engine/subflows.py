@@ -30,6 +30,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from .core import EngineCore
 from .flows import FlowOps
+from .repository import state
 from .rows import Effects, FlowRow, StepRow
 
 _ABNORMAL = (pb.FLOW_STATUS_FAILED, pb.FLOW_STATUS_CANCELED, pb.FLOW_STATUS_TERMINATED,
@@ -66,10 +67,7 @@ class SubFlows:
                 _, child_uid = self.flows.insert_run(db, self._start_request(child_id, request_id, condition),
                                                      effects, parent_flow_id=parent.flow_id)
                 result = None
-            db.execute("INSERT OR REPLACE INTO subflows (parent_uid, seid, idx, child_flow_id, child_uid, result) "
-                       "VALUES (?, ?, ?, ?, ?, ?)",
-                       (parent.uid, step.seid, index, child_id, child_uid,
-                        result.SerializeToString() if result is not None else None))
+            state.put_sub_flow(db, parent.uid, step.seid, index, child_id, child_uid, result)
 
     @staticmethod
     def _reuses(existing: FlowRow, request_id: str, policy: int) -> bool:

@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
-from .errors import clip, invalid
+from ..errors import clip, invalid
 
 
 def _value(blob: bytes) -> pb.Value:
@@ -73,6 +73,24 @@ def all_attributes(db: sqlite3.Connection, uid: int) -> list[pb.KV]:
             for key, blob in db.execute("SELECT key, value FROM attributes WHERE uid=? ORDER BY key", (uid,))]
 
 
+def indexed_keys(db: sqlite3.Connection, uid: int) -> set[str]:
+    """The keys of the run's Attributes written with an enabled index."""
+    return {str(key) for (key,) in db.execute("SELECT key FROM attributes WHERE uid=? AND indexed=1", (uid,))}
+
+
+def carried_attributes(db: sqlite3.Connection, uid: int) -> list[tuple[str, bytes, bool]]:
+    """Every Attribute of the run as (key, serialized value, hard delete on null), by key."""
+    return [(str(key), bytes(blob), bool(hard_delete)) for key, blob, hard_delete in db.execute(
+        "SELECT key, value, hard_delete FROM attributes WHERE uid=? ORDER BY key", (uid,))]
+
+
+def insert_restored(db: sqlite3.Connection, uid: int, key: str, value: pb.Value, *, indexed: bool,
+                    hard_delete: bool) -> None:
+    """Store an Attribute a reset restores into its new run ``uid``."""
+    db.execute("INSERT INTO attributes (uid, key, value, indexed, is_instance, hard_delete) VALUES (?, ?, ?, ?, ?, ?)",
+               (uid, key, value.SerializeToString(), int(indexed), int("/" in key), int(hard_delete)))
+
+
 def pending_messages(db: sqlite3.Connection, uid: int) -> dict[str, pb.ChannelValues]:
     """Every pending Channel message of the run, by Channel (oldest first)."""
     out: dict[str, pb.ChannelValues] = {}
@@ -92,6 +110,14 @@ def sub_flow_results(db: sqlite3.Connection, uid: int, seid: str) -> dict[int, p
         result.ParseFromString(blob)
         out[int(idx)] = result
     return out
+
+
+def put_sub_flow(db: sqlite3.Connection, parent_uid: int, seid: str, idx: int, child_flow_id: str, child_uid: int,
+                 result: pb.FlowResult | None) -> None:
+    """Link a Wait's SubFlow condition ``idx`` to its child run (with its result if it has closed)."""
+    db.execute("INSERT OR REPLACE INTO subflows (parent_uid, seid, idx, child_flow_id, child_uid, result) "
+               "VALUES (?, ?, ?, ?, ?, ?)", (parent_uid, seid, idx, child_flow_id, child_uid,
+                                             result.SerializeToString() if result is not None else None))
 
 
 def report_sub_flow_result(db: sqlite3.Connection, child_uid: int, result: pb.FlowResult) -> set[int]:

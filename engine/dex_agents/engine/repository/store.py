@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from .durability import Durability
+from ..durability import Durability
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (

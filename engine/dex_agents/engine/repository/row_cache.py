@@ -22,8 +22,8 @@ from google.protobuf.message import Message
 
 from dex.dexpb import dex_pb2 as pb
 
-from .step_phase import ACTIVE_PHASES, MOVES, Phase, check_move
-from .rows import FLOW_COLUMNS, STEP_COLUMNS, FlowRow, StepRow, flow_from_row, kv_blob, step_from_row
+from ..step_phase import ACTIVE_PHASES, MOVES, Phase, check_move
+from ..rows import FLOW_COLUMNS, STEP_COLUMNS, FlowRow, StepRow, flow_from_row, kv_blob, step_from_row
 
 K = TypeVar("K")
 V = TypeVar("V")
