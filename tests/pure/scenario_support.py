@@ -20,6 +20,7 @@ from dex_agents.pure.machine.effects import (
     FailAttempt,
     GoToSteps,
     PublishToChannel,
+    RecordInvocation,
     RefuseRpc,
     Request,
     RpcOutput,
@@ -27,9 +28,10 @@ from dex_agents.pure.machine.effects import (
     WriteEvent,
 )
 from dex_agents.pure.machine.flow_shape import allowed_next_steps
+from dex_agents.pure.machine.invocation_record import invocation_record
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.policies import resolve_tool_policy
-from dex_agents.pure.machine.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.reducers import reduce, reduce_follow_up, reduce_rpc, reduce_step, reduce_wait
 from dex_agents.pure.values.rpc import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
@@ -243,9 +245,13 @@ class Session:
         self.state = t.state
         self.last = t
 
-    def feed_step(self, step_input: StepInput) -> StepTransition:
+    def feed_step(self, step_input: StepInput, previous: StepTransition | None = None) -> StepTransition:
+        """Reduce ``step_input``: a started input, or the follow-up of ``previous``'s request."""
         before = self.state
-        t = reduce_step(self.state, self.config, step_input)
+        if previous is None:
+            t = reduce_step(self.state, self.config, step_input)
+        else:
+            t = reduce_follow_up(self.config, previous, step_input)
         assert self.state == before, "reduce mutated its input state"
         check_step_shape(step_input, before, t)
         self._record(step_input, t)
@@ -280,12 +286,17 @@ class Session:
         decision, a failure, or a request nobody answers (returned, for the test to answer)."""
         self.attempt = []
         t = self.feed_step(started)
+        clocks = [started.invocation.now_ms]
         while True:
             self.attempt.append(t)
+            decides = isinstance(t.ending, GoToSteps | DeadEnd)
+            expected = RecordInvocation(record=invocation_record(clocks, self.config)) if decides else None
+            assert t.record == expected, f"the invocation record of {t.ending} is {t.record}, not {expected}"
             follow_up = self._answer(t.ending, started.invocation, answer)
             if follow_up is None:
                 return t
-            t = self.feed_step(follow_up)
+            t = self.feed_step(follow_up, previous=t)
+            clocks.append(follow_up.invocation.now_ms)
 
     def _answer(self, ending: object, started: Invocation, answer: Answer | None) -> StepInput | None:
         now = invocation(step=started.step_execution_id, attempt=started.attempt, now_ms=self.now_ms)

@@ -10,15 +10,15 @@ Invariants:
     * A stored value that cannot be decoded fails the session with ``force_fail`` and a message naming
       the value: decoding is deterministic, so retrying could never succeed.
     * The attempt's event writer is closed when the handler returns (later writes are dropped).
-    * A Step method that decides, and an RPC call that writes and read a clock, record the clock of
-      each input it reduced and the Flow's options (``invocation_record``) as a Dex history event,
-      committed with its writes, so an export can rebuild its inputs exactly.
+    * The core decides the invocation record too: a follow-up is reduced with ``reduce_follow_up``
+      (in the invocation of the transition whose request it answers), and a transition that records
+      carries ``RecordInvocation``, which ``perform`` stages with the writes.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
 from typing import TypeAlias, TypeVar, cast
 
@@ -27,13 +27,10 @@ from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 from dex_agents.pure.machine.effects import RpcOutput
 from dex_agents.pure.machine.flow_shape import rpc_instance_key, rpc_of
 from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
-from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT, clock_of, invocation_record
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.state import SessionState
-from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.paging import page_window
 from dex_agents.pure.machine.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
-from dex_agents.pure.wire import encode
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.gather import gather_for
@@ -55,12 +52,6 @@ OutputT = TypeVar("OutputT", bound=RpcOutput)
 def cannot_continue(context: Context, error: StoredValueError) -> StepDecision:
     """Fail the session: a stored value it needs cannot be decoded."""
     return force_fail(f"session {context.flow_id} cannot continue: {error}")
-
-
-def record_invocation(context: Context, config: SessionConfig, clocks: Iterable[int]) -> None:
-    """Stage the invocation record (the clock of each input reduced, the Flow's options) as a Dex history
-    event; it commits with the invocation's writes."""
-    context.record_event(INVOCATION_RECORD_EVENT, encode(invocation_record(clocks, config)))
 
 
 def _invocation(context: Context, now_ms: int) -> Invocation:
@@ -91,16 +82,13 @@ async def drive_step(
     )
     try:
         cause: BaseException | None = None
-        clocks: list[int] = []
+        transition = runtime.reduce_step(state, step_input)
         while True:
-            clocks.append(step_input.invocation.now_ms)
-            transition = runtime.reduce_step(state, step_input)
             performed = perform_step(transition, run, cause)
             if isinstance(performed, StepDecision):
-                record_invocation(context, runtime.config, clocks)
                 return performed
             follow_up = await perform_request(performed, run)
-            state, step_input, cause = transition.state, follow_up.input, follow_up.cause
+            transition, cause = runtime.reduce_follow_up(transition, follow_up.input), follow_up.cause
     finally:
         run.writer.close()
 
@@ -111,9 +99,7 @@ def drive_wait(
     """Run one Step ``wait_for`` the core decides: gather what its row loads, reduce, return the Wait."""
     state = gather_for(context, STEP_TABLE[step_type].wait_for, tool_call_id)
     wait_input = started(_invocation(context, runtime.timing.now_ms()))
-    waited = perform_wait(runtime.reduce_wait(state, wait_input))
-    record_invocation(context, runtime.config, [wait_input.invocation.now_ms])
-    return waited
+    return perform_wait(runtime.reduce_wait(state, wait_input), context)
 
 
 def off_the_loop(body: Callable[[], RPCResult[OutputT]]) -> RPCResult[OutputT]:
@@ -150,9 +136,6 @@ def drive_rpc(
         raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
     messages = cached_messages_sync(runtime.history, context, row.access, partial(_message_window, call))
     transition = runtime.reduce_rpc(gather_for(context, row.access, rpc_instance_key(call), messages), call)
-    clock = clock_of(call)
-    if transition.effects and clock is not None:
-        record_invocation(context, runtime.config, [clock])
     output = perform_rpc(transition, context)
     if not isinstance(output, output_type):
         raise RuntimeError(f"the core answered {type(output).__name__}, not {output_type.__name__}")
@@ -167,5 +150,4 @@ __all__ = [
     "drive_step",
     "drive_wait",
     "off_the_loop",
-    "record_invocation",
 ]

@@ -1,11 +1,14 @@
 """The performs: each kind of transition the core returns, turned into the Dex calls it names.
 
-* ``perform_step(transition, run)``: the Step's writes and events, then its ending: a decision
-  becomes the SDK's ``StepDecision``, a request is handed back to the driver (``requests`` performs
-  it), ``FailAttempt`` raises ``AttemptRejectedError``.
-* ``perform_wait(transition)``: the ``Wait`` a ``wait_for`` returns.
-* ``perform_rpc(transition, context)``: the RPC's writes, then its answer (returned) or its refusal
-  (``RpcRefusedError``).
+* ``perform_step(transition, run)``: the Step's writes and events, its invocation record if the core
+  gave one, then its ending: a decision becomes the SDK's ``StepDecision``, a request is handed back
+  to the driver (``requests`` performs it), ``FailAttempt`` raises ``AttemptRejectedError``.
+* ``perform_wait(transition, context)``: its invocation record, then the ``Wait`` a ``wait_for`` returns.
+* ``perform_rpc(transition, context)``: the RPC's invocation record if the core gave one and its writes,
+  then its answer (returned) or its refusal (``RpcRefusedError``).
+* ``perform_record(record, context)``: a ``RecordInvocation`` staged as the Dex history event
+  ``INVOCATION_RECORD_EVENT``. The shell never decides whether an invocation records: the core
+  (``reducers.dispatch``) puts the record on the transitions that commit one.
 
 Each is one exhaustive ``match`` over its own effect union (``effects.StepEffect`` and ``StepEnding``,
 ``ApprovalWait``, ``Write`` and ``RpcEnding``), so an effect only an RPC may perform cannot reach a
@@ -38,6 +41,7 @@ from dex_agents.pure.machine.effects import (
     GoToSteps,
     PublishToChannel,
     PublishToChannelInstance,
+    RecordInvocation,
     RefuseRpc,
     Request,
     RpcOutput,
@@ -50,7 +54,9 @@ from dex_agents.pure.machine.effects import (
     Write,
     WriteEvent,
 )
+from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
+from dex_agents.pure.wire import encode
 from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, channel_map_of, channel_of, map_of
 from dex_agents.shell.dex_options import CachedLoads, dex_movement
 from dex_agents.shell.history import message_loads
@@ -91,6 +97,13 @@ def perform_write(write: Write, context: Context) -> None:
             assert_never(write)
 
 
+def perform_record(record: RecordInvocation | None, context: Context) -> None:
+    """Stage the invocation record the core gave (if any) as a Dex history event; it commits with the
+    invocation's writes."""
+    if record is not None:
+        context.record_event(INVOCATION_RECORD_EVENT, encode(record.record))
+
+
 def perform_step(transition: StepTransition, run: StepRun, cause: BaseException | None = None) -> StepDecision | Request:
     """Perform a Step transition's effects, then its ending: the SDK decision, or the request for the
     driver to perform. ``FailAttempt`` raises ``AttemptRejectedError`` (chained to ``cause``, the
@@ -101,6 +114,7 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
                 run.writer.write_session_event(event)
             case _:
                 perform_write(effect, run.context)
+    perform_record(transition.record, run.context)
     ending = transition.ending
     match ending:
         case GoToSteps(movements=movements):
@@ -125,8 +139,9 @@ def _message_loads(transition: StepTransition, run: StepRun) -> CachedLoads | No
     return message_loads(run.runtime.history, context.flow_id, context.run_id, count)
 
 
-def perform_wait(transition: WaitTransition) -> Wait:
-    """The ``Wait`` of a ``wait_for`` transition."""
+def perform_wait(transition: WaitTransition, context: Context) -> Wait:
+    """Stage the ``wait_for`` transition's invocation record, then answer its ``Wait``."""
+    perform_record(transition.record, context)
     ending = transition.ending
     match ending:
         case SkipWait():
@@ -147,6 +162,7 @@ def perform_rpc(transition: RpcTransition, context: Context) -> RpcOutput:
     ending = transition.ending
     match ending:
         case AnswerRpc(output=output):
+            perform_record(transition.record, context)
             for write in transition.effects:
                 perform_write(write, context)
             return output
@@ -160,6 +176,7 @@ __all__ = [
     "DEADLINE_CONDITION_ID",
     "AttemptRejectedError",
     "RpcRefusedError",
+    "perform_record",
     "perform_rpc",
     "perform_step",
     "perform_wait",

@@ -9,7 +9,7 @@ from typing import Any, final
 from dex import Step, Stream
 
 from dex_agents.pure.values.persistence import StepType
-from dex_agents.pure.machine.reducers import reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.reducers import reduce_follow_up, reduce_rpc, reduce_step, reduce_wait
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import RpcCall, SessionInput, StepInput, WaitInput
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
@@ -43,6 +43,11 @@ class SessionRuntime:
         """``reduce_step`` under this Flow's configuration; the observer (if any) sees the input first."""
         self._observe(step_input)
         return reduce_step(state, self.config, step_input)
+
+    def reduce_follow_up(self, previous: StepTransition, follow_up: StepInput) -> StepTransition:
+        """``reduce_follow_up`` under this Flow's configuration; the observer (if any) sees the input first."""
+        self._observe(follow_up)
+        return reduce_follow_up(self.config, previous, follow_up)
 
     def reduce_wait(self, state: SessionState, wait_input: WaitInput) -> WaitTransition:
         """``reduce_wait`` under this Flow's configuration; the observer (if any) sees the input first."""

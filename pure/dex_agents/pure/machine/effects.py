@@ -8,6 +8,7 @@ becomes, in three closed unions by where they may appear. The shell interprets t
 | ``StepEnding`` | a decision (``GoToSteps``, ``DeadEnd``), a request (``BuildUserMessage``, ``CallModel``, ``SendHeartbeat``, ``ExecuteDeferredToolCall``) or ``FailAttempt`` | a Step transition's last element |
 | ``ApprovalWait`` | ``WaitForResolution``, ``SkipWait`` | the ending of ``AwaitToolApproval``'s ``wait_for`` |
 | ``RpcEnding`` | ``AnswerRpc``, ``RefuseRpc`` | an RPC transition's last element |
+| ``RecordInvocation`` | ``RecordInvocation`` | a transition's ``record``: a decision, a ``wait_for``, an RPC that writes and read a clock |
 
 A transition holds its effects and its ending apart (``transition.StepTransition``,
 ``RpcTransition``, ``WaitTransition``), so an effect after the ending, a Stream write in an RPC, or
@@ -28,6 +29,10 @@ them with their ``of`` constructors, which pin the value type to the key's and r
 sits in the ``Write`` union (``SetAttribute[object]``): a bare constructor call inside a list of
 effects would make mypy infer ``object`` and refuse the key, which is invariant in its type.
 
+The invocation record (``RecordInvocation``) is the core's too: ``reducers.dispatch`` decides which
+transitions carry one and what it holds (the clock of every input the invocation reduced, the Flow's
+options); the shell stages it as a Dex history event with the invocation's writes.
+
 Invariants:
     * A transition that ends in a request changes no state and writes nothing but events before it;
       its follow-up's transition does the rest.
@@ -46,6 +51,7 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.values.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey
 from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
+from dex_agents.pure.machine.invocation_record import InvocationRecord
 from dex_agents.pure.machine.step_inputs import UserMessagePurpose
 from dex_agents.pure.flow.step_options import StepMovement
 from dex_agents.pure.values.session import AgentEvent, AgentMessage, AgentToolCall
@@ -340,6 +346,15 @@ class RefuseRpc:
 RpcEnding: TypeAlias = AnswerRpc | RefuseRpc
 """The last element of an RPC transition."""
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordInvocation:
+    """Stage ``record`` as the Dex history event ``INVOCATION_RECORD_EVENT`` (its wire JSON), committed
+    with the invocation's writes: an attempt that fails records nothing."""
+
+    record: InvocationRecord
+
+
 __all__ = [
     "SummarizeHistory",
     "AnswerRpc",
@@ -355,6 +370,7 @@ __all__ = [
     "GoToSteps",
     "PublishToChannel",
     "PublishToChannelInstance",
+    "RecordInvocation",
     "RefuseRpc",
     "Request",
     "RpcEnding",

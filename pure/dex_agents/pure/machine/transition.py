@@ -7,6 +7,12 @@ its ending, held apart so that nothing can follow the ending.
 | ``WaitTransition`` | a ``WaitInput`` | none | ``ApprovalWait`` |
 | ``RpcTransition`` | an ``RpcCall`` | ``Write`` | ``AnswerRpc`` or ``RefuseRpc`` |
 
+A transition may also carry its invocation's record (``record``: ``RecordInvocation``), which the
+reduce entry point (``reducers.dispatch``) sets, never a reducer: a Step transition that ends in a
+decision (``GoToSteps``, ``DeadEnd``) carries the clock of every input its invocation reduced
+(``clocks``: the started input's, then each follow-up's); a ``wait_for`` transition always carries
+one; an RPC transition carries one when it writes and its call read a clock (``resolve_interrupt``).
+
 Invariant: a transition that fails the attempt (``FailAttempt``) or refuses the RPC (``RefuseRpc``)
 leaves the state unchanged, so it loses nothing and the retried attempt starts from the same committed
 state. A rejected input has no effects; a failed model call writes its event first.
@@ -25,6 +31,7 @@ from dex_agents.pure.machine.effects import (
     AnswerRpc,
     ApprovalWait,
     FailAttempt,
+    RecordInvocation,
     RefuseRpc,
     RpcEnding,
     RpcOutput,
@@ -38,11 +45,15 @@ from dex_agents.pure.machine.state import SessionState
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepTransition:
-    """A Step input's transition: the state after it, the effects in order, then the ending."""
+    """A Step input's transition: the state after it, the effects in order, then the ending; ``clocks``
+    (the Worker clock of each input its invocation reduced so far, this one last) and ``record`` (the
+    invocation record a decision commits) are set by ``reduce_step`` and ``reduce_follow_up``."""
 
     state: SessionState
     effects: PVector[StepEffect]
     ending: StepEnding
+    clocks: PVector[int] = pvector()
+    record: RecordInvocation | None = None
 
     @property
     def fails_attempt(self) -> bool:
@@ -63,6 +74,7 @@ class WaitTransition:
 
     state: SessionState
     ending: ApprovalWait
+    record: RecordInvocation | None = None
 
     @property
     def fails_attempt(self) -> bool:
@@ -83,6 +95,7 @@ class RpcTransition:
     state: SessionState
     effects: PVector[Write]
     ending: RpcEnding
+    record: RecordInvocation | None = None
 
     @property
     def fails_attempt(self) -> bool:

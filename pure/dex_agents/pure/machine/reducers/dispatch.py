@@ -8,6 +8,13 @@ not fit the state (or a runner defect) gives a rejection (``is_rejection``: stat
 (usable invocation, tool call ID and counts, a consistent ``AgentState``). Inputs are never mutated
 (everything is immutable).
 
+The invocation record is decided here, after the reducer, never in one: a Step transition that decides
+(``GoToSteps``, ``DeadEnd``) carries ``RecordInvocation`` with the clock of every input its invocation
+reduced (``reduce_step`` for the started input, ``reduce_follow_up`` for each request's answer, which
+extends the previous transition's ``clocks``); a ``wait_for`` transition always carries one; an RPC
+transition when it writes and its call read a clock. A failed attempt, a request and a read-only or
+refused call carry none (an attempt that fails commits nothing, so it records nothing).
+
 | Input | Step / RPC | Reducer |
 | --- | --- | --- |
 | ``SessionStarted`` | ``StartAgentSession`` | ``session.reduce_session_started`` |
@@ -41,7 +48,14 @@ not fit the state (or a runner defect) gives a rejection (``is_rejection``: stat
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import assert_never, overload
+
+from pyrsistent import pvector
+from pyrsistent.typing import PVector
+
+from dex_agents.pure.machine.effects import DeadEnd, GoToSteps, RecordInvocation
+from dex_agents.pure.machine.invocation_record import clock_of, invocation_record
 
 from dex_agents.pure.machine.reducers.compaction import (
     reduce_compact_history_called,
@@ -134,7 +148,27 @@ def _user_message_built(state: SessionState, built: UserMessageBuilt) -> StepTra
 
 
 def reduce_step(state: SessionState, config: SessionConfig, step_input: StepInput) -> StepTransition:
-    """Reduce one input of a Step's ``execute`` (see the module table); rejects unusable values first."""
+    """Reduce the first input of a Step's ``execute`` (see the module table); rejects unusable values
+    first. A decision carries the invocation record of this one input."""
+    return _recorded_step(config, _reduce_step(state, config, step_input), pvector([step_input.invocation.now_ms]))
+
+
+def reduce_follow_up(config: SessionConfig, previous: StepTransition, follow_up: StepInput) -> StepTransition:
+    """Reduce the follow-up input of ``previous``'s request, in the same invocation: from the state
+    ``previous`` left; a decision carries the invocation record of every input reduced so far."""
+    clocks = previous.clocks.append(follow_up.invocation.now_ms)
+    return _recorded_step(config, _reduce_step(previous.state, config, follow_up), clocks)
+
+
+def _recorded_step(config: SessionConfig, transition: StepTransition, clocks: PVector[int]) -> StepTransition:
+    """``transition`` with the clocks of its invocation, and its record when it decides (an attempt
+    that fails or asks for more commits nothing yet)."""
+    decides = isinstance(transition.ending, GoToSteps | DeadEnd)
+    record = RecordInvocation(record=invocation_record(clocks, config)) if decides else None
+    return replace(transition, clocks=clocks, record=record)
+
+
+def _reduce_step(state: SessionState, config: SessionConfig, step_input: StepInput) -> StepTransition:
     problem = step_input_problem(step_input) or state_problem(state)
     if problem is not None:
         return reject(state, problem)
@@ -180,12 +214,23 @@ def reduce_step(state: SessionState, config: SessionConfig, step_input: StepInpu
 
 
 def reduce_wait(state: SessionState, config: SessionConfig, wait_input: WaitInput) -> WaitTransition:
-    """Reduce one input of a Step's ``wait_for``: what the wait waits on (never a rejection)."""
-    return reduce_approval_wait_started(state, wait_input)
+    """Reduce one input of a Step's ``wait_for``: what the wait waits on (never a rejection), with the
+    invocation record of its one input."""
+    record = RecordInvocation(record=invocation_record([wait_input.invocation.now_ms], config))
+    return replace(reduce_approval_wait_started(state, wait_input), record=record)
 
 
 def reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> RpcTransition:
-    """Reduce one RPC call (see the module table)."""
+    """Reduce one RPC call (see the module table). A call that writes and read a clock
+    (``resolve_interrupt``) carries the invocation record of that clock; no other call reads one."""
+    transition = _reduce_rpc(state, config, call)
+    clock = clock_of(call)
+    if not transition.effects or clock is None:
+        return transition
+    return replace(transition, record=RecordInvocation(record=invocation_record([clock], config)))
+
+
+def _reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> RpcTransition:
     match call:
         case SendUserMessageCalled():
             return reduce_send_user_message(state, call)
@@ -235,4 +280,4 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             return reduce_step(state, config, session_input)
 
 
-__all__ = ["reduce", "reduce_rpc", "reduce_step", "reduce_wait"]
+__all__ = ["reduce", "reduce_follow_up", "reduce_rpc", "reduce_step", "reduce_wait"]
