@@ -28,7 +28,7 @@ UNDER_THE_LOCK: dict[str, Call] = {
     "Engine.apply": lambda e: e.apply(Effects()),
     "Engine.release": lambda e: e.release(1, "step:S-1"),
     "AttributeLocks.acquire": lambda e: e.attribute_locks.acquire(1, ["K"], "step:S-1"),
-    "Engine.wait_change": lambda e: e.wait_change(("state", 1), 0.0),
+    "LongPolls.wait_change": lambda e: e.long_polls.wait_change(("state", 1), 0.0),
     "Dispatcher.submit": lambda e: e.dispatcher.submit(task("a")),
     "StepOps.launch": lambda e: e.steps.launch(1, "S-1"),
     "StepOps.check_deadlines": lambda e: e.steps.check_deadlines(),

@@ -19,8 +19,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_agents.engine import service, worker_service
-from dex_agents.engine.admission import LongPollAdmission
-from dex_agents.engine.engine import Engine
+from dex_agents.engine.long_polls import Admission as LongPollAdmission, LongPolls
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.timing import EngineTiming
 from tests.engine.probes import eventually
@@ -30,7 +29,7 @@ EVENT_SECONDS = 10.0
 
 
 class WaitProbe:
-    """Counts long-poll waits entering and leaving ``Engine.wait_change``."""
+    """Counts long-poll waits entering and leaving ``LongPolls.wait_change``."""
 
     def __init__(self) -> None:
         self.lock = threading.Condition()
@@ -38,21 +37,21 @@ class WaitProbe:
         self.left = 0
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        original = Engine.wait_change
+        original = LongPolls.wait_change
         probe = self
 
-        def wait_change(engine: Engine, *args: Any, **kwargs: Any) -> None:
+        def wait_change(polls: LongPolls, *args: Any, **kwargs: Any) -> None:
             with probe.lock:
                 probe.entered += 1
                 probe.lock.notify_all()
             try:
-                original(engine, *args, **kwargs)
+                original(polls, *args, **kwargs)
             finally:
                 with probe.lock:
                     probe.left += 1
                     probe.lock.notify_all()
 
-        monkeypatch.setattr(Engine, "wait_change", wait_change)
+        monkeypatch.setattr(LongPolls, "wait_change", wait_change)
 
     def until(self, *, entered: int = 0, left: int = 0) -> bool:
         """Wait until at least that many waits entered and left; False on timeout."""

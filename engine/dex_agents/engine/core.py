@@ -9,9 +9,9 @@ runs under ``EngineCore.lock`` inside one SQLite transaction, and memory changes
 after the commit, :meth:`EngineCore.apply` performs the effects (dispatch the next tasks, cancel
 running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
 idle worker stream directly after its decision is durable. A long poll waits on its own
-:class:`LongPoll` (a condition over the same lock) registered under the key of what it waits for
-(a run's close, a run's state, one Stream of one Flow); a commit wakes only the waiters of the runs
-it touched, and a client's cancel wakes its waiter at once.
+``long_polls.LongPoll`` (a condition over the same lock) registered under the key of what it waits
+for (a run's close, a run's state, one Stream of one Flow) in :attr:`EngineCore.long_polls`; a commit
+wakes only the waiters of the runs it touched, and a client's cancel wakes its waiter at once.
 
 Locks (Attribute locks shared by Steps and RPCs) live in memory (``attribute_locks``): a Step method
 acquires all its keys before it is dispatched and holds them until its result commits; a Step whose
@@ -25,14 +25,16 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal, Protocol
+from typing import Protocol
 
 from dex.dexpb import dex_pb2 as pb
 
 from .attribute_locks import AttributeLocks
 from .blobs import Blobs
 from .dispatch import Dispatcher
+from .errors import flow_not_found, invalid
 from .lock_discipline import assert_engine_lock_held
+from .long_polls import LongPolls
 from .rows import Effects, FlowRow, StepRow
 from .repository import runs
 from .repository.row_cache import RowCache
@@ -40,37 +42,6 @@ from .scheduler import Scheduler
 from .repository.store import Store
 from .tasks import Task
 from .timing import Clock, EngineTiming, SystemClock
-
-
-WaitKind = Literal["closed", "state", "attribute", "stream"]
-"""Long-poll wake-ups: a run closed; a committed state change of a run; a write of one Attribute
-(or its run's close); a Stream append."""
-WaitKey = tuple[WaitKind, object]
-"""What a long poll waits for: ``("closed", uid)``, ``("state", uid)``, ``("attribute", (uid, key))``
-or ``("stream", (flow_type, stream, flow_id))``."""
-
-
-ABANDONED = "the caller cancelled the wait"
-PREEMPTED = "the wait gave its place to another client's (too many concurrent long polls)"
-
-
-class LongPoll:
-    """One long-poll call's wait: a condition over the engine lock, woken by a commit it concerns,
-    by its client's cancel or its preemption (``abandoned``, with the ``reason``), or by shutdown."""
-
-    def __init__(self, lock: threading.RLock) -> None:
-        self.condition = threading.Condition(lock)
-        self.abandoned = False
-        self.reason = ABANDONED
-
-
-def long_poll_seconds(requested: float, default: float, cap: float) -> float:
-    """The server-side wait of a long poll: the requested seconds (the default for 0), capped at
-    ``cap`` (``EngineTiming.long_poll_cap``: a longer requested wait ends with LONG_POLL_TIME_OUT
-    there, and the SDK's Client re-attaches its Step and Attribute waits by itself).
-
-    Long polls wait on real time (they bound a client's request), not on the engine's clock."""
-    return min(requested or default, cap)
 
 
 class StepEffects(Protocol):
@@ -118,7 +89,9 @@ class EngineCore:
         self.timing = timing if timing is not None else EngineTiming()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.lock = threading.RLock()
-        self._waiters: dict[WaitKey, set[LongPoll]] = {}
+        self.stopped = False
+        self.long_polls = LongPolls(self.lock, self.assert_locked, lambda: self.stopped)
+        """The long polls waiting on this engine's commits (see ``long_polls``)."""
         self.scheduler = Scheduler(self.lock, self.clock)
         self.blobs = Blobs()
         """The large values delivered tasks reference, for ``LoadBlobs`` (``blobs``)."""
@@ -128,7 +101,6 @@ class EngineCore:
         self.tasks: dict[str, Task] = {}
         self.attribute_locks = AttributeLocks(guard=self.assert_locked)
         """Attribute locks of Steps and RPCs (see ``attribute_locks``)."""
-        self.stopped = False
         self._steps: StepEffects | None = None
         self._flows: FlowEffects | None = None
         self._runs: RunEffects | None = None
@@ -154,10 +126,6 @@ class EngineCore:
         with self.lock:
             yield
 
-    def long_poll(self) -> LongPoll:
-        """A new long poll's wait (a condition over the engine lock)."""
-        return LongPoll(self.lock)
-
     def assert_locked(self) -> None:
         """Raise ``EngineLockNotHeld`` unless the calling thread holds :attr:`lock`."""
         assert_engine_lock_held(self.lock)
@@ -177,6 +145,16 @@ class EngineCore:
             return self.rows.latest_flow(flow_id)
         uid = runs.uid_of_run(self.store.db, flow_id, run_id)
         return self.rows.flow(uid) if uid is not None else None
+
+    def require_flow(self, flow_id: str, run_id: str = "") -> FlowRow:
+        """The latest run of ``flow_id`` (or the named run); ``flow_id`` missing is INVALID_ARGUMENT,
+        no such run NOT_FOUND (``ServiceError``)."""
+        if not flow_id:
+            raise invalid("flow_id is required")
+        flow = self.current_flow(flow_id, run_id)
+        if flow is None:
+            raise flow_not_found(flow_id)
+        return flow
 
     def step(self, uid: int, seid: str) -> StepRow | None:
         """One Step execution."""
@@ -258,56 +236,20 @@ class EngineCore:
             steps.check_waits(uid)
         for uid in effects.closed:
             self.attribute_locks.forget_run(uid)
-        if self._waiters:
+        polls = self.long_polls
+        if polls.waiting:
             touched = (effects.touched | effects.wait_checks | effects.closed | {uid for uid, _ in effects.launches}
                        | {uid for uid, _ in effects.cancels} | {uid for _, uid, _, _ in effects.timers})
             for uid in touched:
-                self.notify(("state", uid))
+                polls.notify(("state", uid))
             for written in effects.written:
-                self.notify(("attribute", written))
+                polls.notify(("attribute", written))
             if effects.closed:
-                for key in list(self._waiters):
+                for key in polls.keys():
                     kind, what = key
                     if (kind == "closed" and what in effects.closed) or (
                             kind == "attribute" and isinstance(what, tuple) and what[0] in effects.closed):
-                        self.notify(key)
+                        polls.notify(key)
         if self.store.recorded and self._runs is not None:
             for uid, events in self.store.take_recorded().items():
                 self._runs.continue_if_due(uid, events)
-
-    def notify(self, key: WaitKey) -> None:
-        """Wake the long polls waiting for ``key`` (cheap when nobody waits)."""
-        self.assert_locked()
-        for poll in self._waiters.get(key, ()):
-            poll.condition.notify_all()
-
-    def notify_all(self) -> None:
-        """Wake every long poll (used on shutdown)."""
-        self.assert_locked()
-        for polls in self._waiters.values():
-            for poll in polls:
-                poll.condition.notify_all()
-
-    def abandon(self, poll: LongPoll, reason: str = ABANDONED) -> None:
-        """The poll's client is gone (or its place was taken): wake it so its thread is freed at
-        once (lock held); it ends with ``reason``."""
-        self.assert_locked()
-        poll.abandoned = True
-        poll.reason = reason
-        poll.condition.notify_all()
-
-    def wait_change(self, key: WaitKey, timeout: float, poll: LongPoll | None = None) -> None:
-        """Wait (lock held) until a change of ``key`` is committed, ``timeout`` passes, or the poll
-        is abandoned (then return at once)."""
-        self.assert_locked()
-        poll = poll if poll is not None else LongPoll(self.lock)
-        if poll.abandoned:
-            return
-        polls = self._waiters.setdefault(key, set())
-        polls.add(poll)
-        try:
-            poll.condition.wait(timeout)
-        finally:
-            polls.discard(poll)
-            if not polls and self._waiters.get(key) is polls:
-                del self._waiters[key]

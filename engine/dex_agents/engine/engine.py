@@ -21,6 +21,7 @@ Layers, each importing only the ones below it (a test parses the imports and fai
 
 from __future__ import annotations
 
+from .channels import ChannelOps
 from .continue_as_new import ContinueAsNewOps
 from .core import EngineCore
 from .flows import FlowOps
@@ -39,6 +40,7 @@ class Engine(EngineCore):
     def __init__(self, store: Store, *, timing: EngineTiming | None = None, clock: Clock | None = None) -> None:
         super().__init__(store, timing=timing, clock=clock)
         self.streams = StreamOps(self)
+        self.channels = ChannelOps(self)
         self.flows = FlowOps(self)
         self.steps = StepOps(self, self.flows, self.streams)
         self.rpcs = RpcOps(self, self.flows)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -14,8 +15,9 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import history
 from .repository import runs, state
-from .core import EngineCore, LongPoll, WaitKey, long_poll_seconds
+from .core import EngineCore
 from .errors import ServiceError, flow_not_found, invalid, long_poll_timeout, request_timeout
+from .long_polls import LongPoll, Ready, WaitKey, long_poll_seconds, update_deadline
 from .request_checks import parse_token
 from .rows import FlowRow
 
@@ -131,12 +133,7 @@ class Queries:
         self.engine = engine
 
     def _flow(self, flow_id: str, run_id: str = "") -> FlowRow:
-        if not flow_id:
-            raise invalid("flow_id is required")
-        flow = self.engine.current_flow(flow_id, run_id)
-        if flow is None:
-            raise flow_not_found(flow_id)
-        return flow
+        return self.engine.require_flow(flow_id, run_id)
 
     def summary(self, request: pb.GetFlowSummaryRequest) -> pb.GetFlowSummaryResponse:
         self.engine.assert_locked()
@@ -154,16 +151,14 @@ class Queries:
         if request.wait_time_seconds < 0:
             raise invalid("wait_time_seconds must not be negative")
         deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_FLOW_WAIT,
-                                                             self.engine.timing.long_poll_cap)
-        while True:
+                                                        self.engine.timing.long_poll_cap)
+
+        def closed() -> Ready[pb.FlowResult] | WaitKey:
             flow = self._flow(request.flow_id, request.run_id)
-            if not flow.running:
-                return self.engine.flow_result(flow.uid)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.engine.stopped or (poll is not None and poll.abandoned):
-                raise long_poll_timeout(poll.reason if poll is not None and poll.abandoned
-                                        else f"flow {request.flow_id} is still running")
-            self.engine.wait_change(("closed", flow.uid), remaining, poll)
+            return ("closed", flow.uid) if flow.running else Ready(self.engine.flow_result(flow.uid))
+
+        return self.engine.long_polls.wait_until(
+            closed, deadline, poll, lambda: long_poll_timeout(f"flow {request.flow_id} is still running"))
 
     def search(self, request: pb.SearchFlowsRequest, parsed: list[SearchClause]) -> pb.SearchFlowsResponse:
         """One page of the runs matching ``parsed`` (see :func:`parse_search`), newest first.
@@ -215,13 +210,8 @@ class Queries:
         return response
 
     def _update_deadline(self, request_timeout_seconds: int, handler_timeout_seconds: int) -> tuple[float, bool]:
-        if request_timeout_seconds < 0 or handler_timeout_seconds < 0:
-            raise invalid("timeouts must not be negative")
-        cap = self.engine.timing.long_poll_cap
-        if request_timeout_seconds and request_timeout_seconds <= cap:
-            return time.monotonic() + request_timeout_seconds, True
-        return time.monotonic() + long_poll_seconds(request_timeout_seconds or handler_timeout_seconds,
-                                                    DEFAULT_UPDATE_WAIT, cap), False
+        return update_deadline(request_timeout_seconds, handler_timeout_seconds, DEFAULT_UPDATE_WAIT,
+                               self.engine.timing.long_poll_cap)
 
     def wait_for_step(self, request: pb.WaitForStepCompletionRequest, poll: LongPoll | None = None) -> None:
         """Return once the execution completed or was canceled in a running run; a run that closes first
@@ -232,22 +222,18 @@ class Queries:
         seid = f"{request.step_type}-{int(request.step_execution_number)}"
         deadline, is_request = self._update_deadline(request.request_timeout_seconds,
                                                      request.internal_handler_timeout_seconds)
-        while True:
+
+        def completed() -> Ready[None] | WaitKey:
             flow = self._flow(request.flow_id)
             step = self.engine.step(flow.uid, seid)
             if step is not None and (step.phase == "done" or (step.phase == "canceled" and flow.running)):
-                return
+                return Ready(None)
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before {seid} completed")
-            self._wait_until(deadline, is_request, f"{seid} has not completed", ("state", flow.uid), poll)
+            return ("state", flow.uid)
 
-    def _wait_until(self, deadline: float, is_request: bool, what: str, key: WaitKey, poll: LongPoll | None) -> None:
-        if poll is not None and poll.abandoned:
-            raise long_poll_timeout(poll.reason)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or self.engine.stopped:
-            raise request_timeout(what) if is_request else long_poll_timeout(what)
-        self.engine.wait_change(key, remaining, poll)
+        self.engine.long_polls.wait_until(completed, deadline, poll,
+                                          _expired(is_request, f"{seid} has not completed"))
 
     def wait_for_attribute(self, request: pb.WaitForAttributeRequest,
                            poll: LongPoll | None = None) -> pb.WaitForAttributeResponse:
@@ -257,15 +243,18 @@ class Queries:
             raise invalid("match requires key, operator and operand")
         deadline, is_request = self._update_deadline(request.request_timeout_seconds,
                                                       request.internal_handler_timeout_seconds)
-        while True:
+
+        def matched() -> Ready[pb.WaitForAttributeResponse] | WaitKey:
             flow = self._flow(request.flow_id)
             value = state.attribute(self.engine.store.db, flow.uid, match.key)
             if _compare(value, match.operator, match.operand):
-                return pb.WaitForAttributeResponse(matched_value=value)
+                return Ready(pb.WaitForAttributeResponse(matched_value=value))
             if not flow.running:
                 raise flow_not_found(request.flow_id, f"flow {request.flow_id} closed before the attribute matched")
-            self._wait_until(deadline, is_request, f"attribute {match.key} has not matched",
-                             ("attribute", (flow.uid, match.key)), poll)
+            return ("attribute", (flow.uid, match.key))
+
+        return self.engine.long_polls.wait_until(matched, deadline, poll,
+                                                 _expired(is_request, f"attribute {match.key} has not matched"))
 
     def get_attributes(self, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
         self.engine.assert_locked()
@@ -276,6 +265,12 @@ class Queries:
         else:
             kvs = [pb.KV(key=k, value=v) for k in request.keys if (v := state.attribute(db, flow.uid, k)) is not None]
         return pb.GetAttributesResponse(attributes=kvs)
+
+
+def _expired(is_request: bool, what: str) -> Callable[[], ServiceError]:
+    """The error of a wait on an update whose deadline passed: the request's own timeout or the
+    long poll's."""
+    return lambda: request_timeout(what) if is_request else long_poll_timeout(what)
 
 
 def _scalar(value: pb.Value) -> object:

@@ -145,7 +145,7 @@ class EngineServer:
             engine.rpcs.abort_all()
             for stream in list(engine.dispatcher.streams):
                 stream.close()
-            engine.notify_all()
+            engine.long_polls.notify_all()
         server.stop(grace).wait()
         if self._worker_service is not None:
             self._worker_service.close()

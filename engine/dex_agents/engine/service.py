@@ -20,15 +20,11 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from . import history
-from .repository import state
-from .admission import LongPollAdmission
-from .core import ABANDONED, PREEMPTED, LongPoll
+from .long_polls import Admission, LongPoll, admitted
 from .engine import Engine
 from .errors import ServiceError, invalid
 from .flow_state import FlowStateQuery
 from .queries import Queries, parse_search
-from .rows import Effects
 
 _LOGGER = logging.getLogger(__name__)
 SERVER_VERSION = "dex-agents-local-engine/0.1.0"
@@ -37,7 +33,7 @@ MAX_LONG_POLLS = 448
 """Long polls (WaitForFlow, ReadStream, WaitForStepCompletion, WaitForAttribute) served at once;
 each holds a server thread, so the bound keeps threads for short calls. At the bound a client
 holding fewer polls than the heaviest one takes that client's oldest place; otherwise one more is
-refused with RESOURCE_EXHAUSTED at once (see ``admission``)."""
+refused with RESOURCE_EXHAUSTED at once (see ``long_polls``)."""
 SERVED = frozenset({
     "GetServerInfo", "HealthCheck", "SyncAttributeIndexes", "StartFlow", "StopFlow", "InvokeRPC", "WriteStream",
     "ReadStream", "ListStreamMessages", "GetFlowSummary", "WaitForFlow", "SearchFlows", "SkipTimer",
@@ -59,30 +55,18 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         self.engine = engine
         self.queries = Queries(engine)
         self.flow_state = FlowStateQuery(engine)
-        self._long_polls = LongPollAdmission(MAX_LONG_POLLS)
+        self._admission = Admission(MAX_LONG_POLLS)
 
     def _long_poll(self, context: grpc.ServicerContext, body: Callable[[LongPoll], R]) -> R:
-        """Run a long poll within the fair bound (see ``admission``); the client's cancel, or its
+        """Run a long poll within the fair bound (see ``long_polls``); the client's cancel, or its
         preemption for a lighter client, wakes it at once."""
         engine = self.engine
-        poll = engine.long_poll()
-
-        def wake(reason: str) -> None:
-            # Runs on gRPC's polling thread or a refused caller's: hand the wake-up to the scheduler
-            # thread rather than wait for the engine lock there.
-            engine.scheduler.call_later(0.0, lambda: engine.abandon(poll, reason))
-
-        ticket = self._long_polls.admit(context.peer(), lambda: wake(PREEMPTED))
-        if ticket is None:
-            _abort(context, ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                         f"too many concurrent long polls (at most {self._long_polls.limit}, "
-                                         "shared fairly between clients); retry later"))
         try:
-            if not context.add_callback(lambda: wake(ABANDONED)):
-                poll.abandoned = True
-            return self._run(context, lambda: body(poll))
-        finally:
-            self._long_polls.release(ticket)
+            with admitted(engine.long_polls, self._admission, context.peer(), context.add_callback,
+                          engine.scheduler.call_later) as poll:
+                return self._run(context, lambda: body(poll))
+        except ServiceError as refused:  # at the bound: RESOURCE_EXHAUSTED (the body's errors are aborted)
+            _abort(context, refused)
 
     def _run(self, context: grpc.ServicerContext, body: Callable[[], R], *, locked: bool = True) -> R:
         try:
@@ -148,7 +132,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def SkipTimer(self, request: pb.SkipTimerRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
         def skip() -> None:
-            flow = self.queries._flow(request.flow_id, request.run_id)
+            flow = self.engine.require_flow(request.flow_id, request.run_id)
             if not flow.running:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
                                    pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
@@ -201,48 +185,16 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def PublishToChannel(self, request: pb.PublishToChannelRequest,  # noqa: N802
                          context: grpc.ServicerContext) -> empty_pb2.Empty:
-        def publish() -> None:
-            flow = self.queries._flow(request.flow_id, request.run_id)
-            if not flow.running:
-                raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
-                                   pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
-            messages = list(request.messages)
-            with self.engine.store.transaction() as db:
-                state.publish(db, flow.uid, messages)
-                history.channel_published(db, flow.uid, messages)
-            self.engine.apply(Effects(wait_checks={flow.uid}))
-        self._run(context, publish)
+        self._run(context, lambda: self.engine.channels.publish(request))
         return empty_pb2.Empty()
 
     def GetChannelMessages(self, request: pb.GetChannelMessagesRequest,  # noqa: N802
                            context: grpc.ServicerContext) -> pb.GetChannelMessagesResponse:
-        def read() -> pb.GetChannelMessagesResponse:
-            if not request.channel_name:
-                raise invalid("channel_name is required")
-            flow = self.queries._flow(request.flow_id, request.run_id)
-            loaded = state.loaded_messages(self.engine.store.db, flow.uid, [request.channel_name], [])
-            values = loaded.get(request.channel_name)
-            return pb.GetChannelMessagesResponse(messages=values.messages if values is not None else [])
-        return self._run(context, read)
+        return self._run(context, lambda: self.engine.channels.read(request))
 
     def DeleteChannelMessage(self, request: pb.DeleteChannelMessageRequest,  # noqa: N802
                              context: grpc.ServicerContext) -> empty_pb2.Empty:
-        def delete() -> None:
-            if not request.channel_name or not request.message_id:
-                raise invalid("channel_name and message_id are required")
-            flow = self.queries._flow(request.flow_id, request.run_id)
-            if not flow.running:
-                raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
-                                   pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
-            deletion = pb.ChannelMessageDeletion(channel_name=request.channel_name, message_id=request.message_id)
-            with self.engine.store.transaction() as db:
-                missing = state.delete_messages(db, flow.uid, [deletion])
-                if missing:
-                    raise ServiceError(grpc.StatusCode.NOT_FOUND, f"channel message not found: {request.message_id}",
-                                       pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
-                history.channel_deleted(db, flow.uid, [deletion])
-            self.engine.apply(Effects(touched={flow.uid}))
-        self._run(context, delete)
+        self._run(context, lambda: self.engine.channels.delete(request))
         return empty_pb2.Empty()
 
     def LoadBlobs(self, request: pb.LoadBlobsRequest, context: grpc.ServicerContext) -> pb.LoadBlobsResponse:  # noqa: N802

@@ -17,9 +17,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from dex.dexpb import dex_pb2 as pb
 
-from .core import EngineCore, LongPoll, WaitKey, long_poll_seconds
+from .core import EngineCore
 from .errors import invalid, long_poll_timeout
 from .repository import streams as stored
+from .long_polls import LongPoll, Ready, WaitKey, long_poll_seconds
 from .request_checks import parse_token
 
 DEFAULT_READ_WAIT = 30.0
@@ -60,7 +61,7 @@ class StreamOps:
                     break
                 used -= evicted
             self._usage[key] = used
-        self.engine.notify(("stream", (flow_type, stream, flow_id)))
+        self.engine.long_polls.notify(("stream", (flow_type, stream, flow_id)))
 
     def _message(self, row: stored.StreamRow) -> pb.StreamMessage:
         seq, blob, source, created_ms = row
@@ -81,17 +82,14 @@ class StreamOps:
         deadline = time.monotonic() + long_poll_seconds(request.wait_time_seconds, DEFAULT_READ_WAIT,
                                                              self.engine.timing.long_poll_cap)
         key: WaitKey = ("stream", (request.flow_type, request.stream_name, request.flow_id))
-        while True:
+
+        def appended() -> Ready[pb.ReadStreamResponse] | WaitKey:
             row = stored.first_after(self.engine.store.db, request.flow_type, request.stream_name,
                                      request.flow_id, after)
-            if row is not None:
-                return pb.ReadStreamResponse(message=self._message(row))
-            remaining = deadline - time.monotonic()
-            if poll is not None and poll.abandoned:
-                raise long_poll_timeout(poll.reason)
-            if remaining <= 0 or self.engine.stopped:
-                raise long_poll_timeout("no stream message before the wait expired")
-            self.engine.wait_change(key, remaining, poll)
+            return key if row is None else Ready(pb.ReadStreamResponse(message=self._message(row)))
+
+        return self.engine.long_polls.wait_until(
+            appended, deadline, poll, lambda: long_poll_timeout("no stream message before the wait expired"))
 
     def list(self, request: pb.ListStreamMessagesRequest) -> pb.ListStreamMessagesResponse:
         """One newest-first page before the page token."""
