@@ -6,6 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# The console's browser tests drive Debian's Chromium (Playwright's own download needs the internet).
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "== installing chromium (the console's browser tests)"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
 PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv

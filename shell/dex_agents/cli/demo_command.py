@@ -11,10 +11,13 @@ Invariants:
       its gate the Worker's process group is SIGKILLed and a new Worker (gate not armed) takes over,
       then the gate is released. The refund is not run again: its tool call is recorded
       ``outcome_unknown`` and the model is told.
+    * ``--console``: the session console serves the demo's engine on a free loopback port (no token)
+      from before the session starts until the demo ends; its URL is printed first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import uuid
@@ -58,6 +61,8 @@ class DemoOptions:
     model: str | None = None
     agent: str = DEMO_AGENT
     """The agent the Workers serve (``module:attribute``); its module has ``DEMO_TURNS``."""
+    console: bool = False
+    """Serve the session console beside the demo; the session stays open until Ctrl-C (a terminal) or the end."""
 
 
 def load_agent_module(agent: str) -> ModuleType:
@@ -100,15 +105,36 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
         environment = {STATE_DIR_ENV: str(state_directory)}
         if options.model is not None:
             environment[MODEL_ENV] = options.model
-        with local_engine(directory, console) as address:
+        with local_engine(directory, console) as address, _maybe_console(options, address, console):
             workers = WorkerChildren(options.agent, address, directory, environment, console)
             try:
                 workers.start({CRASH_GATE_ENV: "1"} if options.crash else None)
                 with SessionClient.connect(address, DEFAULT_FLOW_TYPE) as sessions:
                     _converse(sessions, turns, options, workers, state_directory, console)
+                    if options.console:
+                        _keep_serving(console)
             finally:
                 workers.stop_all()
     return 0
+
+
+def _maybe_console(options: DemoOptions, address: str, console: Console) -> contextlib.AbstractContextManager[object]:
+    if not options.console:
+        return contextlib.nullcontext()
+    from dex_agents.cli.console_command import console_beside
+
+    return console_beside(address, console)
+
+
+def _keep_serving(console: Console) -> None:
+    """With a terminal, keep the engine, Worker and console up until Enter or Ctrl-C."""
+    if not sys.stdin.isatty():
+        return
+    console.print("the console keeps serving the session: press Enter (or Ctrl-C) to stop", highlight=False)
+    try:
+        sys.stdin.readline()
+    except KeyboardInterrupt:
+        pass
 
 
 def _converse(sessions: SessionClient, turns: Sequence[str], options: DemoOptions, workers: WorkerChildren,
@@ -147,7 +173,8 @@ def _converse(sessions: SessionClient, turns: Sequence[str], options: DemoOption
             sessions.send(session_id, text)
         driver.wait_for_turns(number)
     _summary(sessions.snapshot(session_id), view, state_directory, console)
-    sessions.stop(session_id)
+    if not options.console:  # with the console, the session stays open to be looked at
+        sessions.stop(session_id)
     failed = sum(1 for outcome in view.ended_turns.values() if outcome == "failed")
     if failed:
         raise CliError(f"{failed} of {len(turns)} turns failed (see above)",

@@ -1,7 +1,7 @@
 """The ``dex-agents`` command line.
 
 Commands: ``engine`` (the local Dex engine, unchanged: its arguments go to
-``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat``, ``replay`` and
+``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat``, ``console``, ``replay`` and
 ``sessions list|show|tail|approve|reject|send|export``.
 
 Invariants:
@@ -153,12 +153,15 @@ def demo(
     model: Annotated[str | None, typer.Option("--model", help="the model as provider:name")] = None,
     framework: Annotated[Framework, typer.Option("--framework", help="the framework the support agent runs on")]
     = Framework.PYDANTIC_AI,
+    with_console: Annotated[bool, typer.Option("--console", help="serve the session console beside the demo "
+                                                                 "(loopback, no token) and print its URL")] = False,
     debug: DebugOption = False,
 ) -> None:
     """Run the support agent on a local engine and show the session live."""
     from dex_agents.cli.demo_command import DemoOptions, run_demo
 
-    options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model, agent=DEMO_AGENTS[framework])
+    options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model, agent=DEMO_AGENTS[framework],
+                          console=with_console)
     raise typer.Exit(_run(lambda: run_demo(options, _console(), debug=debug), debug=debug))
 
 
@@ -184,6 +187,25 @@ def chat(
     options = ChatOptions(agent=agent, server=server, session=session, auto_approve=auto_approve, model=model,
                           framework=framework, credential=credential)
     raise typer.Exit(_run(lambda: run_chat(options, _console(), debug=debug), debug=debug, server=server))
+
+
+@app.command()
+def console(
+    server: ServerOption = None,
+    host: Annotated[str, typer.Option("--host", help="address to serve on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="port to serve on")] = 8600,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="bearer token the console requires and sends to the Dex server (the engine's "
+                             "--token-file format)")] = None,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="serve without a token (loopback only)")] = False,
+) -> None:
+    """Serve the session console: a web UI and an HTTP API for watching and operating sessions."""
+    from dex_agents.cli.console_command import run_console
+
+    address = _server(server)
+    credential = _credential(token_file)
+    raise typer.Exit(_run(lambda: run_console(address, credential, host, port, no_auth=no_auth, console=_console()),
+                          server=address))
 
 
 @app.command()

@@ -1,0 +1,224 @@
+"""The console's JSON API (every route answers JSON; errors as ``errors`` describes).
+
+Routes: ``GET/POST /api/sessions``, ``GET /api/sessions/{id}``, ``GET/POST /api/sessions/{id}/messages``,
+``POST /api/sessions/{id}/interrupts/{interrupt_id}``, and ``POST /api/sessions/{id}/<action>`` for
+each of ``OPERATOR_ACTIONS``. ``GET /api/sessions/{id}/events`` (SSE) is ``events``'.
+
+Invariants: a session route first reads the session's run (404 ``session_not_found`` when there is
+none), then uses the client of its Flow type; bad input is 400 with the reason, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from dex_agents.console.actions import OPERATOR_ACTIONS, OperatorAction
+from dex_agents.console.backend import ConsoleBackend, ConsoleSettings
+from dex_agents.console.errors import ApiError, api_error_of, error_response
+from dex_agents.console.views import (
+    Json,
+    interrupt_json,
+    state_json,
+    summary_json,
+    transcript_json,
+    turn_usage,
+    usage_json,
+)
+from dex_agents.pure.values.session import AgentMessage
+
+__all__ = ["api_routes", "backend_of", "json_route", "list_sessions", "session_detail"]
+
+MAX_PAGE: Final = 1000
+DEFAULT_PAGE: Final = 50
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def backend_of(request: Request) -> ConsoleBackend:
+    """The app's backend (made on first use, on the serving event loop: its Clients belong to it)."""
+    settings: ConsoleSettings = request.app.state.settings
+    if request.app.state.backend is None:
+        request.app.state.backend = ConsoleBackend(settings.server_address, settings.credential)
+    backend: ConsoleBackend = request.app.state.backend
+    return backend
+
+
+def json_route(handler: Handler) -> Handler:
+    """``handler`` with every failure answered as JSON (``api_error_of``)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as error:  # noqa: BLE001 - every failure is a JSON answer, never a traceback
+            return error_response(api_error_of(error, request.path_params.get("session_id")))
+
+    return run
+
+
+def int_param(request: Request, name: str, default: int | None, *, low: int, high: int) -> int | None:
+    """The query parameter ``name`` as an int in low..high (400 otherwise)."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError("bad_request", f"{name} must be an integer, got {raw!r}") from None
+    if not low <= value <= high:
+        raise ApiError("bad_request", f"{name} must be in {low}..{high}, got {value}")
+    return value
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object (400 for anything else)."""
+    try:
+        body = await request.json()
+    except ValueError:
+        raise ApiError("bad_request", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError("bad_request", "the body must be a JSON object")
+    return body
+
+
+def optional_text(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ApiError("bad_request", f"{name} must be a string")
+    return value
+
+
+async def list_sessions(backend: ConsoleBackend, flow_type: str | None, status: str | None, limit: int,
+                        page_token: str) -> Json:
+    """A page of sessions (newest first) with their summaries; ``status`` filters this page by the
+    agent status or the run status."""
+    page = await backend.search(flow_type, limit, page_token)
+    now = datetime.now(UTC)
+    sessions = [summary_json(summary, now) for summary in await backend.summaries(page.flows)]
+    if status:
+        sessions = [item for item in sessions if status in (item["status"], item["run_status"])]
+    return {"sessions": sessions, "next_page_token": page.next_page_token or None}
+
+
+@json_route
+async def get_sessions(request: Request) -> Response:
+    limit = int_param(request, "limit", DEFAULT_PAGE, low=1, high=MAX_PAGE)
+    assert limit is not None
+    query = request.query_params
+    return JSONResponse(await list_sessions(backend_of(request), query.get("flow_type") or None,
+                                            query.get("status") or None, limit, query.get("page_token", "")))
+
+
+@json_route
+async def post_sessions(request: Request) -> Response:
+    body = await json_body(request)
+    flow_type = optional_text(body, "flow_type")
+    if not flow_type:
+        raise ApiError("bad_request", "flow_type is required")
+    session_id = optional_text(body, "session_id") or f"session-{uuid.uuid4().hex[:12]}"
+    client = await backend_of(request).client_for(flow_type)
+    run_id = await client.start(session_id, optional_text(body, "message"), request_id=optional_text(body, "request_id"))
+    return JSONResponse({"session_id": session_id, "run_id": run_id}, status_code=201)
+
+
+async def session_detail(backend: ConsoleBackend, session_id: str) -> Json:
+    """Everything the session page shows: run, state, usage (per turn too), approvals, transcript, cursor."""
+    info = await backend.describe(session_id)
+    client = await backend.client_for(info.flow_type)
+    snapshot = await backend.snapshot(client, session_id)
+    rows, cursor, _ = await backend.events_after(client, session_id, "")
+    now = datetime.now(UTC)
+    if snapshot is None:
+        state, pending = await client.state(session_id), await client.pending_interrupts(session_id)
+        usage = await backend.usage(client, session_id)
+        messages: tuple[AgentMessage, ...] = ()
+    else:
+        state, pending, usage, messages = snapshot.state, snapshot.pending_interrupts, snapshot.usage, tuple(
+            snapshot.messages)
+    return {
+        "session_id": session_id, "flow_type": info.flow_type, "run_status": info.status.name.lower(),
+        "started_at": info.started_at.isoformat(), "worker": snapshot is not None,
+        "state": state_json(state), "usage": usage_json(usage), "turn_usage": turn_usage(rows),
+        "queued_messages": None if snapshot is None else snapshot.queued_message_count,
+        "pending_interrupts": [interrupt_json(interrupt, now) for interrupt in pending],
+        "transcript": transcript_json(session_id, messages, rows,
+                                      () if snapshot is None else tuple(snapshot.tool_calls)),
+        "event_cursor": cursor, "actions": [action.name for action in OPERATOR_ACTIONS],
+    }
+
+
+@json_route
+async def get_session(request: Request) -> Response:
+    return JSONResponse(await session_detail(backend_of(request), request.path_params["session_id"]))
+
+
+@json_route
+async def get_messages(request: Request) -> Response:
+    session_id = request.path_params["session_id"]
+    before = int_param(request, "before_sequence", None, low=1, high=2**53)
+    limit = int_param(request, "limit", None, low=1, high=200)
+    client = await backend_of(request).client_of(session_id)
+    page = await client.messages(session_id, before_sequence=before, limit=limit)
+    items = transcript_json(session_id, page.messages, (), ())
+    return JSONResponse({"messages": items, "next_before_sequence": page.next_before_sequence})
+
+
+@json_route
+async def post_message(request: Request) -> Response:
+    session_id = request.path_params["session_id"]
+    body = await json_body(request)
+    text = optional_text(body, "text")
+    if text is None or not text.strip():
+        raise ApiError("bad_request", "text is required and must not be blank")
+    message_id = optional_text(body, "message_id") or str(uuid.uuid4())
+    client = await backend_of(request).client_of(session_id)
+    await client.check_worker(session_id)
+    queued = await client.send(session_id, text, message_id=message_id)
+    return JSONResponse({"queued": queued, "message_id": message_id}, status_code=202)
+
+
+@json_route
+async def post_interrupt(request: Request) -> Response:
+    session_id, interrupt_id = request.path_params["session_id"], request.path_params["interrupt_id"]
+    body = await json_body(request)
+    approved = body.get("approved")
+    if not isinstance(approved, bool):
+        raise ApiError("bad_request", "approved (true or false) is required")
+    message = optional_text(body, "rejection_message")
+    client = await backend_of(request).client_of(session_id)
+    await client.check_worker(session_id)
+    if not await client.resolve_interrupt(session_id, interrupt_id, approved, message):
+        raise ApiError("interrupt_not_pending", f"interrupt {interrupt_id!r} is not pending (answered, "
+                                                f"expired or unknown)")
+    return JSONResponse({"resolved": True, "approved": approved})
+
+
+def action_route(action: OperatorAction) -> Route:
+    """The route of one operator action."""
+
+    @json_route
+    async def run(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        body = await json_body(request) if await request.body() else {}
+        client = await backend_of(request).client_of(session_id)
+        return JSONResponse(await action.run(client, session_id, body))
+
+    return Route(f"/api/sessions/{{session_id}}/{action.name}", run, methods=["POST"], name=f"action_{action.name}")
+
+
+def api_routes() -> list[Route]:
+    """Every JSON route (the SSE route is added by ``app``)."""
+    return [
+        Route("/api/sessions", get_sessions, methods=["GET"]),
+        Route("/api/sessions", post_sessions, methods=["POST"]),
+        Route("/api/sessions/{session_id}", get_session, methods=["GET"]),
+        Route("/api/sessions/{session_id}/messages", get_messages, methods=["GET"]),
+        Route("/api/sessions/{session_id}/messages", post_message, methods=["POST"]),
+        Route("/api/sessions/{session_id}/interrupts/{interrupt_id}", post_interrupt, methods=["POST"]),
+        *(action_route(action) for action in OPERATOR_ACTIONS),
+    ]

@@ -1,0 +1,131 @@
+"""``ConsoleBackend``: the console's one way to the Dex server, built on ``AsyncSessionClient``.
+
+Invariants:
+    * One ``AsyncSessionClient`` per Flow type, made on first use and kept until ``close``; a
+      session's Flow type is read from the server (``describe``), so every route works for every agent.
+    * Unknown sessions raise ``FlowNotFoundError`` (the routes answer 404); nothing here catches.
+    * ``summary`` reads committed values only (no Worker needed); ``detail`` adds the snapshot when
+      a Worker answers the probe, and says ``worker: false`` otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, final
+
+from dex import AsyncClient, Credential, FileCredential, FlowInfo, Registry, SearchFlowEntry, SearchFlowsPage
+
+from dex_agents.client import AsyncSessionClient, NoWorkerError
+from dex_agents.client.connection import OwnedBlobCache, client_options
+from dex_agents.client.shared import sessions_query
+from dex_agents.pure.values.rpc import AgentSnapshot
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentUsage
+
+__all__ = ["ConsoleBackend", "ConsoleSettings", "SessionSummary"]
+
+_READS_AT_ONCE: Final = 64
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsoleSettings:
+    """What the console serves: the Dex server, its credential (also the console's own token), the URL prefix-free."""
+
+    server_address: str
+    credential: FileCredential | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    """One session as the list shows it (committed values; ``state`` is ``None`` before it started)."""
+
+    entry: SearchFlowEntry
+    state: AgentState | None
+    pending: Sequence[AgentInterrupt]
+    usage: AgentUsage | None
+    last_event_at: str | None
+
+
+@final
+class ConsoleBackend:
+    """Sessions of every Flow type on one Dex server (see the module docstring)."""
+
+    def __init__(self, server_address: str, credential: Credential | None = None) -> None:
+        self.server_address = server_address
+        self.credential = credential
+        self._cache = OwnedBlobCache()
+        self._bare = AsyncClient(Registry([]), self._cache.blob_cache, client_options(server_address, credential))
+        self._clients: dict[str, AsyncSessionClient] = {}
+        self._lock = asyncio.Lock()
+        self._reads = asyncio.Semaphore(_READS_AT_ONCE)
+
+    async def describe(self, session_id: str) -> FlowInfo:
+        """The session's run (``FlowNotFoundError`` when there is none)."""
+        return await self._bare.describe_flow(session_id)
+
+    async def client_for(self, flow_type: str) -> AsyncSessionClient:
+        """The session client of ``flow_type`` (made once)."""
+        async with self._lock:
+            client = self._clients.get(flow_type)
+            if client is None:
+                client = await AsyncSessionClient.connect(self.server_address, flow_type, credential=self.credential)
+                self._clients[flow_type] = client
+            return client
+
+    async def client_of(self, session_id: str) -> AsyncSessionClient:
+        """The session client of the session's own Flow type."""
+        return await self.client_for((await self.describe(session_id)).flow_type)
+
+    async def search(self, flow_type: str | None, limit: int, page_token: str) -> SearchFlowsPage:
+        """One page of Flow runs, of ``flow_type`` or of every type, in the server's order (newest first)."""
+        query = "" if flow_type is None else sessions_query(flow_type)
+        return await self._bare.search_flows(query, limit, page_token)
+
+    async def summaries(self, entries: Sequence[SearchFlowEntry]) -> list[SessionSummary]:
+        """The committed summary of each entry, read concurrently (at most 64 reads at once)."""
+        return list(await asyncio.gather(*(self._summary(entry) for entry in entries)))
+
+    async def _summary(self, entry: SearchFlowEntry) -> SessionSummary:
+        client = await self.client_for(entry.flow_type)
+        async with self._reads:
+            state, pending, usage, last = await asyncio.gather(
+                client.state(entry.flow_id), client.pending_interrupts(entry.flow_id),
+                self.usage(client, entry.flow_id), self._last_event(client, entry.flow_id))
+        return SessionSummary(entry=entry, state=state, pending=pending, usage=usage, last_event_at=last)
+
+    async def usage(self, client: AsyncSessionClient, session_id: str) -> AgentUsage | None:
+        """The session's committed usage (``None`` before its first model call)."""
+        usage: AgentUsage | None = await client.read_attribute(session_id, client.flow.agent_usage)
+        return usage
+
+    async def _last_event(self, client: AsyncSessionClient, session_id: str) -> str | None:
+        page = await client.client.list_stream_messages(session_id, client.flow.agent_events, 1)
+        return page.messages[0].created_time.isoformat() if page.messages else None
+
+    async def snapshot(self, client: AsyncSessionClient, session_id: str) -> AgentSnapshot | None:
+        """The session's snapshot, or ``None`` when no Worker serving it answers within a second."""
+        try:
+            await client.check_worker(session_id)
+        except NoWorkerError:
+            return None
+        return await client.snapshot(session_id)
+
+    async def events_after(self, client: AsyncSessionClient, session_id: str,
+                           cursor: str) -> tuple[tuple[tuple[str, AgentEvent, str], ...], str, bool]:
+        """The retained events after ``cursor``: ((cursor, event, created_at), ...), the last cursor, missed."""
+        page = await client.events(session_id, cursor)
+        events = tuple((item.cursor, item.event, item.created_at.isoformat()) for item in page.events)
+        return events, page.cursor, page.missed_events
+
+    async def close(self) -> None:
+        """Close every client, the bare Client and the BlobCache."""
+        clients, self._clients = list(self._clients.values()), {}
+        try:
+            for client in clients:
+                await client.close()
+            await self._bare.close()
+        finally:
+            self._cache.close()

@@ -1,0 +1,155 @@
+"""Server-rendered HTML of the console: the page shells and the fragments the page script swaps in.
+
+Invariants:
+    * Every text that a user, a model, a tool or the server wrote goes through ``esc`` (``html.escape``
+      with quotes), in element content and in attribute values alike; nothing else is interpolated.
+    * The shells carry no session data (they are public); the fragments are rendered from the same
+      JSON the API answers (``api.session_detail``, ``api.list_sessions``), so page and API agree.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from dex_agents.console.actions import OPERATOR_ACTIONS
+from dex_agents.console.views import Json
+
+__all__ = ["esc", "list_fragment", "session_fragment", "shell"]
+
+STATUSES: Final = ("waiting_for_user_message", "running_model", "running_tools", "running", "completed",
+                   "canceled", "terminated", "failed")
+
+
+def esc(value: object) -> str:
+    """``value`` as HTML text, safe in content and in quoted attributes."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def shell(title: str, view: str, session_id: str = "") -> str:
+    """A page without data: the script fetches its fragment with the bearer token."""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title><link rel="stylesheet" href="/static/console.css">
+<script type="module" src="/static/console.js"></script></head>
+<body data-view="{esc(view)}" data-session-id="{esc(session_id)}">
+<header><a class="brand" href="/">dex-agents console</a><span id="connection" class="muted"></span>
+<form id="token-form" hidden><input id="token" type="password" placeholder="bearer token" autocomplete="off">
+<button>Use token</button></form></header>
+<main><div id="notice" role="status"></div><section id="content"><p class="muted">Loading…</p></section>
+{'<section id="live" hidden><h2>Live</h2><div id="live-text" class="live-text"></div><ol id="event-log"></ol></section>' if view == "session" else ""}
+</main></body></html>"""
+
+
+def _select(name: str, options: Iterable[str], chosen: str | None) -> str:
+    items = "".join(f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{esc(o) or "all"}</option>'
+                    for o in ("", *options))
+    return f'<label>{esc(name.replace("_", " "))} <select name="{esc(name)}">{items}</select></label>'
+
+
+def _countdown(deadline: str | None, seconds_left: float | None) -> str:
+    if deadline is None:
+        return '<span class="muted">no deadline</span>'
+    return (f'<time class="countdown" datetime="{esc(deadline)}" data-deadline="{esc(deadline)}">'
+            f'{esc(_duration(seconds_left))}</time>')
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    whole = int(seconds)
+    return "expired" if whole <= 0 else f"{whole // 3600}h {whole % 3600 // 60:02d}m {whole % 60:02d}s left"
+
+
+def list_fragment(page: Json, flow_types: Sequence[str], flow_type: str | None, status: str | None) -> str:
+    """The sessions table with its filters."""
+    rows = "".join(f"""<tr data-session-id="{esc(s['session_id'])}">
+<td><a href="/sessions/{esc(s['session_id'])}">{esc(s['session_id'])}</a></td><td>{esc(s['flow_type'])}</td>
+<td><span class="badge {esc(s['status'] or s['run_status'])}">{esc(s['status'] or '—')}</span>
+<span class="muted">{esc(s['run_status'])}</span></td>
+<td class="num">{'<strong class="approvals">' + esc(s['pending_approvals']) + '</strong> ' +
+                  _countdown(s['next_deadline'], s['seconds_left']) if s['pending_approvals'] else '0'}</td>
+<td class="num">{esc(s['turns'])}</td><td class="num">{esc(s['tokens'])}</td>
+<td><time class="ago" datetime="{esc(s['last_activity'])}">{esc(s['last_activity'][:19].replace('T', ' '))}</time></td>
+</tr>""" for s in page["sessions"])
+    more = (f'<a class="more" href="/?page_token={esc(page["next_page_token"])}">older sessions →</a>'
+            if page["next_page_token"] else "")
+    return f"""<h1>Sessions</h1>
+<form id="filters" class="filters">{_select("flow_type", flow_types, flow_type)}{_select("status", STATUSES, status)}</form>
+<table class="sessions"><thead><tr><th>Session</th><th>Flow type</th><th>Status</th><th>Pending approvals</th>
+<th>Turns</th><th>Tokens</th><th>Last activity</th></tr></thead>
+<tbody>{rows or '<tr><td colspan="7" class="muted">No sessions.</td></tr>'}</tbody></table>{more}"""
+
+
+def _usage(usage: Json) -> str:
+    return (f'{esc(usage["requests"])} calls · {esc(usage["input_tokens"])} in / '
+            f'{esc(usage["output_tokens"])} out tokens')
+
+
+def _approval(item: Json) -> str:
+    interrupt_id = esc(item["interrupt_id"])
+    return f"""<div class="approval" data-interrupt-id="{interrupt_id}">
+<div><strong>Approve {esc(item['tool_name'])}</strong> <span class="badge effect">{esc(item['effect'])}</span>
+deadline {_countdown(item['deadline'], item['seconds_left'])} <span class="muted">{esc(item['deadline'] or '')}</span></div>
+<pre class="arguments">{esc(item['arguments'])}</pre>
+<div class="muted">arguments sha256 {esc(item['arguments_sha256'][:16])}… · {interrupt_id}</div>
+<button class="approve" data-action="approve" data-interrupt-id="{interrupt_id}">Approve</button>
+<input class="reject-message" placeholder="why (told to the model)" aria-label="rejection message">
+<button class="reject" data-action="reject" data-interrupt-id="{interrupt_id}">Reject</button></div>"""
+
+
+def _tool_call(message: Json) -> str:
+    tool = message["tool"]
+    attempts = tool["attempts"]
+    return f"""<details class="tool-call" open data-tool-call-id="{esc(tool['tool_call_id'])}">
+<summary><span class="role">tool call</span> <strong>{esc(tool['tool_name'])}</strong>
+<span class="badge effect">{esc(tool['effect'] or '?')}</span> <span class="badge {esc(tool['status'])}">{esc(tool['status'] or '?')}</span>
+<span class="muted">{esc(attempts)} attempt{'' if attempts == 1 else 's'}</span></summary>
+<pre class="arguments">{esc(message['tool_arguments'])}</pre>
+<div class="muted">idempotency key {esc(tool['idempotency_key'])}</div></details>"""
+
+
+def _message(message: Json) -> str:
+    role = message["role"]
+    if role == "tool":
+        return f"""<details class="tool-output" open><summary><span class="role">output</span>
+<strong>{esc(message['tool_name'])}</strong></summary><pre class="output">{esc(message['tool_output'])}</pre></details>"""
+    if message["tool"] is not None and message["tool_name"]:
+        return _tool_call(message)
+    return f'<div class="message {esc(role)}"><span class="role">{esc(role)}</span><p>{esc(message["text"])}</p></div>'
+
+
+def _transcript(detail: Json) -> str:
+    parts: list[str] = []
+    turn: str | None = None
+    for message in detail["transcript"]:
+        if message["turn_id"] != turn:
+            turn = message["turn_id"]
+            usage = detail["turn_usage"].get(turn)
+            parts.append(f'<h3 class="turn">{esc(turn)}<span class="muted">'
+                         f'{" · " + _usage(usage) if usage else ""}</span></h3>')
+        parts.append(f'<div class="seq" data-sequence="{esc(message["sequence"])}">{_message(message)}</div>')
+    if not detail["worker"]:
+        parts.append('<p class="warning">No Worker serving this session answered: the transcript needs one '
+                     '(start it with dex-agents worker).</p>')
+    return "".join(parts) or '<p class="muted">No messages yet.</p>'
+
+
+def session_fragment(detail: Json) -> str:
+    """The session page's body: header, approvals, transcript with inline tool calls, actions."""
+    state = detail["state"] or {}
+    actions = "".join(f'<button data-action="operator" data-name="{esc(a.name)}" data-confirm="{int(a.confirm)}" '
+                      f'title="{esc(a.description)}">{esc(a.label)}</button>' for a in OPERATOR_ACTIONS
+                      if a.name in detail["actions"])
+    approvals = "".join(_approval(item) for item in detail["pending_interrupts"])
+    return f"""<div class="session-head" data-cursor="{esc(detail['event_cursor'])}">
+<h1>{esc(detail['session_id'])}</h1>
+<div class="facts"><span>{esc(detail['flow_type'])}</span>
+<span class="badge {esc(state.get('status', detail['run_status']))}" id="agent-status">{esc(state.get('status', '—'))}</span>
+<span class="muted">run {esc(detail['run_status'])}</span><span>{esc(state.get('turn_count', 0))} turns</span>
+<span>{esc(state.get('message_count', 0))} messages</span><span>{_usage(detail['usage'])}</span></div></div>
+{'<section class="approvals"><h2>Pending approvals</h2>' + approvals + '</section>' if approvals else ''}
+<section class="transcript"><h2>Transcript</h2>{_transcript(detail)}</section>
+<section class="actions"><form id="send-form"><input id="send-text" placeholder="message to the agent"
+ aria-label="message"><button>Send</button></form><div class="operator">{actions}</div></section>"""

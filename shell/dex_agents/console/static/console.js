@@ -1,0 +1,212 @@
+// The console's page script: fetches the server-rendered fragments with the bearer token, follows the
+// session's events (SSE over fetch, so the token goes in a header), and posts the operator's actions.
+// Invariants: text from sessions is inserted only through textContent or server-escaped fragments;
+// the token lives in sessionStorage (never a cookie); a reconnect resumes with Last-Event-ID.
+const TOKEN_KEY = "dex-agents-console-token";
+const body = document.body;
+const content = document.getElementById("content");
+const notice = document.getElementById("notice");
+window.__consoleEvents = [];
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+
+function takeTokenFromHash() {
+  const match = location.hash.match(/token=([^&]+)/);
+  if (match) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+
+function headers(extra = {}) {
+  const result = { ...extra };
+  if (token()) result.Authorization = `Bearer ${token()}`;
+  return result;
+}
+
+function say(text, kind = "error") {
+  notice.textContent = text;
+  notice.className = text ? kind : "";
+}
+
+async function request(path, options = {}) {
+  const response = await fetch(path, { ...options, headers: headers(options.headers || {}) });
+  if (response.status === 401) {
+    document.getElementById("token-form").hidden = false;
+    throw new Error("this console needs its bearer token");
+  }
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try { const data = await response.json(); message = `${data.error.code}: ${data.error.message}`; } catch (e) { /* not JSON */ }
+    throw new Error(message);
+  }
+  return response;
+}
+
+async function load(path) {
+  try {
+    const html = await (await request(path)).text();
+    content.innerHTML = html;  // server-rendered, every text escaped there
+    tick();
+    return true;
+  } catch (error) {
+    say(error.message);
+    return false;
+  }
+}
+
+function duration(seconds) {
+  if (seconds <= 0) return "expired";
+  const h = Math.floor(seconds / 3600), m = Math.floor(seconds % 3600 / 60), s = Math.floor(seconds % 60);
+  return `${h}h ${String(m).padStart(2, "0")}m ${String(s).padStart(2, "0")}s left`;
+}
+
+function tick() {
+  for (const node of document.querySelectorAll("time.countdown")) {
+    node.textContent = duration((Date.parse(node.dataset.deadline) - Date.now()) / 1000);
+  }
+}
+
+// The sessions list
+
+function listPath() { return `/ui/sessions${location.search}`; }
+
+async function startList() {
+  await load(listPath());
+  content.addEventListener("change", (event) => {
+    const form = event.target.closest("form#filters");
+    if (!form) return;
+    const query = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) query.set(name, value);
+    history.replaceState(null, "", query.toString() ? `/?${query}` : "/");
+    load(listPath());
+  });
+  setInterval(() => load(listPath()), 3000);
+}
+
+// The session page
+
+const sessionId = body.dataset.sessionId;
+const sessionPath = `/api/sessions/${encodeURIComponent(sessionId)}`;
+let refreshTimer = null;
+const liveParts = new Map();
+
+function refreshSoon() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => load(`/ui/sessions/${encodeURIComponent(sessionId)}`), 100);
+}
+
+function showLive(event) {
+  const live = document.getElementById("live");
+  live.hidden = false;
+  if (event.type === "text_delta" || event.type === "reasoning_delta") {
+    const key = `${event.turn_id}/${event.step_execution_id}`;
+    let part = liveParts.get(key);
+    if (!part || part.attempt < event.attempt) {  // a new attempt replaces the old attempt's text
+      const node = part ? part.node : document.getElementById("live-text").appendChild(document.createElement("p"));
+      node.textContent = "";
+      part = { node, attempt: event.attempt };
+      liveParts.set(key, part);
+    }
+    if (part.attempt === event.attempt) part.node.append(document.createTextNode(event.payload.text));
+    return;
+  }
+  const item = document.createElement("li");
+  item.textContent = `${event.type}${event.payload.tool_name ? " " + event.payload.tool_name : ""}`;
+  document.getElementById("event-log").prepend(item);
+  if (event.type === "turn_completed" || event.type === "turn_failed") {
+    liveParts.clear();
+    document.getElementById("live-text").textContent = "";
+  }
+  refreshSoon();
+}
+
+async function follow(cursor) {
+  const status = document.getElementById("connection");
+  for (;;) {
+    try {
+      const response = await request(`${sessionPath}/events`, { headers: cursor ? { "Last-Event-ID": cursor } : {} });
+      status.textContent = "live";
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let data = null;
+          for (const line of block.split("\n")) {
+            if (line.startsWith("id: ")) cursor = line.slice(4);
+            else if (line.startsWith("data: ")) data = line.slice(6);
+          }
+          if (data === null) continue;
+          const event = JSON.parse(data);
+          window.__consoleEvents.push({ receivedAt: Date.now(), event });
+          if (window.__onConsoleEvent) window.__onConsoleEvent(event);
+          showLive(event);
+        }
+      }
+    } catch (error) {
+      say(error.message);
+    }
+    status.textContent = "reconnecting…";
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+async function post(path, payload) {
+  try {
+    await request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) });
+    say("");
+  } catch (error) {
+    say(error.message);
+  }
+  refreshSoon();
+}
+
+function onClick(event) {
+  const button = event.target.closest("button[data-action]");
+  if (!button) return;
+  event.preventDefault();
+  const action = button.dataset.action;
+  if (action === "approve" || action === "reject") {
+    const box = button.closest(".approval");
+    const message = box.querySelector(".reject-message").value || null;
+    button.disabled = true;
+    post(`${sessionPath}/interrupts/${encodeURIComponent(button.dataset.interruptId)}`,
+      action === "approve" ? { approved: true } : { approved: false, rejection_message: message });
+  } else if (action === "operator") {
+    if (button.dataset.confirm === "1" && !confirm(`${button.textContent}?`)) return;
+    post(`${sessionPath}/${encodeURIComponent(button.dataset.name)}`, {});
+  }
+}
+
+function onSubmit(event) {
+  if (event.target.id !== "send-form") return;
+  event.preventDefault();
+  const input = document.getElementById("send-text");
+  if (!input.value.trim()) return;
+  post(`${sessionPath}/messages`, { text: input.value, message_id: crypto.randomUUID() });
+  input.value = "";
+}
+
+async function startSession() {
+  content.addEventListener("click", onClick);
+  content.addEventListener("submit", onSubmit);
+  if (await load(`/ui/sessions/${encodeURIComponent(sessionId)}`)) {
+    const head = content.querySelector(".session-head");
+    follow(head ? head.dataset.cursor : "");
+  }
+}
+
+document.getElementById("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
+  location.reload();
+});
+takeTokenFromHash();
+setInterval(tick, 1000);
+if (body.dataset.view === "session") startSession(); else startList();

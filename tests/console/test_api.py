@@ -1,0 +1,129 @@
+"""The console's JSON API against a real local engine and an in-process Worker (httpx, ASGI transport)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from dex import FileCredential
+from starlette.applications import Starlette
+
+from dex_agents.console.auth import check_bind
+from dex_agents.demo.support_script import DEMO_TURNS
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
+from dex_agents.testing.private_engine import PrivateDexEngine
+from tests.console.agents import DEADLINE_MS, build_console_flow, refunds
+from tests.console.support import parse_sse, run_with_app
+from tests.shell.agents import unique_flow_type
+
+pytestmark = pytest.mark.slow
+
+
+def test_requests_without_the_token_get_401_and_the_shells_carry_no_data(dex_engine: PrivateDexEngine,
+                                                                         tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret\n")
+
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        for path in ("/api/sessions", "/ui/sessions", "/api/sessions/x/events", "/ui/sessions/x"):
+            answer = await http.get(path)
+            assert answer.status_code == 401, path
+            assert answer.json()["error"]["code"] == "unauthenticated"
+            assert answer.headers["www-authenticate"] == "Bearer"
+        assert (await http.post("/api/sessions/x/stop", json={})).status_code == 401
+        wrong = await http.get("/api/sessions", headers={"Authorization": "Bearer nope"})
+        assert (wrong.status_code, wrong.json()["error"]["message"]) == (401, "wrong bearer token")
+        right = await http.get("/api/sessions?limit=1", headers={"Authorization": "Bearer s3cret"})
+        assert right.status_code == 200 and "sessions" in right.json()
+        shell = await http.get("/sessions/anything")
+        assert shell.status_code == 200 and "data-session-id=\"anything\"" in shell.text
+
+    run_with_app(dex_engine.server_address, body, credential=FileCredential(token_file))
+
+
+def test_no_auth_serves_loopback_only() -> None:
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    with pytest.raises(ValueError, match="loopback"):
+        check_bind("0.0.0.0", None)
+
+
+def test_bad_ids_and_bad_input_get_json_4xx(dex_engine: PrivateDexEngine) -> None:
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        for method, path in (("GET", "/api/sessions/no-such-session"), ("GET", "/api/sessions/no-such-session/events"),
+                             ("GET", "/api/sessions/no-such-session/messages"),
+                             ("GET", "/ui/sessions/no-such-session"), ("POST", "/api/sessions/no-such-session/stop")):
+            answer = await http.request(method, path, json={} if method == "POST" else None)
+            assert answer.status_code == 404, path
+            assert answer.json()["error"]["code"] == "session_not_found", path
+        assert (await http.get("/api/nothing-here")).json()["error"]["code"] == "not_found"
+        bad = await http.get("/api/sessions?limit=abc")
+        assert (bad.status_code, bad.json()["error"]["code"]) == (400, "bad_request")
+        assert (await http.get("/api/sessions?limit=0")).status_code == 400
+        not_json = await http.post("/api/sessions", content=b"{nope", headers={"Content-Type": "application/json"})
+        assert (not_json.status_code, not_json.json()["error"]["message"]) == (400, "the body is not JSON")
+        assert (await http.post("/api/sessions", json={"message": "hi"})).json()["error"]["message"] == \
+            "flow_type is required"
+
+    run_with_app(dex_engine.server_address, body)
+
+
+def test_a_demo_session_through_the_api(dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
+                                        agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleApi"), gated=False)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        started = await http.post("/api/sessions", json={"flow_type": flow.get_flow_type(), "session_id": "api-1",
+                                                         "message": DEMO_TURNS[0]})
+        assert started.status_code == 201, started.text
+        sessions.wait_for_completed_turns("api-1", 1)
+        detail = (await http.get("/api/sessions/api-1")).json()
+        assert detail["worker"] is True and detail["state"]["status"] == "waiting_for_user_message"
+        call = next(item for item in detail["transcript"] if item["tool"] is not None)
+        assert call["tool_name"] == "lookup_order" and json.loads(call["tool_arguments"]) == {"order_id": 42}
+        assert {key: call["tool"][key] for key in ("effect", "status", "attempts")} == \
+            {"effect": "read", "status": "succeeded", "attempts": 1}
+        assert call["tool"]["idempotency_key"].startswith("api-1/turn-1/")
+        assert any(item["role"] == "tool" and "shipped" in item["tool_output"] for item in detail["transcript"])
+        assert detail["turn_usage"]["turn-1"]["requests"] == 2
+        listed = (await http.get(f"/api/sessions?flow_type={flow.get_flow_type()}")).json()["sessions"]
+        assert [(item["session_id"], item["turns"]) for item in listed] == [("api-1", 1)]
+
+        sent = await http.post("/api/sessions/api-1/messages", json={"text": DEMO_TURNS[1], "message_id": "m-2"})
+        again = await http.post("/api/sessions/api-1/messages", json={"text": DEMO_TURNS[1], "message_id": "m-2"})
+        assert sent.json() == again.json() == {"queued": True, "message_id": "m-2"}
+        assert (await http.post("/api/sessions/api-1/messages", json={"text": "  "})).status_code == 400
+        interrupt = sessions.wait_for_pending_interrupt("api-1", "refund_order")
+        pending = (await http.get("/api/sessions/api-1")).json()["pending_interrupts"]
+        assert [item["interrupt_id"] for item in pending] == [interrupt.interrupt_id]
+        assert pending[0]["deadline"] is not None and 0 < pending[0]["seconds_left"] <= DEADLINE_MS / 1000
+        assert len(pending[0]["arguments_sha256"]) == 64
+        listed = (await http.get(f"/api/sessions?flow_type={flow.get_flow_type()}")).json()["sessions"]
+        assert listed[0]["pending_approvals"] == 1 and listed[0]["next_deadline"] == pending[0]["deadline"]
+        path = f"/api/sessions/api-1/interrupts/{interrupt.interrupt_id}"
+        assert (await http.post(path, json={"approved": "yes"})).status_code == 400
+        assert (await http.post(path, json={"approved": True})).json() == {"resolved": True, "approved": True}
+        late = await http.post(path, json={"approved": True})
+        assert (late.status_code, late.json()["error"]["code"]) == (409, "interrupt_not_pending")
+        sessions.wait_for_completed_turns("api-1", 2)
+        assert refunds(tmp_path) == 1
+        assert sessions.snapshot("api-1").messages[-1].text == "Done: Refunded 19.99 for order 42."
+
+        retained = parse_sse((await http.get("/api/sessions/api-1/events?follow=0")).text)
+        assert len(retained) > 5 and all(event_id for event_id, _ in retained)
+        resumed = parse_sse((await http.get("/api/sessions/api-1/events?follow=0",
+                                            headers={"Last-Event-ID": str(retained[2][0])})).text)
+        assert resumed == retained[3:]
+        page = (await http.get("/api/sessions/api-1/messages?limit=2")).json()
+        assert len(page["messages"]) == 2 and page["next_before_sequence"] is not None
+
+        assert (await http.post("/api/sessions/api-1/compact")).json() == {"compacting": False}
+        assert (await http.post("/api/sessions/api-1/stop")).json() == {"stopped": True}
+        stopped = (await http.get("/api/sessions/api-1")).json()
+        assert stopped["run_status"] in ("canceled", "terminated", "running") and stopped["state"] is not None
+
+    run_with_app(dex_engine.server_address, body)
