@@ -34,7 +34,7 @@ UNDER_THE_LOCK: dict[str, Call] = {
     "StepOps.check_deadlines": lambda e: e.steps.check_deadlines(),
     "Outcomes.check_waits": lambda e: e.steps.check_waits(1),
     "FlowOps.stop": lambda e: e.flows.stop(pb.StopFlowRequest(flow_id="missing")),
-    "RpcOps.abort_all": lambda e: e.rpcs.abort_all(),
+    "FlowRpcOps.abort_all": lambda e: e.flow_rpcs.abort_all(),
     "StreamOps.list": lambda e: e.streams.list(pb.ListStreamMessagesRequest()),
     "Queries.summary": lambda e: Queries(e).summary(pb.GetFlowSummaryRequest(flow_id="missing")),
     "recovery.recover": recovery.recover,
@@ -90,7 +90,7 @@ def test_the_assertion_tells_owned_from_held_by_another_thread() -> None:
         assert_engine_lock_held(lock)
 
 
-ADAPTERS = ("service", "worker_service", "server", "rpcs", "recovery", "launch", "cli")
+ADAPTERS = ("grpc_service", "worker_service", "server", "flow_rpcs", "recovery", "launch", "cli")
 ENGINE_SOURCES = Path(__file__).resolve().parents[2] / "engine" / "dex_agents" / "engine"
 
 

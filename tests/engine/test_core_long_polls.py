@@ -18,7 +18,7 @@ from google.protobuf import empty_pb2
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from dex_agents.engine import service, worker_service
+from dex_agents.engine import grpc_service, worker_service
 from dex_agents.engine.long_polls import Admission as LongPollAdmission, LongPolls
 from dex_agents.engine.server import EngineServer
 from dex_agents.engine.timing import EngineTiming
@@ -178,7 +178,7 @@ def test_a_long_wait_is_capped_server_side(channel: grpc.Channel) -> None:
 
 def test_long_polls_beyond_their_bound_are_refused_while_short_calls_answer(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: WaitProbe) -> None:
-    monkeypatch.setattr(service, "MAX_LONG_POLLS", 3, raising=False)
+    monkeypatch.setattr(grpc_service, "MAX_LONG_POLLS", 3, raising=False)
     engine = EngineServer(tmp_path / "bounded.db")
     engine.start()
     opened = grpc.insecure_channel(engine.address)
@@ -204,7 +204,7 @@ def test_a_flood_of_long_polls_from_one_client_does_not_refuse_another_clients_w
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: WaitProbe) -> None:
     """At the bound, a client with fewer polls takes the oldest place of the client holding the most
     (that poll ends with LONG_POLL_TIME_OUT); the flooder's next poll is refused."""
-    monkeypatch.setattr(service, "MAX_LONG_POLLS", 4, raising=False)
+    monkeypatch.setattr(grpc_service, "MAX_LONG_POLLS", 4, raising=False)
     engine = EngineServer(tmp_path / "fair.db")
     engine.start()
     own_connection = [("grpc.use_local_subchannel_pool", 1)]  # a client of its own (another peer)

@@ -26,7 +26,7 @@ from .continue_as_new import ContinueAsNewOps
 from .core import EngineCore
 from .flows import FlowOps
 from .reset import ResetOps
-from .rpcs import RpcOps
+from .flow_rpcs import FlowRpcOps
 from .steps import StepOps
 from .repository.store import Store
 from .streams import StreamOps
@@ -43,7 +43,7 @@ class Engine(EngineCore):
         self.channels = ChannelOps(self)
         self.flows = FlowOps(self)
         self.steps = StepOps(self, self.flows, self.streams)
-        self.rpcs = RpcOps(self, self.flows)
+        self.flow_rpcs = FlowRpcOps(self, self.flows)
         self.resets = ResetOps(self, self.flows, self.steps.sub_flows)
         self.continue_as_new = ContinueAsNewOps(self)
         self.wire(self.steps, self.flows, self.continue_as_new)

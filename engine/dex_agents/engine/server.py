@@ -22,7 +22,7 @@ from .durability import Durability
 from .engine import Engine
 from .recovery import recover
 from .request_checks import RequestChecks
-from .service import FlowService, UnknownMethods
+from .grpc_service import FlowService, UnknownMethods
 from .repository.store import Store
 from .timing import Clock, EngineTiming
 from .worker_service import WorkerTaskService
@@ -142,7 +142,7 @@ class EngineServer:
             return
         with engine.locked():
             engine.stopped = True
-            engine.rpcs.abort_all()
+            engine.flow_rpcs.abort_all()
             for stream in list(engine.dispatcher.streams):
                 stream.close()
             engine.long_polls.notify_all()

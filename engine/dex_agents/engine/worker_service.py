@@ -123,7 +123,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                 reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC
             ):
                 self.engine.dispatcher.finish(task)
-                self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
+                self.engine.flow_rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                     detail=f"worker does not know this rpc of flow type {task.flow_type}",
                     error_type="dex.UnknownRpc", grpc_status=grpc.StatusCode.NOT_FOUND.value[0])), stream)
                 return
@@ -157,7 +157,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         if task.done:
             return
         if task.kind == "rpc":
-            self.engine.rpcs.on_frame(task, frame, stream)
+            self.engine.flow_rpcs.on_frame(task, frame, stream)
         elif kind == "worker_error":
             error = frame.worker_error
             steps.on_failure(task, error.detail, error.error_type, error.retry_after_seconds, worker_error=error)
@@ -179,6 +179,6 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                                 clean_close=clean_close):
             self.engine.dispatcher.requeue(task)
         else:
-            self.engine.rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
+            self.engine.flow_rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                 detail="worker stream broke while the rpc was running", error_type="dex.WorkerLost",
                 grpc_status=grpc.StatusCode.UNAVAILABLE.value[0])), None)

@@ -1,4 +1,5 @@
-"""RPCs: InvokeRPC runs the named handler on a pull Worker and commits its effects.
+"""Flow RPCs (Dex's ``InvokeRPC``; the gRPC layer is ``grpc_service``): the named handler runs on a
+pull Worker and its effects commit.
 
 - Every RPC gets the run's singleton Attributes and all Channel sizes; the request's map-instance
   and Channel loads add map instances and pending messages.
@@ -43,7 +44,7 @@ class _Pending:
         """Raised on the call's thread, which maps it to a status like any failed request."""
 
 
-class RpcOps:
+class FlowRpcOps:
     """InvokeRPC handling; :meth:`invoke` is called without the engine lock."""
 
     def __init__(self, engine: EngineCore, flows: FlowOps) -> None:

@@ -1,4 +1,5 @@
-"""``FlowService``: the SDK Client's calls, adapted onto the engine.
+"""``FlowService``, the gRPC adapter: the SDK Client's calls, adapted onto the engine (the Flow
+RPCs that ``InvokeRPC`` runs are ``flow_rpcs``).
 
 Every handler validates its request, runs under the engine lock (InvokeRPC releases it while the
 Worker runs the handler), and turns :class:`ServiceError` into a gRPC status carrying Dex's
@@ -101,7 +102,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         return empty_pb2.Empty()
 
     def InvokeRPC(self, request: pb.InvokeRPCRequest, context: grpc.ServicerContext) -> pb.InvokeRPCResponse:  # noqa: N802
-        return self._run(context, lambda: self.engine.rpcs.invoke(request), locked=False)
+        return self._run(context, lambda: self.engine.flow_rpcs.invoke(request), locked=False)
 
     def WriteStream(self, request: pb.WriteStreamRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
         def write() -> None:
