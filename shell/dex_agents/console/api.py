@@ -11,7 +11,7 @@ none), then uses the client of its Flow type; bad input is 400 with the reason, 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -23,6 +23,7 @@ from dex_agents.console.actions import OPERATOR_ACTIONS, OperatorAction
 from dex_agents.console.backend import ConsoleBackend, ConsoleSettings
 from dex_agents.console.errors import ApiError, api_error_of, error_response
 from dex_agents.console.views import (
+    EventRow,
     Json,
     interrupt_json,
     state_json,
@@ -31,7 +32,7 @@ from dex_agents.console.views import (
     turn_usage,
     usage_json,
 )
-from dex_agents.pure.values.session import AgentMessage
+from dex_agents.pure.values.session import AgentMessage, AgentState
 
 __all__ = ["api_routes", "backend_of", "json_route", "list_sessions", "session_detail"]
 
@@ -148,8 +149,18 @@ async def session_detail(backend: ConsoleBackend, session_id: str) -> Json:
         "pending_interrupts": [interrupt_json(interrupt, now) for interrupt in pending],
         "transcript": transcript_json(session_id, messages, rows,
                                       () if snapshot is None else tuple(snapshot.tool_calls)),
-        "event_cursor": cursor, "actions": [action.name for action in OPERATOR_ACTIONS],
+        "event_cursor": live_cursor(rows, state, cursor), "actions": [action.name for action in OPERATOR_ACTIONS],
     }
+
+
+def live_cursor(rows: Sequence[EventRow], state: AgentState | None, latest: str) -> str:
+    """Where the page's live events start: before the running turn's ``turn_started`` (so its streamed
+    text so far is shown), else after the latest event."""
+    turn = None if state is None else state.current_turn_id
+    starts = [index for index, (_, event, _) in enumerate(rows) if event.type == "turn_started" and event.turn_id == turn]
+    if turn is None or not starts:
+        return latest
+    return rows[starts[-1] - 1][0] if starts[-1] > 0 else ""
 
 
 @json_route

@@ -147,7 +147,7 @@ def session_fragment(detail: Json) -> str:
 <h1>{esc(detail['session_id'])}</h1>
 <div class="facts"><span>{esc(detail['flow_type'])}</span>
 <span class="badge {esc(state.get('status', detail['run_status']))}" id="agent-status">{esc(state.get('status', '—'))}</span>
-<span class="muted">run {esc(detail['run_status'])}</span><span>{esc(state.get('turn_count', 0))} turns</span>
+<span class="muted">Dex run: {esc(detail["run_status"])}</span><span>{esc(state.get('turn_count', 0))} turns</span>
 <span>{esc(state.get('message_count', 0))} messages</span><span>{_usage(detail['usage'])}</span></div></div>
 {'<section class="approvals"><h2>Pending approvals</h2>' + approvals + '</section>' if approvals else ''}
 <section class="transcript"><h2>Transcript</h2>{_transcript(detail)}</section>

@@ -1,0 +1,132 @@
+"""The console in a real browser (headless Chromium): a demo session end to end, escaping, 401, 404."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Dialog, expect
+
+from dex_agents.demo.support_script import DEMO_TURNS
+from dex_agents.pure.values.session import AgentStatus
+from dex_agents.serving.gate import FileGate
+from dex_agents.testing.private_engine import PrivateDexEngine
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
+from tests.console.agents import MODEL_GATE, PAYLOAD, build_console_flow, refunds
+from tests.console.browser import chromium, laptop_page, screenshot_path, served_console
+from tests.shell.agents import unique_flow_type
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+def test_a_demo_session_end_to_end(browser: Browser, dex_engine: PrivateDexEngine,
+                                   agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+                                   tmp_path: Path) -> None:
+    flow = build_console_flow(tmp_path, unique_flow_type("SupportAgent"))
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    session_id = f"demo-{uuid.uuid4().hex[:8]}"
+    gate = FileGate(tmp_path, MODEL_GATE)
+    for number in (1, 2):  # two finished sessions beside it, so the list has rows to show
+        sessions.start_session(f"{session_id}-earlier-{number}", "Hello")
+    sessions.start_session(session_id, DEMO_TURNS[0])
+    with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
+        page.goto(f"{url}?flow_type={flow.get_flow_type()}")
+        row = page.locator(f'tr[data-session-id="{session_id}"]')
+        expect(row).to_be_visible()
+        row.get_by_role("link").click()
+        expect(page.locator(".session-head h1")).to_have_text(session_id)
+
+        gate.wait_until_reached()  # the lookup's answer streamed its first words and waits here
+        live = page.locator("#live-text")
+        expect(live).to_contain_text("Here is what I found:")
+        assert sessions.read_agent_state(session_id).status is AgentStatus.RUNNING_MODEL  # type: ignore[union-attr]
+        expect(live).not_to_contain_text("19.99.")
+        gate.release()
+        tool = page.locator("details.tool-call", has_text="lookup_order")
+        expect(tool).to_contain_text("read")
+        expect(tool).to_contain_text("succeeded")
+        expect(tool).to_contain_text("idempotency key")
+        expect(page.locator("details.tool-output", has_text="lookup_order")).to_contain_text("shipped on 2026-11-28")
+        expect(page.locator(".message.assistant")).to_contain_text("arriving 2026-12-02; total 19.99.")
+
+        page.evaluate("window.__notReloaded = true")
+        page.fill("#send-text", DEMO_TURNS[1])
+        page.press("#send-text", "Enter")
+        approval = page.locator(".approval", has_text="refund_order")
+        expect(approval).to_contain_text("non_idempotent_write")
+        expect(approval.locator("time.countdown")).to_have_text(re.compile(r"0h 59m \d\ds left|1h 00m 00s left"))
+        expect(approval).to_contain_text('"amount":19.99')
+        page.screenshot(path=str(screenshot_path(tmp_path, "console-session.png")), full_page=True)
+        approval.get_by_role("button", name="Approve").click()
+        expect(page.locator(".message.assistant").last).to_have_text(
+            re.compile(r"Done: Refunded 19\.99 for order 42\."))
+        expect(page.locator(".approval")).to_have_count(0)
+        assert page.evaluate("window.__notReloaded") is True
+        assert refunds(tmp_path) == 1
+
+        sessions.wait_for_completed_turns(f"{session_id}-earlier-1", 1)
+        sessions.start_session(f"{session_id}-waiting", DEMO_TURNS[1])  # one waiting on its approval in the list
+        sessions.wait_for_pending_interrupt(f"{session_id}-waiting", "refund_order")
+        page.goto(f"{url}?flow_type={flow.get_flow_type()}")
+        expect(page.locator("table.sessions tbody tr")).to_have_count(4)
+        expect(page.locator(f'tr[data-session-id="{session_id}-waiting"] time.countdown')).to_contain_text("left")
+        page.screenshot(path=str(screenshot_path(tmp_path, "console-list.png")), full_page=True)
+
+
+def test_session_text_is_escaped_everywhere(browser: Browser, dex_engine: PrivateDexEngine,
+                                            agent_environment: AgentEnvironmentFactory,
+                                            agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleEscaping"), gated=False)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    sessions.start_session("escaping", PAYLOAD)
+    sessions.wait_for_completed_turns("escaping", 1)
+    with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
+        dialogs: list[str] = []
+
+        def record(dialog: Dialog) -> None:
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", record)
+        page.goto(f"{url}sessions/escaping")
+        expect(page.locator(".message.user")).to_contain_text(PAYLOAD)
+        expect(page.locator("details.tool-call pre.arguments")).to_contain_text("<script>window.__pwned = 1</script>")
+        expect(page.locator("details.tool-output pre.output")).to_contain_text(f"note kept: {PAYLOAD}")
+        expect(page.locator(".message.assistant")).to_contain_text(f"Noted: note kept: {PAYLOAD}")
+        page.goto(f"{url}?flow_type={flow.get_flow_type()}")
+        expect(page.locator('tr[data-session-id="escaping"]')).to_be_visible()
+        page.goto(f"{url}sessions/escaping")
+        expect(page.locator(".message.user")).to_contain_text(PAYLOAD)
+        assert page.evaluate("window.__pwned === undefined")
+        assert page.locator("main script, main img").count() == 0
+        assert dialogs == []
+
+
+def test_unauthenticated_401_and_unknown_session_404(browser: Browser, dex_engine: PrivateDexEngine,
+                                                     tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("browser-token")
+    from dex import FileCredential
+
+    with served_console(dex_engine.server_address, FileCredential(token_file)) as url, laptop_page(browser) as page:
+        answer = page.request.get(f"{url}api/sessions")
+        assert answer.status == 401 and answer.json()["error"]["code"] == "unauthenticated"
+        page.goto(url)
+        expect(page.locator("#notice")).to_contain_text("needs its bearer token")
+        page.fill("#token", "browser-token")
+        page.press("#token", "Enter")
+        expect(page.locator("table.sessions")).to_be_visible()
+        missing = page.request.get(f"{url}api/sessions/no-such-session",
+                                   headers={"Authorization": "Bearer browser-token"})
+        assert missing.status == 404 and missing.json()["error"]["code"] == "session_not_found"
+        page.goto(f"{url}sessions/no-such-session")
+        expect(page.locator("#notice")).to_contain_text("session_not_found")
