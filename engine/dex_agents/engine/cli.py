@@ -225,7 +225,7 @@ def _run_engine(args: argparse.Namespace) -> int:
 
     _defer_dex_package_init()
     from dex_agents.engine.server import EngineServer  # the engine core, imported once args are valid
-    from dex_agents.engine.repository.store import DatabaseError
+    from dex_agents.engine.errors import DatabaseError
 
     stop_requested = threading.Event()
 

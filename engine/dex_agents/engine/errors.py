@@ -116,3 +116,11 @@ def lock_conflict(keys: list[str]) -> ServiceError:
         f"attribute lock is held: {', '.join(keys)}",
         pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
     )
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot serve the engine: unreadable, not writable, corrupt, or in use."""
+
+
+class DatabaseInUseError(DatabaseError):
+    """Another engine already serves this database (two engines would both dispatch its Flows)."""

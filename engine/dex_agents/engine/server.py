@@ -23,7 +23,6 @@ from .engine import Engine
 from .recovery import recover
 from .request_checks import RequestChecks
 from .grpc_service import FlowService, UnknownMethods
-from .repository.store import Store
 from .timing import Clock, EngineTiming
 from .worker_service import WorkerTaskService
 
@@ -104,7 +103,7 @@ class EngineServer:
             server.stop(None)
             raise OSError(f"cannot bind {self._host}:{self._requested_port}") from cause
         try:
-            engine = Engine(Store(self._db_path, self.durability), timing=self.timing, clock=self._clock)
+            engine = Engine.open(self._db_path, self.durability, timing=self.timing, clock=self._clock)
         except BaseException:
             server.stop(None)
             raise

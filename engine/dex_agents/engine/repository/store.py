@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import IO
 
 from ..durability import Durability
+from ..errors import DatabaseError as DatabaseError
+from ..errors import DatabaseInUseError as DatabaseInUseError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (
@@ -138,14 +140,6 @@ _ADDED_COLUMNS = (
     ("attributes", "hard_delete", "INTEGER NOT NULL DEFAULT 0"),
 )
 """Columns added after the first release: a database created before them gets them on open."""
-
-
-class DatabaseError(RuntimeError):
-    """The database cannot serve the engine: unreadable, not writable, corrupt, or in use."""
-
-
-class DatabaseInUseError(DatabaseError):
-    """Another engine already serves this database (two engines would both dispatch its Flows)."""
 
 
 class Store:
