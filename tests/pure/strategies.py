@@ -250,4 +250,4 @@ WIRE_RECORD_STRATEGIES: dict[type[object], SearchStrategy[object]] = {
     TurnCompleted: turns_completed,
     ToolCallsRequested: tool_calls_requested,
 }
-"""One strategy per wire record class (every record of values.py, rpc_values.py and runner_values.py)."""
+"""One strategy per wire record class (every record of values/session.py, values/rpc.py and values/runner.py)."""

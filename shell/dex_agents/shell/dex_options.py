@@ -1,10 +1,10 @@
 """The pure core's Step options, movements, flow-table waits and RPC rows as the SDK's objects
 (``StepOptions``, ``StepMovement``, ``Wait``, ``@rpc`` arguments): the Dex side of
-``dex_agents.pure.flow.step_options`` and ``flow_table``.
+``dex_agents.pure.flow.step_options`` and ``flow.table``.
 
 A pure translation: every field of ``StepOptionsSpec`` maps to one ``StepOptions`` field, durations
 are whole seconds, names become the module-level definitions, a Step's fixed wait is its row's, and an
-RPC's name, locks and loads come from its row of ``flow_table.RPC_TABLE``. Nothing is decided here.
+RPC's name, locks and loads come from its row of ``flow.table.RPC_TABLE``. Nothing is decided here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The vocabulary of the flow table (``flow_table``): what one Step row and one RPC row say.
+"""The vocabulary of the flow table (``flow.table``): what one Step row and one RPC row say.
 
 A row is data only: a Step's input kind, options, wait, per-method locks and loads, moves and failure
 route; an RPC's input and output types, locks, loads and whether it writes. Names are the persisted

@@ -7,7 +7,7 @@ durability on both methods, locks, state loads, and the failure route with its o
 
 Invariants:
     * ``step_options_for(step_type, tool_call_id)`` is the single source of every Step's options, and
-      it only reads ``flow_table.STEP_TABLE``; the shell uses it for static options too, so static and
+      it only reads ``flow.table.STEP_TABLE``; the shell uses it for static options too, so static and
       per-movement options never drift apart.
     * A failure route's options never carry a failure route of their own.
     * A movement's input fits its Step's input kind (checked on construction).

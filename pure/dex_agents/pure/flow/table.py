@@ -1,7 +1,7 @@
 """The session Flow's shape as one table: one row per Step type and one per RPC. Everything else that
 knows a Step's options, moves, failure route, wait, locks or loads, or an RPC's locks, loads and types,
 reads it from here (Step options and movements, the flow-shape checks, tool policies, the shell's Dex
-options, RPC decorators, gathering and codecs, and the tests). What a row says is ``flow_rows``.
+options, RPC decorators, gathering and codecs, and the tests). What a row says is ``flow.rows``.
 
 ```text
 StartAgentSession -> RunModel (initial message) | AwaitUserMessage

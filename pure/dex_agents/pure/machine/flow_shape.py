@@ -1,5 +1,5 @@
 """Which Step (or RPC) produces each session input, and so which Steps its transition may move to,
-read from the flow table (``flow_table.STEP_TABLE``). Tests check every transition against it.
+read from the flow table (``flow.table.STEP_TABLE``). Tests check every transition against it.
 """
 
 from __future__ import annotations
