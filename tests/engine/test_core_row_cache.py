@@ -62,7 +62,7 @@ def test_an_update_is_seen_at_once_inside_and_after_its_transaction(store: Store
     assert cache.flow(uid) == _stored_flow(store, uid)
     assert cache.step(uid, "S-1") == _stored_step(store, uid, "S-1")
     with store.transaction() as db:
-        cache.update_flow(db, "closing=1", (), uid)
+        cache.update_flow(db, uid, closing=1)
         cache.update_step(db, uid, "S-1", attempt=2, not_before_ms=7)
         inside_flow, inside_step = cache.flow(uid), cache.step(uid, "S-1")
     assert inside_flow is not None and inside_flow.closing
@@ -98,7 +98,7 @@ def test_a_rolled_back_transaction_leaves_no_trace_in_the_cache(store: Store) ->
     cache = _cache(store)
     before_flow, before_step = cache.flow(uid), cache.step(uid, "S-1")
     with pytest.raises(RuntimeError), store.transaction() as db:
-        cache.update_flow(db, "status=?", (3,), uid)
+        cache.update_flow(db, uid, status=3)
         cache.update_step(db, uid, "S-1", phase="failed")
         assert cache.step(uid, "S-2") is not None  # read (and cached) inside the doomed transaction
         assert cache.flow(uid) is not None

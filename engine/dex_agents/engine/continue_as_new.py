@@ -87,7 +87,7 @@ class ContinueAsNewOps:
                 else:
                     setattr(config, name, getattr(request.flow_config, name))
         with self.engine.store.transaction() as db:
-            self.engine.rows.update_flow(db, "config=?", (config.SerializeToString(),), flow.uid)
+            self.engine.rows.update_flow(db, flow.uid, config=config.SerializeToString())
         self.engine.apply(Effects(touched={flow.uid}))
         self.continue_if_due(flow.uid, stored_events.last_event_id(self.engine.store.db, flow.uid))
 
@@ -125,7 +125,7 @@ class ContinueAsNewOps:
         stored_events.move(db, flow.uid, ended)
         state.record(db, ended, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=pb.FLOW_STATUS_CONTINUED_AS_NEW, continued_to_run_id=new_run_id)))
-        self.engine.rows.update_flow(db, "run_id=?", (new_run_id,), flow.uid)
+        self.engine.rows.update_flow(db, flow.uid, run_id=new_run_id)
         state.record(db, flow.uid, pb.FlowHistoryEvent(flow_started_or_continued=pb.FlowStartedOrContinuedHistoryEvent(
             flow_execution_id=pb.FlowExecutionID(flow_id=flow.flow_id, run_id=new_run_id),
             flow_type=flow.flow_type, flow_config=flow.config, flow_timeout_policy=start.flow_timeout_policy,

@@ -203,7 +203,7 @@ class FlowOps:
             return
         elif kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
             self._add_output(db, flow, step, close)
-            self.engine.rows.update_flow(db, "closing=1", (), flow.uid)
+            self.engine.rows.update_flow(db, flow.uid, closing=1)
         for movement in decision.next_steps:
             create_step(self.engine, db, flow, movement, step.seid, effects)
         if flow.closing or kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
@@ -215,7 +215,7 @@ class FlowOps:
         result = self.result(flow.uid)
         result.results.add(completed_step_type=step.step_type, completed_step_execution_id=step.seid,
                            completed_step_output=close.close_input)
-        self.engine.rows.update_flow(db, "results=?", (result.SerializeToString(),), flow.uid)
+        self.engine.rows.update_flow(db, flow.uid, results=result.SerializeToString())
 
     def after_step_finished(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
         """Complete a gracefully closing run once no Step is active."""
@@ -243,8 +243,8 @@ class FlowOps:
             effects.cancels.append((flow.uid, step.seid))
         self.engine.rows.cancel_active_steps(db, flow.uid)
         stored_steps.delete_timers(db, flow.uid)
-        self.engine.rows.update_flow(db, "status=?, close_ms=?, error_type=?, error_message=?",
-                                     (status, self.engine.now_ms(), error_type, message), flow.uid)
+        self.engine.rows.update_flow(db, flow.uid, status=status, close_ms=self.engine.now_ms(), error_type=error_type,
+                                     error_message=message)
         result = self.result(flow.uid)
         state.record(db, flow.uid, pb.FlowHistoryEvent(flow_closed=pb.FlowClosedHistoryEvent(
             flow_status=status, results=result.results, error_type=error_type, error_message=message)))  # type: ignore[arg-type]

@@ -34,6 +34,9 @@ StepValue = str | int | bool | Message | list[pb.KV] | None
 LATEST_RUN = f"SELECT MAX(uid) FROM flows WHERE flow_id=? AND status!={pb.FLOW_STATUS_CONTINUED_AS_NEW}"
 """A Flow ID's latest run: its newest row, not counting the rows of runs that continued as new
 (they are inserted when their run ends, after the row that goes on as the current run)."""
+_FLOW_UPDATABLE = frozenset({"run_id", "status", "close_ms", "config", "error_type", "error_message", "results",
+                             "closing"})
+"""The ``flows`` columns a run's life changes (the others are fixed when the row is inserted)."""
 DEFAULT_LIMIT = 4_096
 """Rows of each kind kept at most (the oldest cached entry is dropped first)."""
 
@@ -104,9 +107,13 @@ class RowCache:
         return step
 
     # ---- writes (the only UPDATEs of the two tables)
-    def update_flow(self, db: sqlite3.Connection, assignments: str, values: tuple[object, ...], uid: int) -> None:
-        """``UPDATE flows SET <assignments> WHERE uid=?``; ``values`` fill the assignments."""
-        db.execute(f"UPDATE flows SET {assignments} WHERE uid=?", (*values, uid))
+    def update_flow(self, db: sqlite3.Connection, uid: int, **columns: object) -> None:
+        """Set ``columns`` (``flows`` column names and their stored values) of the run ``uid``."""
+        unknown = set(columns) - _FLOW_UPDATABLE
+        if unknown:
+            raise ValueError(f"not an updatable flows column: {sorted(unknown)}")
+        assignments = ", ".join(f"{name}=?" for name in columns)
+        db.execute(f"UPDATE flows SET {assignments} WHERE uid=?", (*columns.values(), uid))
         self._flows.pop(uid, None)
 
     def update_step(self, db: sqlite3.Connection, uid: int, seid: str, **changes: StepValue) -> None:
