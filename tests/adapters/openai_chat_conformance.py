@@ -1,5 +1,5 @@
 """The ``openai_chat`` adapter's conformance fixture: the suite's ``ScriptedModel`` behind a real
-``openai.AsyncOpenAI`` client (``dex_agents.testing.openai_in_process``: Chat Completions answered in the
+``openai.AsyncOpenAI`` client (``dex_agents.demo.in_process_openai``: Chat Completions answered in the
 process, streamed as Server-Sent Events when the request streams), and the suite's tools as the plain
 functions they are, each with ``@tool(effect=...)``. Imported by the conformance Worker children too.
 
@@ -23,7 +23,7 @@ from dex_agents.adapters.openai_chat import create_openai_chat_session_flow, too
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance import ConformanceTool, ScriptedModel, SeenCall, SeenMessage
 from dex_agents.testing.openai_compatible import ChatErrorReply, ChatReply, ChatRequest, ChatToolCall, ChatUsage
-from dex_agents.testing.openai_in_process import InProcessResponder, in_process_openai_client
+from dex_agents.demo.in_process_openai import InProcessResponder, in_process_openai_client
 
 MODEL = "conformance-scripted"
 

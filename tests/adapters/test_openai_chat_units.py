@@ -13,7 +13,7 @@ from pydantic import Field, ValidationError
 from dex_agents.adapters.openai_chat import OpenAIChatBinding, create_openai_chat_session_flow, function_tool, tool
 from dex_agents.pure.values.session import MessageRole, ToolEffect
 from dex_agents.testing.openai_compatible import ChatReply
-from dex_agents.testing.openai_in_process import in_process_openai_client
+from dex_agents.demo.in_process_openai import in_process_openai_client
 
 CLIENT = in_process_openai_client(lambda request: ChatReply(text="unused"))
 

@@ -29,7 +29,7 @@ def _demo_output(*, crash: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the demo's scratch directory, checked afterwards
     output = io.StringIO()
     console = Console(file=output, width=200, color_system=None)
-    assert run_demo(DemoOptions(auto_approve=True, crash=crash, **STAND_IN), console) == 0
+    assert run_demo(DemoOptions(auto_approve=True, crash=crash, agent=STAND_IN["agent"]), console) == 0
     assert list(tmp_path.iterdir()) == [], "the demo left files behind"
     return output.getvalue()
 

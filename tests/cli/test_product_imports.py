@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 SHELL = Path(__file__).resolve().parents[2] / "shell" / "dex_agents"
-PRODUCT_PACKAGES = ("cli", "demo", "client", "serving")
+PRODUCT_PACKAGES = ("cli", "demo", "client", "serving", "console")
 
 
 def _imported_modules(path: Path) -> set[str]:

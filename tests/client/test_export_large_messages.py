@@ -28,4 +28,5 @@ def test_a_session_with_a_2_mb_message_exports_whole(dex_engine: PrivateDexEngin
         sessions.wait_for_completed_turns(session_id, 1)
         document = sessions.export(session_id)
     assert document.snapshot.messages[0].text == TWO_MEGABYTES
-    assert document.snapshot.state.completed_turn_count == 1
+    state = document.snapshot.state
+    assert state is not None and state.completed_turn_count == 1

@@ -9,7 +9,7 @@ Public API:
     ``build_support_flow(*, model: str | None = None, state_directory: Path,
     flow_type: str = "SupportAgent") -> AgentSessionFlow``: the agent's session Flow.
         * ``model=None``: a keyless ``AsyncOpenAI`` answered in the process
-          (``dex_agents.testing.openai_in_process``) by ``scripted_chat_reply``, streamed: "Where is
+          (``dex_agents.demo.in_process_openai``) by ``scripted_chat_reply``, streamed: "Where is
           order 42?" -> ``lookup_order(42)`` -> answer; "Please refund order 42" ->
           ``refund_order(42, 19.99)`` -> an answer reporting the tool result it reads (refunded,
           rejected, failed or outcome unknown); anything else -> a short text.
@@ -53,8 +53,8 @@ from dex_agents.demo.support_script import (
 )
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
-from dex_agents.testing.openai_compatible_wire import ChatReply, ChatRequest, ChatToolCall, ChatUsage
-from dex_agents.testing.openai_in_process import in_process_openai_client
+from dex_agents.demo.chat_completions_wire import ChatReply, ChatRequest, ChatToolCall, ChatUsage
+from dex_agents.demo.in_process_openai import in_process_openai_client
 
 SCRIPTED_MODEL: Final = "dex-agents-demo-scripted"
 

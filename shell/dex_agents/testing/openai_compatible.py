@@ -5,7 +5,7 @@ thread of the test process, so a framework's real OpenAI client (``openai.AsyncO
 Pydantic AI, LangChain's ChatOpenAI, ...) runs unchanged against ``server.base_url``. A responder
 callback scripts each answer (``ChatReply`` or ``ChatErrorReply``) from a typed ``ChatRequest``;
 ``replies_in_order`` makes one from a fixed script. The wire types live in
-``dex_agents.testing.openai_compatible_wire`` and are re-exported here.
+``dex_agents.demo.chat_completions_wire`` and are re-exported here.
 
 Invariants:
     * Every request to ``/v1/chat/completions`` whose body is a JSON object is recorded, in arrival
@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Final, cast, final
 
-from dex_agents.testing.openai_compatible_wire import (
+from dex_agents.demo.chat_completions_wire import (
     ChatErrorReply,
     ChatReply,
     ChatRequest,

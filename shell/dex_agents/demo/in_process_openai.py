@@ -1,8 +1,9 @@
-"""A real ``openai.AsyncOpenAI`` client answered inside the process: no server, no socket, no key.
+"""A real ``openai.AsyncOpenAI`` client answered inside the process: no server, no socket, no key (the
+keyless demo's model, and the tests').
 
 ``in_process_openai_client(respond)`` gives a client whose HTTP transport (``httpx2.MockTransport``)
 hands every Chat Completions request to ``respond`` and answers on the wire of
-``OpenAICompatibleServer`` (``openai_compatible_wire``): the same rule checks (a broken tool-message
+``OpenAICompatibleServer`` (``dex_agents.demo.chat_completions_wire``): the same rule checks (a broken tool-message
 rule is a 400 and ``respond`` is not called), Server-Sent Events for ``"stream": true``, one
 ``chat.completion`` otherwise, and a ``ChatErrorReply`` as OpenAI's error body. ``respond`` may be
 async (it may wait, e.g. at a test's gate). The client does not retry (``max_retries=0``): one model
@@ -20,7 +21,7 @@ from typing import Final, TypeAlias
 import httpx2
 from openai import AsyncOpenAI
 
-from dex_agents.testing.openai_compatible_wire import (
+from dex_agents.demo.chat_completions_wire import (
     ChatErrorReply,
     ChatReply,
     ChatRequest,
