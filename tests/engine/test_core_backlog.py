@@ -130,7 +130,7 @@ def test_a_restart_serves_at_once_and_recovers_the_backlog_in_batches(
         opened.close()
         first.stop(grace=0)
 
-    monkeypatch.setattr(recovery, "RECOVERY_BATCH", 2, raising=False)
+    monkeypatch.setattr(recovery, "RECOVERY_BATCH", 2)
     starter = threading.current_thread()
     launched_by_start = 0
     launch = StepOps.launch

@@ -138,7 +138,7 @@ def test_a_commit_wakes_only_the_waits_it_concerns(channel: grpc.Channel, probe:
 
 
 def test_streams_waiting_for_their_first_frame_are_bounded_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(worker_service, "MAX_UNREGISTERED_STREAMS", 1, raising=False)
+    monkeypatch.setattr(worker_service, "MAX_UNREGISTERED_STREAMS", 1)
     engine = EngineServer(tmp_path / "bounded.db")
     engine.start()
     opened = grpc.insecure_channel(engine.address)
@@ -178,7 +178,7 @@ def test_a_long_wait_is_capped_server_side(channel: grpc.Channel) -> None:
 
 def test_long_polls_beyond_their_bound_are_refused_while_short_calls_answer(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: WaitProbe) -> None:
-    monkeypatch.setattr(grpc_service, "MAX_LONG_POLLS", 3, raising=False)
+    monkeypatch.setattr(grpc_service, "MAX_LONG_POLLS", 3)
     engine = EngineServer(tmp_path / "bounded.db")
     engine.start()
     opened = grpc.insecure_channel(engine.address)
@@ -204,7 +204,7 @@ def test_a_flood_of_long_polls_from_one_client_does_not_refuse_another_clients_w
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: WaitProbe) -> None:
     """At the bound, a client with fewer polls takes the oldest place of the client holding the most
     (that poll ends with LONG_POLL_TIME_OUT); the flooder's next poll is refused."""
-    monkeypatch.setattr(grpc_service, "MAX_LONG_POLLS", 4, raising=False)
+    monkeypatch.setattr(grpc_service, "MAX_LONG_POLLS", 4)
     engine = EngineServer(tmp_path / "fair.db")
     engine.start()
     own_connection = [("grpc.use_local_subchannel_pool", 1)]  # a client of its own (another peer)
