@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, final
+from typing import Any, Final, cast, final
 
 from dex import StreamMessage
+from pyrsistent import thaw
 
 from dex_agents.pure.machine.keys import turn_number_of
 from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
@@ -50,7 +51,10 @@ NOTHING_READ: Final = object()
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionEvent:
-    """One ``AgentEvents`` message of a session, with the cursor that continues after it."""
+    """One ``AgentEvents`` message of a session, with the cursor that continues after it.
+
+    ``event`` is the core's immutable ``AgentEvent`` (its payload a pyrsistent map); ``payload`` and
+    ``to_json()`` are the same as plain JSON data, ready for ``json.dumps``."""
 
     event: AgentEvent
     cursor: str
@@ -60,6 +64,20 @@ class SessionEvent:
     def of(cls, message: StreamMessage[AgentEvent]) -> SessionEvent:
         """The event of a Stream message read by a Dex Client."""
         return cls(event=message.value, cursor=message.resume_token, created_at=message.created_time)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The event's payload as plain JSON data (``dict``, ``list``, ``str``, ...), a fresh copy:
+        ``json.dumps(item.payload)`` works, where ``item.event.payload`` is the core's immutable map."""
+        return cast(dict[str, Any], thaw(self.event.payload))
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole event as plain JSON data: ``cursor``, ``type``, ``turn_id``, ``attempt``,
+        ``step_execution_id``, ``payload`` and ``created_at`` (ISO 8601); what the console sends."""
+        event = self.event
+        return {"cursor": self.cursor, "type": event.type, "turn_id": event.turn_id, "attempt": event.attempt,
+                "step_execution_id": event.step_execution_id, "payload": self.payload,
+                "created_at": self.created_at.isoformat()}
 
 
 @final
