@@ -16,7 +16,7 @@ from dex import Credential
 
 from dex_agents.cli.errors import EXTRA_OF_MODULE, CliError, install_hint
 from dex_agents.serving.agents import AgentReferenceError, load_agents
-from dex_agents.serving.worker import check_servable, run_worker
+from dex_agents.serving.worker import WorkerCredentialError, check_servable, run_worker
 from dex_agents.shell.flow import AgentSessionFlow
 
 __all__ = ["load_agent_flows", "serve"]
@@ -47,6 +47,11 @@ def serve(references: Sequence[str], server_address: str, *, task_slots: int, ap
         check_servable(flows, task_slots)
     except ValueError as error:
         raise CliError(str(error), exit_code=2) from error
-    run_worker(flows, server_address, task_slots=task_slots, credential=credential,
-               stop_on_stdin_eof=stop_on_stdin_eof)
+    try:
+        run_worker(flows, server_address, task_slots=task_slots, credential=credential,
+                   stop_on_stdin_eof=stop_on_stdin_eof)
+    except WorkerCredentialError as error:
+        hint = ("pass the server's token: --token-file FILE" if error.missing
+                else "--token-file must hold the server's token")
+        raise CliError(str(error), hint=hint + " (the file's UTF-8 text, trimmed)") from error
     return 0

@@ -28,12 +28,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
+import grpc
 from dex import AsyncWorker, BlobCacheConfig, Credential, open_blob_cache
 
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry, session_worker
 
-__all__ = ["REGISTRATION_SECONDS", "WORKER_LABEL", "check_servable", "ready_line", "run_worker"]
+__all__ = ["REGISTRATION_SECONDS", "WORKER_LABEL", "WorkerCredentialError", "check_servable", "ready_line", "run_worker"]
 
 WORKER_LABEL: Final = "dex-agents worker"
 """How the product's Worker names itself in its ready and stopped lines."""
@@ -43,6 +44,39 @@ REGISTRATION_SECONDS: Final = 30.0
 
 _BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
 _STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+
+
+class WorkerCredentialError(RuntimeError):
+    """The Dex server refused the Worker's credential (``UNAUTHENTICATED``/``PERMISSION_DENIED``):
+    none was sent (``missing``) or it is not the server's token.
+
+    Attributes:
+        server_address: The server that refused it.
+        missing: True when the Worker sent no credential.
+    """
+
+    def __init__(self, server_address: str, *, missing: bool, detail: str) -> None:
+        what = "no credential was sent (missing)" if missing else "the token sent is wrong"
+        super().__init__(f"the Dex server at {server_address} refused the Worker's credential: {what}: {detail}")
+        self.server_address = server_address
+        self.missing = missing
+
+
+def _refused_credential(error: BaseException, server_address: str, credential: Credential | None
+                        ) -> WorkerCredentialError | None:
+    """The credential error behind a failed start (the SDK reports it as a protocol mismatch), if it is one."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        code = getattr(current, "code", None)
+        if isinstance(current, grpc.RpcError) and callable(code) and code() in (
+                grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+            details = getattr(current, "details", None)
+            detail = str(details() if callable(details) else current)
+            return WorkerCredentialError(server_address, missing=credential is None, detail=detail)
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def ready_line(label: str, flows: Sequence[AgentSessionFlow], server_address: str, task_slots: int) -> str:
@@ -86,6 +120,7 @@ def run_worker(flows: Sequence[AgentSessionFlow], server_address: str, *,
     Raises:
         ValueError: see ``check_servable``.
         TimeoutError: The Worker did not register within ``REGISTRATION_SECONDS``.
+        WorkerCredentialError: The server refused the Worker's credential (missing or wrong).
         RuntimeError: The Worker stopped by itself.
         BaseException: Whatever made the Worker's start fail (for example, no server answered).
     """
@@ -112,8 +147,14 @@ async def _serve(flows: Sequence[AgentSessionFlow], server_address: str, task_sl
         try:
             worker = session_worker(session_registry(flows), blob_cache, server_address,
                                     max_concurrent_tasks=task_slots, credential=credential)
-            await _run_until_stopped(worker, stop_requested,
-                                     ready_line(label, flows, server_address, task_slots))
+            try:
+                await _run_until_stopped(worker, stop_requested,
+                                         ready_line(label, flows, server_address, task_slots))
+            except Exception as error:
+                refused = _refused_credential(error, server_address, credential)
+                if refused is not None:
+                    raise refused from error
+                raise
             reason = ", ".join(dict.fromkeys(reasons))
             print(f"{label} stopped ({reason})", flush=True)
             return reason
