@@ -25,7 +25,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "core": frozenset({"core"}),
     "operations": frozenset({"history", "step_creation", "streams", "channels", "queries", "flow_state", "flows",
                              "subflows", "outcomes", "steps", "flow_rpcs", "reset", "continue_as_new"}),
-    "top": frozenset({"engine", "recovery"}),
+    "top": frozenset({"engine", "recovery", "backup"}),
     "adapters": frozenset({"grpc_service", "worker_service", "server", "launch", "cli"}),
 }
 """Each engine module (the ``repository`` package counts as one) in exactly one layer."""

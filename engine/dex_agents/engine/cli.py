@@ -1,4 +1,5 @@
-"""The ``dex-agents`` command line: ``dex-agents engine`` runs the local Dex engine.
+"""The ``dex-agents`` command line: ``dex-agents engine`` runs the local Dex engine; ``dex-agents
+engine backup TARGET [--db DB]`` copies its database while it runs (SQLite's online backup).
 
 Invariants:
     * Once the engine serves, exactly one line ``dex-agents engine ready on <host>:<port>; durability
@@ -85,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run the local Dex engine (development, tests, demo)",
         description=(
             "Run the local Dex engine: Dex's gRPC protocol for the SDK's Client and pull Workers, "
-            "with its state in SQLite. Prints one ready line, runs until SIGINT/SIGTERM."
+            "with its state in SQLite. Prints one ready line, runs until SIGINT/SIGTERM. "
+            "`dex-agents engine backup TARGET` copies its database while it runs."
         ),
     )
     engine.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
@@ -261,12 +263,57 @@ def _run_engine(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+BACKUP_COMMAND: Final = "backup"
+
+
+def _backup_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dex-agents engine backup",
+        description=(
+            "Copy the local engine's database while the engine runs (SQLite's online backup: one "
+            "consistent snapshot holding every committed turn). The copy is a self-contained SQLite "
+            "file that `dex-agents engine --db COPY` opens."
+        ),
+    )
+    parser.add_argument("target", type=Path, metavar="TARGET", help="the copy to write (replaced if present)")
+    parser.add_argument(
+        "--db", type=Path, default=Path(DEFAULT_DB), help=f"the engine's database file (default ./{DEFAULT_DB})"
+    )
+    return parser
+
+
+def _run_backup(argv: Sequence[str]) -> int:
+    args = _backup_parser().parse_args(argv)
+    source: Path = args.db
+    target: Path = args.target
+    if not target.parent.is_dir():
+        print(f"dex-agents engine backup: error: directory {target.parent} does not exist", file=sys.stderr)
+        return 2
+    if target.exists() and source.exists() and target.resolve() == source.resolve():
+        print("dex-agents engine backup: error: TARGET is the database itself", file=sys.stderr)
+        return 2
+    from dex_agents.engine.backup import backup_database
+    from dex_agents.engine.errors import DatabaseError
+
+    try:
+        summary = backup_database(source, target)
+    except DatabaseError as error:
+        print(f"dex-agents engine backup: error: {error}", file=sys.stderr)
+        return 1
+    print(f"backed up {source} to {target}: {summary.runs} runs, {summary.steps} Step executions, "
+          f"{summary.size_bytes} bytes", flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status.
 
     Args:
         argv: Arguments without the program name; ``None`` reads ``sys.argv``.
     """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:2] == ["engine", BACKUP_COMMAND]:  # `engine backup` has a parser of its own
+        return _run_backup(arguments[2:])
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     command: str = args.command
