@@ -85,7 +85,7 @@ def open_session(server_address: str, session_id: str, *, flow_type: str | None 
     """
     actual = describe_session(server_address, session_id, credential=credential).flow_type
     if flow_type is not None and flow_type != actual:
-        raise CliError(f"session {session_id} is a {actual} session, not {flow_type}",
+        raise CliError(f"session {session_id} has Flow type {actual}, not {flow_type}",
                        hint="drop --flow-type: the session's own type is used", exit_code=2)
     with SessionClient.connect(server_address, actual, credential=credential) as sessions:
         yield sessions

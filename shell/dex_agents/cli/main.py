@@ -108,6 +108,9 @@ def _describe(error: Exception, server: str | None) -> str:
     if isinstance(error, WorkerInvocationError) and not error.worker_error_type:
         return (f"no Worker answered: {_one_line(error)} (hint: start one: dex-agents worker --agent "
                 f"MODULE:ATTRIBUTE --server {server or 'HOST:PORT'})")
+    if isinstance(error, WorkerInvocationError):
+        session = f"session {error.flow_id}" if error.flow_id else "the session"
+        return f"{session} refused the request: {_one_line(Exception(error.worker_error_detail or error.detail))}"
     unavailable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     for cause in _causes(error):
         code = cause.code if isinstance(cause, DexServiceError) else (
@@ -247,13 +250,17 @@ def sessions_list(server: ServerOption = None,
 
 @sessions_app.command("show")
 def sessions_show(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                  token_file: TokenFileOption = None) -> None:
+                  token_file: TokenFileOption = None,
+                  full: Annotated[bool, typer.Option("--full", help="print long messages, arguments and outputs "
+                                                                    "whole (default: cut at 1000 characters)")]
+                  = False) -> None:
     """Print a session's state, messages, pending interrupts, tool calls and usage (needs a Worker)."""
     from dex_agents.cli import sessions
 
     address = _server(server)
     credential = _credential(token_file)
-    _run(lambda: sessions.show(address, flow_type, session, _console(), credential=credential), server=address)
+    _run(lambda: sessions.show(address, flow_type, session, _console(), credential=credential, full=full),
+         server=address)
 
 
 @sessions_app.command("tail")
@@ -297,7 +304,9 @@ def sessions_reject(session: str, interrupt_id: str, server: ServerOption = None
 
 
 @sessions_app.command("send")
-def sessions_send(session: str, text: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+def sessions_send(session: str,
+                  text: Annotated[str, typer.Argument(help="the message; - reads it from standard input")],
+                  server: ServerOption = None, flow_type: FlowTypeOption = None,
                   message_id: Annotated[str | None, typer.Option(
                       "--message-id", help="the message's identity: sending it again queues nothing more "
                                            "(default: a new one)")] = None,
@@ -345,13 +354,28 @@ def replay(file: Annotated[Path, typer.Argument(help="a session export (dex-agen
     raise typer.Exit(_run(lambda: replay_file(file, _console())))
 
 
+_OWN_DEBUG_COMMANDS: Final = frozenset({ENGINE_COMMAND, "demo", "chat"})
+"""Commands with a ``--debug`` of their own (the engine's keeps its own parser)."""
+
+
+def _debug_first(arguments: list[str]) -> list[str]:
+    """``--debug`` given after a subcommand (``sessions send S T --debug``) moved before it, where the
+    root option takes it; up to ``--``, and not for the commands with a ``--debug`` of their own."""
+    if not arguments or arguments[0] in _OWN_DEBUG_COMMANDS:
+        return arguments
+    end = arguments.index("--") if "--" in arguments else len(arguments)
+    if "--debug" not in arguments[1:end]:
+        return arguments
+    return ["--debug", *[argument for argument in arguments[:end] if argument != "--debug"], *arguments[end:]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
     Args:
         argv: Arguments without the program name; ``None`` reads ``sys.argv``.
     """
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    arguments = _debug_first(list(sys.argv[1:] if argv is None else argv))
     if arguments[:1] == [ENGINE_COMMAND]:  # the engine keeps its own parser, flags and exit statuses
         from dex_agents.engine import cli as engine_cli
 

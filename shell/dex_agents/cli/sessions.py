@@ -31,6 +31,7 @@ from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
 from dex_agents.client.sessions import search_sessions
 from dex_agents.pure.offline.export_document import render_export
 from dex_agents.pure.values.rpc import AgentSnapshot
+from dex_agents.pure.values.session import UserMessageReceipt
 
 __all__ = ["approve", "export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "tail"]
 
@@ -57,8 +58,21 @@ def list_sessions(server: str, flow_type: str | None, console: Console, *, limit
         console.print(line, markup=False, highlight=False)
 
 
-def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console) -> None:
-    """The snapshot as text: state, messages, pending interrupts, tool calls, usage."""
+SHOWN_CHARACTERS = 1000
+"""How much of one message, tool argument or output ``sessions show`` prints without ``--full``."""
+
+
+def _cut(text: str, limit: int | None) -> str:
+    """``text``, cut to ``limit`` characters with a note of what was left out (whole for ``None``)."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters: --full shows them)"
+
+
+def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console, *,
+                   limit: int | None = SHOWN_CHARACTERS) -> None:
+    """The snapshot as text: state, messages, pending interrupts, tool calls, usage; each message,
+    argument and output cut to ``limit`` characters (``None``: whole)."""
     console.rule(f"session {session_id}", style="cyan")
     state = snapshot.state
     if state is None:
@@ -78,10 +92,11 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console) -
             body = f"{message.tool_name} -> {message.tool_output}"
         else:
             body = f"{message.tool_name}({message.tool_arguments})"
-        console.print(f"  {message.sequence:>3} {message.role.value:<9} {body}", markup=False, highlight=False)
+        console.print(f"  {message.sequence:>3} {message.role.value:<9} {_cut(body, limit)}", markup=False,
+                      highlight=False)
     console.print("pending interrupts:", style="bold")
     for interrupt in snapshot.pending_interrupts:
-        console.print(f"  {interrupt.interrupt_id} {interrupt.tool_name}({interrupt.arguments})"
+        console.print(f"  {interrupt.interrupt_id} {interrupt.tool_name}({_cut(interrupt.arguments, limit)})"
                       + (f" until {interrupt.deadline}" if interrupt.deadline else ""), markup=False,
                       highlight=False)
     if not snapshot.pending_interrupts:
@@ -90,32 +105,55 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console) -
     for call in snapshot.tool_calls:
         detail = call.error or call.rejection_message or call.output or ""
         console.print(f"  {call.tool_call_id} {call.tool_name} [{call.effect.value}] {call.status.value}"
-                      + (f": {detail}" if detail else ""), markup=False, highlight=False)
+                      + (f": {_cut(detail, limit)}" if detail else ""), markup=False, highlight=False)
     if not snapshot.tool_calls:
         console.print("  none", highlight=False)
     console.print(f"usage: {format_usage(snapshot.usage)}", highlight=False)
 
 
 def show(server: str, flow_type: str | None, session_id: str, console: Console, *,
-         credential: Credential | None = None) -> None:
-    """Print the session's snapshot (an RPC: needs a Worker)."""
+         credential: Credential | None = None, full: bool = False) -> None:
+    """Print the session's snapshot (an RPC: needs a Worker); long texts cut unless ``full``."""
     with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
         require_worker(sessions, session_id)
         with console.status("reading the snapshot..."):
             snapshot = sessions.snapshot(session_id)
-    print_snapshot(snapshot, session_id, console)
+    print_snapshot(snapshot, session_id, console, limit=None if full else SHOWN_CHARACTERS)
+
+
+def _binds(receipt: UserMessageReceipt, text: str) -> bool:
+    """Whether ``receipt`` records ``text`` (a text the session would refuse binds nothing)."""
+    try:
+        return receipt.binds(text)
+    except UnicodeEncodeError:
+        return False
 
 
 def send(server: str, flow_type: str | None, session_id: str, text: str, console: Console, *,
          credential: Credential | None = None, message_id: str | None = None) -> None:
-    """Queue a user message once (an RPC: needs a Worker); repeating the command with the same
-    ``message_id`` queues nothing more."""
+    """Queue a user message once (an RPC: needs a Worker); ``text`` ``-`` reads it from standard input.
+    Repeating the command with the same ``message_id`` queues nothing more and says so (the session's
+    receipt of the message is read first)."""
+    if text == "-":
+        text = sys.stdin.read().removesuffix("\n")
     with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        try:
+            receipt = None if message_id is None else sessions.message_receipt(session_id, message_id)
+        except ValueError as error:
+            raise CliError(str(error), hint="pass --message-id a short ID without '/'", exit_code=2) from error
+        if receipt is not None and _binds(receipt, text):
+            console.print(f"message {message_id} was already queued to {session_id}: nothing sent", highlight=False,
+                          markup=False)
+            return
         require_worker(sessions, session_id)
         try:
             accepted = sessions.send(session_id, text, message_id=message_id)
-        except ValueError as error:
-            raise CliError(str(error), hint="pass --message-id a short ID without '/'", exit_code=2) from error
+        except WorkerInvocationError as error:
+            if not error.worker_error_type:
+                raise
+            raise CliError(f"session {session_id} refused the message: {error.worker_error_detail or error.detail}",
+                           hint="a message ID names one text: send another text with another --message-id"
+                           if message_id is not None else None) from error
         if not accepted:
             raise CliError("the message was not accepted", hint="a message must not be blank")
     console.print(f"sent to {session_id}", highlight=False)

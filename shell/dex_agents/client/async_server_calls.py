@@ -27,7 +27,7 @@ from functools import partial
 from typing import TypeVar, cast, final
 
 import grpc
-from dex import Attribute, BlobCache, Credential, Registry
+from dex import Attribute, AttributeMap, BlobCache, Credential, Registry
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.client.channels import AsyncReadChannel
@@ -73,6 +73,19 @@ class AsyncServerCalls:
             return None
         hydrated = await self._hydrator.hydrate(session_id, value)
         return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute.value_type)))
+
+    async def read_map_instance(self, session_id: str, attribute_map: AttributeMap[T], instance: str, *,
+                                timeout: float) -> T | None:
+        """The committed value of one AttributeMap instance, ``None`` when unset (as ``read_attribute``)."""
+        key = attribute_map.load(instance).physical_name
+        request = pb.GetAttributesRequest(flow_id=session_id, keys=[key])
+        response = await self._call(partial(self._stub.GetAttributes, request, timeout=timeout), "get_attributes",
+                                    session_id)
+        value = next((entry.value for entry in response.attributes if entry.key == key), None)
+        if value is None:
+            return None
+        hydrated = await self._hydrator.hydrate(session_id, value)
+        return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute_map.value_type)))
 
     async def worker_answers(self, flow: AgentSessionFlow, session_id: str, seconds: int) -> bool:
         """Whether a Worker serving ``flow`` took a harmless read of ``session_id`` within ``seconds``."""

@@ -27,7 +27,7 @@ from pyrsistent.typing import PVector
 from dex_agents.client.async_export import export_session
 from dex_agents.client.async_loops import close_all, pause, poll_until
 from dex_agents.client.async_server_calls import AsyncServerCalls
-from dex_agents.client.retries import is_transient
+from dex_agents.client.retries import checked_message_id, is_transient
 from dex_agents.client.shared import EVENT_PAGE_SIZE, check_positive
 from dex_agents.client.values import (
     EventPage,
@@ -40,7 +40,7 @@ from dex_agents.client.values import (
     turns_ended,
 )
 from dex_agents.pure.offline.export_document import ExportDocument
-from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus, UserMessageReceipt
 from dex_agents.shell.flow import AgentSessionFlow
 
 __all__ = ["AsyncSessionReads"]
@@ -152,6 +152,18 @@ class AsyncSessionReads:
         """The committed ``PendingInterrupts`` (empty before the session started)."""
         pending = await self.read_attribute(session_id, self.flow.pending_interrupts)
         return pvector() if pending is None else pending
+
+    async def message_receipt(self, session_id: str, message_id: str) -> UserMessageReceipt | None:
+        """The committed receipt of the message ``message_id`` (``send(..., message_id=...)``): not
+        ``None`` once the session queued it, when a send with that ID queues nothing more. Its
+        ``text_sha256`` tells whether another text was sent with the ID (a send of it is refused).
+
+        Raises:
+            ValueError: ``message_id`` cannot be a message ID.
+        """
+        identity = checked_message_id(message_id)
+        return await self._server.read_map_instance(session_id, self.flow.user_message_receipts, identity,
+                                                    timeout=self.timeout)
 
     async def export(self, session_id: str) -> ExportDocument:
         """The session as one self-describing document (``dex_agents.pure.offline.export_document``): committed
