@@ -24,7 +24,9 @@ _EXPORTS: dict[str, str] = {
     "AgentSessionFlow": "dex_agents.shell.flow",
     "AgentTurnContext": "dex_agents.shell.runner",
     "DeferredToolExecution": "dex_agents.shell.runner",
+    "ModelRetryAfterError": "dex_agents.shell.runner",
     "NonRetryableModelError": "dex_agents.shell.runner",
+    "RetryPolicy": "dex_agents.pure.flow.rows",
     "SessionTiming": "dex_agents.shell.timing",
     "StoredValueError": "dex_agents.shell.codecs",
     "ToolExecutionError": "dex_agents.shell.runner",
@@ -90,7 +92,9 @@ if TYPE_CHECKING:
     from dex_agents.shell.runner import AgentFrameworkRunner as AgentFrameworkRunner
     from dex_agents.shell.runner import AgentTurnContext as AgentTurnContext
     from dex_agents.shell.runner import DeferredToolExecution as DeferredToolExecution
+    from dex_agents.shell.runner import ModelRetryAfterError as ModelRetryAfterError
     from dex_agents.shell.runner import NonRetryableModelError as NonRetryableModelError
+    from dex_agents.pure.flow.rows import RetryPolicy as RetryPolicy
     from dex_agents.shell.runner import ToolExecutionError as ToolExecutionError
     from dex_agents.shell.runner import ToolExecutionResult as ToolExecutionResult
     from dex_agents.shell.timing import SessionTiming as SessionTiming

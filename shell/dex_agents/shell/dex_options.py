@@ -64,6 +64,7 @@ def _retry(spec: RetrySpec | None) -> RetryPolicy | None:
         maximum_attempts=spec.maximum_attempts or 0,
         total_duration=_seconds(spec.total_duration_seconds),
         maximum_interval=_seconds(spec.maximum_interval_seconds),
+        initial_interval=_seconds(spec.initial_interval_seconds),
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final, get_args, get_type_hints
 
 from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream
 
+from dex_agents.pure.flow.rows import RetryPolicy
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.flow.table import RPC_TABLE
 from dex_agents.pure.values.persistence import RpcName, StepType
@@ -242,6 +243,7 @@ def create_agent_session_flow(
     timing: SessionTiming | None = None,
     fact_observer: Callable[[SessionInput], None] | None = None,
     compaction: CompactionPolicy | None = DEFAULT_COMPACTION,
+    model_retry: RetryPolicy | None = None,
 ) -> AgentSessionFlow:
     """A new session Flow of type ``flow_type`` driven by ``runner``.
 
@@ -267,6 +269,11 @@ def create_agent_session_flow(
             reactively, when the model refuses an input longer than its context window). ``None``:
             never, as the spec's sessions. A runner without ``summarize_history`` gets no compaction
             by default, and a ``TypeError`` when one is asked for.
+        model_retry: How a failed model call is retried (``RetryPolicy(max_attempts, initial_backoff,
+            max_backoff, total_duration)``): the Dex retry options of ``RunModel`` and
+            ``CompactHistory``. ``None``: their flow table rows' (3 attempts; Dex's default backoff
+            waits 1 s, then 2 s; 30 minutes in all). A model error with a retry-after
+            (``ModelRetryAfterError``, a ``Retry-After`` header) waits that long instead.
 
     Raises:
         ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
@@ -281,7 +288,7 @@ def create_agent_session_flow(
             raise TypeError(f"runner {type(runner).__name__} has no summarize_history, which compaction needs")
         compaction = None
     config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms, max_model_calls_per_turn,
-                            compaction)
+                            compaction, model_retry)
     return AgentSessionFlow(
         runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes, fact_observer
     )

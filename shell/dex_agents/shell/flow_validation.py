@@ -8,6 +8,7 @@ from typing import Final
 
 from pyrsistent import pmap
 
+from dex_agents.pure.flow.rows import RetryPolicy
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
@@ -93,10 +94,13 @@ def session_config(
     interrupt_deadline_ms: object,
     max_model_calls_per_turn: object = DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     compaction: object = None,
+    model_retry: object = None,
 ) -> SessionConfig:
     """The validated ``SessionConfig`` of a Flow's options."""
     if compaction is not None and not isinstance(compaction, CompactionPolicy):
         raise TypeError(f"compaction must be a CompactionPolicy or None, got {type(compaction).__name__}")
+    if model_retry is not None and not isinstance(model_retry, RetryPolicy):
+        raise TypeError(f"model_retry must be a dex_agents.RetryPolicy or None, got {type(model_retry).__name__}")
     if not isinstance(tool_policies, Mapping):
         raise TypeError(f"tool_policies must be a mapping of tool name to ToolPolicy, got {type(tool_policies).__name__}")
     policies = {name: _tool_policy(name, policy) for name, policy in tool_policies.items()}
@@ -106,6 +110,7 @@ def session_config(
         interrupt_deadline_ms=_interrupt_deadline(interrupt_deadline_ms),
         max_model_calls_per_turn=_max_model_calls_per_turn(max_model_calls_per_turn),
         compaction=compaction,
+        model_retry=model_retry,
     )
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final, assert_never
 
-from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many
+from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many, retry_after
 
 from dex_agents.pure.machine.effects import (
     AnswerRpc,
@@ -55,6 +55,7 @@ from dex_agents.pure.machine.effects import (
     WriteEvent,
 )
 from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT
+from dex_agents.pure.flow.step_options import movement_with_retries
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.pure.wire import encode
 from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, channel_map_of, channel_of, map_of
@@ -107,7 +108,8 @@ def perform_record(record: RecordInvocation | None, context: Context) -> None:
 def perform_step(transition: StepTransition, run: StepRun, cause: BaseException | None = None) -> StepDecision | Request:
     """Perform a Step transition's effects, then its ending: the SDK decision, or the request for the
     driver to perform. ``FailAttempt`` raises ``AttemptRejectedError`` (chained to ``cause``, the
-    exception behind the input, if any)."""
+    exception behind the input, if any; wrapped in ``dex.retry_after`` when it carries a retry-after).
+    Movements carry the Flow's retry options where they replace the rows' (``model_retry``)."""
     for effect in transition.effects:
         match effect:
             case WriteEvent(event=event):
@@ -119,13 +121,19 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
     match ending:
         case GoToSteps(movements=movements):
             loads = _message_loads(transition, run) if any(m.options.execute_cached_maps for m in movements) else None
-            return go_to_many(*(dex_movement(movement, run.runtime.step_class_of, loads) for movement in movements))
+            retries = run.runtime.retry_overrides
+            return go_to_many(*(dex_movement(movement_with_retries(movement, retries), run.runtime.step_class_of, loads)
+                                for movement in movements))
         case DeadEnd():
             return dead_end()
         case BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall() | SummarizeHistory():
             return ending
-        case FailAttempt(error=error):
-            raise AttemptRejectedError(error) from cause
+        case FailAttempt(error=error, retry_after_seconds=seconds):
+            if seconds is None:
+                raise AttemptRejectedError(error) from cause
+            rejected = AttemptRejectedError(error)
+            rejected.__cause__ = cause
+            raise retry_after(max(1, seconds), rejected)
         case _:
             assert_never(ending)
 

@@ -16,7 +16,8 @@ Invariants:
       ``build_user_message``, is a ``RunnerDefectError`` naming the call, and fails the attempt (the
       reducers then check the values themselves).
     * An exception from ``run_model_step`` becomes ``ModelCallFailed`` (the core decides what it does;
-      ``NonRetryableModelError``: not retryable) and is kept as the follow-up's ``cause``, so an attempt
+      ``NonRetryableModelError``: not retryable; a retry-after it carries, ``runner.retry_after_of``,
+      goes with it) and is kept as the follow-up's ``cause``, so an attempt
       the core then fails carries the runner's traceback. Any other exception from
       ``execute_deferred_tool_call`` propagates: Dex retries the attempt or takes the failure route.
     * A heartbeat that cannot be proven sent raises ``HeartbeatNotProvenError``: the tool never runs.
@@ -61,6 +62,7 @@ from dex_agents.shell.runner import (
     NonRetryableModelError,
     ToolExecutionError,
     ToolExecutionResult,
+    retry_after_of,
 )
 from dex_agents.shell.step_run import StepRun
 
@@ -141,7 +143,9 @@ async def _call_model(run: StepRun, request: CallModel) -> FollowUp:
                                  context_window_exceeded=isinstance(error, ContextWindowExceededError))
         return FollowUp(input=failed, cause=error)
     except Exception as error:
-        return FollowUp(input=ModelCallFailed(invocation=run.now(), error=error_text(error), retryable=True), cause=error)
+        failed = ModelCallFailed(invocation=run.now(), error=error_text(error), retryable=True,
+                                 retry_after_seconds=retry_after_of(error))
+        return FollowUp(input=failed, cause=error)
     return FollowUp(input=ModelCallFinished(invocation=run.now(), outcome=_checked_outcome(outcome)))
 
 

@@ -32,9 +32,10 @@ Rules the session enforces (a violation fails the attempt with a clear error, no
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, final
+from typing import Final, Protocol, final
 
 from dex_agents.pure.values.runner import AgentTurnOutcome as AgentTurnOutcome
 from dex_agents.pure.values.runner import DeferredToolCall as DeferredToolCall
@@ -185,6 +186,66 @@ class NonRetryableModelError(Exception):
         self.message = message
 
 
+class ModelRetryAfterError(Exception):
+    """A retryable model call failure that says when to try again (an HTTP 429 or 503 with a
+    ``Retry-After``): the attempt fails, and Dex waits ``retry_after_seconds`` (rounded up to whole
+    seconds, at least 1) before the next attempt instead of the backoff of the Flow's ``model_retry``.
+    Any exception with a numeric ``retry_after_seconds`` attribute, or with a ``Retry-After`` header on
+    its ``response`` (an ``openai`` or ``httpx`` status error) anywhere in its cause chain, does the
+    same (``retry_after_of``); the attempt limit and total duration still apply."""
+
+    def __init__(self, message: str, retry_after_seconds: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after_seconds = retry_after_seconds
+
+
+MAX_RETRY_AFTER_SECONDS: Final = 24 * 60 * 60
+"""The longest retry-after honoured (a longer one waits this long)."""
+
+
+def _seconds_of(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    if isinstance(value, str):  # an HTTP Retry-After in delta-seconds (an HTTP date is not read)
+        try:
+            return _seconds_of(float(value.strip()))
+        except ValueError:
+            return None
+    return None
+
+
+def _header_retry_after(error: BaseException) -> float | None:
+    headers = getattr(getattr(error, "response", None), "headers", None)
+    get = getattr(headers, "get", None)
+    if not callable(get):
+        return None
+    try:
+        milliseconds = _seconds_of(get("retry-after-ms"))
+        return milliseconds / 1000 if milliseconds is not None else _seconds_of(get("retry-after"))
+    except Exception:  # noqa: BLE001 - a header object we cannot read says nothing
+        return None
+
+
+def retry_after_of(error: BaseException) -> int | None:
+    """The whole seconds ``error`` asks to wait before the next attempt (rounded up, at least 1, at most
+    ``MAX_RETRY_AFTER_SECONDS``), from a ``retry_after_seconds`` attribute or a ``Retry-After`` header of
+    its ``response``, in ``error`` or its causes; ``None`` when none says."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        seconds = _seconds_of(getattr(current, "retry_after_seconds", None))
+        if seconds is None:
+            seconds = _header_retry_after(current)
+        if seconds is not None:
+            return min(MAX_RETRY_AFTER_SECONDS, max(1, math.ceil(seconds)))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistorySummaryRequest:
@@ -270,7 +331,9 @@ __all__ = [
     "DeferredToolExecution",
     "HistorySummaryRequest",
     "HistorySummaryResult",
+    "MAX_RETRY_AFTER_SECONDS",
     "McpToolAnnotations",
+    "ModelRetryAfterError",
     "NonRetryableModelError",
     "ResolvedToolPolicy",
     "SummarizingRunner",
@@ -279,4 +342,5 @@ __all__ = [
     "ToolExecutionResult",
     "ToolPolicy",
     "TurnCompleted",
+    "retry_after_of",
 ]

@@ -8,6 +8,7 @@ from typing import Any, final
 
 from dex import Step, Stream
 
+from dex_agents.pure.flow.step_options import RetryOverrides
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.reducers import reduce_follow_up, reduce_rpc, reduce_step, reduce_wait
 from dex_agents.pure.machine.state import SessionConfig, SessionState
@@ -38,6 +39,11 @@ class SessionRuntime:
     fact_observer: Callable[[SessionInput], None] | None = None
     history: MessageHistory = field(default_factory=MessageHistory)
     """This Flow's cache of committed messages on this Worker (``shell.history``)."""
+    retry_overrides: RetryOverrides = field(init=False)
+    """The retry options that replace the flow table rows' (``SessionConfig.retry_overrides``: ``model_retry``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "retry_overrides", self.config.retry_overrides())
 
     def reduce_step(self, state: SessionState, step_input: StepInput) -> StepTransition:
         """``reduce_step`` under this Flow's configuration; the observer (if any) sees the input first."""

@@ -1,7 +1,8 @@
 """``SessionStep``: the base of the session's Step classes (one per spec Step type).
 
 Invariants: a Step class's name is its spec Step type; its static options come from its row of the
-pure flow table (through ``step_options_for``), except for the Steps whose input is a tool call ID,
+pure flow table (through ``step_options_for``; a Flow's ``model_retry`` replaces the model call Steps'
+retry, ``with_retries``), except for the Steps whose input is a tool call ID,
 which are only ever reached through movements carrying their complete per-call options, so statically
 they only set their row's durability.
 """
@@ -15,7 +16,7 @@ from dex import Step, StepOptions
 from dex_agents.pure.flow.rows import StepInputKind
 from dex_agents.pure.flow.table import STEP_TABLE
 from dex_agents.pure.values.persistence import StepType
-from dex_agents.pure.flow.step_options import step_options_for
+from dex_agents.pure.flow.step_options import step_options_for, with_retries
 from dex_agents.shell.dex_options import dex_durability, dex_step_options
 from dex_agents.shell.runtime import SessionRuntime
 
@@ -38,7 +39,8 @@ class SessionStep(Step[InputT], Generic[InputT]):
         if row.input is StepInputKind.TOOL_CALL_ID:
             durability = dex_durability(row.durability)
             return StepOptions(wait_for_durability=durability, execute_durability=durability)
-        return dex_step_options(step_options_for(self.step_type), self.runtime.step_class_of)
+        options = with_retries(step_options_for(self.step_type), self.step_type, self.runtime.retry_overrides)
+        return dex_step_options(options, self.runtime.step_class_of)
 
 
 __all__ = ["SessionStep"]

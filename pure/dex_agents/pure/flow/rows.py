@@ -45,6 +45,54 @@ class RetrySpec:
     maximum_attempts: int | None = None
     total_duration_seconds: int | None = None
     maximum_interval_seconds: int | None = None
+    initial_interval_seconds: int | None = None
+
+
+def _whole_seconds(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if value != int(value) or value < minimum:
+        raise ValueError(f"{name} must be a whole number of seconds >= {minimum} (Dex takes whole seconds), got {value}")
+    return int(value)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How a session retries its model calls (``model_retry=`` of every session factory): the Dex
+    retry options of ``RunModel`` and ``CompactHistory``, replacing their flow table row's.
+
+    Attributes:
+        max_attempts: Attempts of one model call, the first included (>= 1); the last failed one
+            fails the turn (``RecordTurnFailure``).
+        initial_backoff: Seconds before the first retry (whole, >= 1); each later wait doubles (Dex's
+            backoff coefficient 2.0) up to ``max_backoff``. A model error with a retry-after
+            (``ModelRetryAfterError``, ``retry_after_seconds``) replaces the wait before its retry.
+        max_backoff: The longest wait between two attempts, in seconds (whole, >= ``initial_backoff``).
+        total_duration: Seconds from the first attempt after which no retry starts (whole, >= 1);
+            default 30 minutes, as the row's.
+    """
+
+    max_attempts: int = 3
+    initial_backoff: float = 1
+    max_backoff: float = 100
+    total_duration: float = 30 * 60
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise TypeError(f"max_attempts must be an int, got {type(self.max_attempts).__name__}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        initial = _whole_seconds("initial_backoff", self.initial_backoff, 1)
+        if _whole_seconds("max_backoff", self.max_backoff, 1) < initial:
+            raise ValueError(f"max_backoff ({self.max_backoff}) must be >= initial_backoff ({self.initial_backoff})")
+        _whole_seconds("total_duration", self.total_duration, 1)
+
+    def spec(self) -> RetrySpec:
+        """The Dex retry options this policy sets."""
+        return RetrySpec(maximum_attempts=self.max_attempts, total_duration_seconds=int(self.total_duration),
+                         maximum_interval_seconds=int(self.max_backoff),
+                         initial_interval_seconds=int(self.initial_backoff))
 
 
 @final
@@ -179,6 +227,7 @@ __all__ = [
     "MapInstanceRef",
     "MethodAccess",
     "NoWait",
+    "RetryPolicy",
     "RetrySpec",
     "RpcRow",
     "StepInputKind",

@@ -15,7 +15,8 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias, assert_never, final
 
 from pyrsistent import pvector
@@ -153,6 +154,33 @@ def step_options_for(step_type: StepType, tool_call_id: str | None = None) -> St
     return _options(step_type, tool_call_id if takes_call else None)
 
 
+RetryOverrides: TypeAlias = Mapping[StepType, RetrySpec]
+"""Retry options that replace the rows' for some Step types (a Flow's ``model_retry``)."""
+
+
+def with_retries(options: StepOptionsSpec, step_type: StepType, retries: RetryOverrides) -> StepOptionsSpec:
+    """``options`` of ``step_type`` with its retry replaced when ``retries`` names it (its failure
+    route's too, for the route's own Step type); the same object when nothing changes."""
+    route = options.failure_route
+    new_route = route
+    if route is not None:
+        route_options = with_retries(route.options, route.step_type, retries)
+        if route_options is not route.options:
+            new_route = FailureRoute(step_type=route.step_type, options=route_options)
+    retry = retries.get(step_type, options.execute_retry)
+    if retry == options.execute_retry and new_route is route:
+        return options
+    return replace(options, execute_retry=retry, failure_route=new_route)
+
+
+def movement_with_retries(movement: StepMovement, retries: RetryOverrides) -> StepMovement:
+    """``movement`` with its options' retry replaced where ``retries`` says (``with_retries``)."""
+    if not retries:
+        return movement
+    options = with_retries(movement.options, movement.step_type, retries)
+    return movement if options is movement.options else replace(movement, options=options)
+
+
 def move_to(step_type: StepType, step_input: MovementInput = None) -> StepMovement:
     """Return a movement to ``step_type`` with ``step_input`` and its complete options.
 
@@ -166,8 +194,11 @@ def move_to(step_type: StepType, step_input: MovementInput = None) -> StepMoveme
 __all__ = [
     "FailureRoute",
     "MovementInput",
+    "RetryOverrides",
     "StepMovement",
     "StepOptionsSpec",
     "move_to",
+    "movement_with_retries",
     "step_options_for",
+    "with_retries",
 ]

@@ -205,6 +205,11 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
 """Every RPC's row (the spec's RPC table, then ours, with the locks and loads its handler declares)."""
 
 
+MODEL_CALL_STEPS: Final = frozenset({StepType.RUN_MODEL, StepType.COMPACT_HISTORY})
+"""The Steps that call the model: a Flow's ``model_retry`` (``RetryPolicy``) replaces their rows' retry
+options (``step_options.with_retries``); their rows' are the default."""
+
+
 def steps_with_input(kind: StepInputKind) -> frozenset[StepType]:
     """The Step types whose input is of ``kind``."""
     return frozenset(step_type for step_type, row in STEP_TABLE.items() if row.input is kind)
@@ -229,6 +234,7 @@ def attempt_deadline_ms(step_type: StepType, started_ms: int) -> int:
 
 
 __all__ = [
+    "MODEL_CALL_STEPS",
     "RPC_TABLE",
     "START_INPUT_TYPE",
     "STEP_TABLE",

@@ -293,9 +293,11 @@ Request: TypeAlias = BuildUserMessage | CallModel | SendHeartbeat | ExecuteDefer
 class FailAttempt:
     """Raise so that Dex fails this attempt (retry, then the failure route). Nothing staged is committed
     (events written before it stay in the Stream). ``error`` says what was wrong (a runner defect, a
-    failed model call, an input that does not fit the state)."""
+    failed model call, an input that does not fit the state). ``retry_after_seconds``: Dex waits that
+    many seconds before the next attempt instead of its backoff (``dex.retry_after``)."""
 
     error: str
+    retry_after_seconds: int | None = None
 
 
 StepEnding: TypeAlias = Decision | Request | FailAttempt

@@ -24,7 +24,11 @@ from typing import Final, final
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
+from dex_agents.pure.flow.rows import RetryPolicy, RetrySpec
+from dex_agents.pure.flow.step_options import RetryOverrides
+from dex_agents.pure.flow.table import MODEL_CALL_STEPS, execute_attempts
 from dex_agents.pure.machine.compaction import CompactionPolicy
+from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.policies import resolve_tool_policy
 from dex_agents.pure.values.runner import ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values.session import (
@@ -56,6 +60,8 @@ class SessionConfig:
         max_model_calls_per_turn: The most model calls one turn makes (>= 1): the call that reaches
             it and still asks for tools fails the turn instead of deferring them.
         compaction: When and how the history is compacted; ``None``: never (the spec's behaviour).
+        model_retry: The Dex retry options of the model calls (``RunModel``, ``CompactHistory``);
+            ``None``: their flow table rows' (3 attempts, Dex's default backoff, 30 minutes).
     """
 
     tool_policies: PMap[str, ToolPolicy] = pmap()
@@ -63,12 +69,25 @@ class SessionConfig:
     interrupt_deadline_ms: int | None = None
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
     compaction: CompactionPolicy | None = None
+    model_retry: RetryPolicy | None = None
 
     def __post_init__(self) -> None:
         if self.interrupt_deadline_ms is not None and self.interrupt_deadline_ms < 0:
             raise ValueError(f"interrupt_deadline_ms must be >= 0, got {self.interrupt_deadline_ms}")
         if self.max_model_calls_per_turn < 1:
             raise ValueError(f"max_model_calls_per_turn must be >= 1, got {self.max_model_calls_per_turn}")
+
+    @property
+    def model_attempts(self) -> int | None:
+        """How many attempts one model call has: ``model_retry``'s, else ``RunModel``'s row's."""
+        return execute_attempts(StepType.RUN_MODEL) if self.model_retry is None else self.model_retry.max_attempts
+
+    def retry_overrides(self) -> RetryOverrides:
+        """The retry options that replace the rows' (``model_retry`` on the model call Steps), by Step type."""
+        if self.model_retry is None:
+            return {}
+        spec: RetrySpec = self.model_retry.spec()
+        return {step_type: spec for step_type in MODEL_CALL_STEPS}
 
     def resolve_tool_policy(self, tool_name: str, framework_effect: ToolEffect | None = None) -> ResolvedToolPolicy:
         """The effective policy of a call of ``tool_name`` under this configuration: what the runner's

@@ -167,12 +167,16 @@ class ModelCallFailed:
             once); True for any other exception (the attempt fails and Dex retries it).
         context_window_exceeded: The model refused the input as longer than its context window
             (``ContextWindowExceededError``; never retryable as it is): compaction may help.
+        retry_after_seconds: Whole seconds the model asked to wait before the next attempt (an
+            exception with a ``retry_after_seconds``, such as ``ModelRetryAfterError``; rounded up);
+            ``None`` when it said nothing.
     """
 
     invocation: Invocation
     error: str
     retryable: bool
     context_window_exceeded: bool = False
+    retry_after_seconds: int | None = None
 
 
 @final

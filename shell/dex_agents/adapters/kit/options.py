@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 
+from dex_agents.pure.flow.rows import RetryPolicy
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.machine.step_inputs import SessionInput
@@ -27,6 +28,7 @@ class SessionFlowOptions(TypedDict, total=False):
     timing: SessionTiming | None
     fact_observer: Callable[[SessionInput], None] | None
     compaction: CompactionPolicy | None
+    model_retry: RetryPolicy | None
 
 
 __all__ = ["SessionFlowOptions"]

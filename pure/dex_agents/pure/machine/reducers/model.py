@@ -18,7 +18,9 @@ every ``tool_calls`` record of the turn and ``pending_interrupts`` (``RunModel``
 * ``ToolCallsRequested`` by the call that reaches ``max_model_calls_per_turn``: add the usage,
   ``usage_recorded``, defer nothing and fail the turn (``turn.ask_to_fail_turn``).
 * ``ModelCallFailed``: ``dex_agents.model_call_failed``, then ``FailAttempt`` with the error (Dex
-  retries, then ``RecordTurnFailure``); ``retrying`` is true below ``RunModel``'s attempt count. A
+  retries, then ``RecordTurnFailure``); ``retrying`` is true below the model call's attempt count
+  (``SessionConfig.model_attempts``: ``model_retry``'s, else ``RunModel``'s row's). A retry-after the
+  error carried goes with ``FailAttempt`` (Dex waits that long before the next attempt). A
   non-retryable error writes the event with ``retrying`` false and fails the turn at once.
 * A runner defect (see ``validation``) rejects the attempt and stores nothing.
 """
@@ -33,7 +35,6 @@ from pyrsistent import pvector
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import deadline_ms, format_instant
 from dex_agents.pure.machine.effects import CallModel, FailAttempt, GoToSteps, SetAttribute, SetMapInstance, StepEffect, WriteEvent
-from dex_agents.pure.flow.table import execute_attempts
 from dex_agents.pure.machine.keys import idempotency_key, interrupt_id_for
 from dex_agents.pure.values.persistence import (
     AGENT_TOOL_CALLS,
@@ -149,13 +150,13 @@ def reduce_model_call_failed(state: SessionState, config: SessionConfig, failed:
     _agent_state, turn_id = running
     invocation = failed.invocation
     compact = reactive_compaction(state, config) if failed.context_window_exceeded else None
-    attempts = execute_attempts(StepType.RUN_MODEL)
+    attempts = config.model_attempts
     retrying = bool(compact) or (failed.retryable and (attempts is None or invocation.attempt < attempts))
     written = WriteEvent(event=events.model_call_failed(turn_id, invocation, failed.error, retrying))
     if compact:
         return step(state, [written], go_to(StepType.COMPACT_HISTORY, CompactionTrigger.REACTIVE.value))
     if failed.retryable:
-        return step(state, [written], FailAttempt(error=failed.error))
+        return step(state, [written], FailAttempt(error=failed.error, retry_after_seconds=failed.retry_after_seconds))
     error = recent_part_too_long(failed.error, config) if compact is False else failed.error
     return ask_to_fail_turn(state, invocation, error, before=[written])
 
