@@ -18,23 +18,29 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import TypeAlias, TypeVar, cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 
-from dex_agents.pure.machine.effects import RpcOutput
+from dex_agents.pure.machine.effects import RpcOutput, WriteEvent
+from dex_agents.pure.machine.events import TURN_COMPLETED, TURN_FAILED
 from dex_agents.pure.machine.flow_shape import rpc_instance_key, rpc_of
 from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.paging import page_window
 from dex_agents.pure.machine.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
+from dex_agents.pure.values.session import AgentEvent
+from dex_agents.shell import tracing
+from dex_agents.logs import set_log_turn
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.gather import gather_for
 from dex_agents.shell.history import cached_messages, cached_messages_sync
+from dex_agents.shell.log_context import logged_rpc, logged_step
 from dex_agents.shell.perform import perform_rpc, perform_step, perform_wait
 from dex_agents.shell.requests import perform_request
 from dex_agents.shell.runtime import SessionRuntime
@@ -60,6 +66,7 @@ def _invocation(context: Context, now_ms: int) -> Invocation:
     )
 
 
+@logged_step
 async def drive_step(
     runtime: SessionRuntime, context: AsyncContext, step_type: StepType, tool_call_id: str | None, started: Started
 ) -> StepDecision:
@@ -69,6 +76,7 @@ async def drive_step(
     try:
         messages = await cached_messages(runtime.history, context, access)
         state = gather_for(context, access, tool_call_id, messages)
+        set_log_turn(state.current_turn_id)
         invocation = _invocation(context, runtime.timing.now_ms())
         step_input = started(invocation, state)
     except StoredValueError as error:
@@ -83,9 +91,19 @@ async def drive_step(
     try:
         cause: BaseException | None = None
         transition = runtime.reduce_step(state, step_input)
+        started_ns = time.time_ns() if tracing.tracing_enabled() else 0
+        turn_end: AgentEvent | None = None
         while True:
+            if started_ns:
+                turn_end = next((effect.event for effect in transition.effects if isinstance(effect, WriteEvent)
+                                 and effect.event.type in (TURN_COMPLETED, TURN_FAILED)), turn_end)
             performed = perform_step(transition, run, cause)
             if isinstance(performed, StepDecision):
+                if turn_end is not None:  # the attempt that ended the turn: its outcome is known now
+                    tracing.emit_span("dex_agents.turn", session_id=invocation.flow_id, turn_id=turn_end.turn_id,
+                                      attempt=invocation.attempt, outcome=turn_end.type.removeprefix("turn_"),
+                                      failed=turn_end.type == TURN_FAILED, start_ns=started_ns, end_ns=time.time_ns(),
+                                      attributes={"dex_agents.step_execution_id": invocation.step_execution_id})
                 return performed
             follow_up = await perform_request(performed, run)
             transition, cause = runtime.reduce_follow_up(transition, follow_up.input), follow_up.cause
@@ -123,6 +141,7 @@ def _message_window(call: RpcCall, message_count: int) -> tuple[int, int]:
     return (1, message_count)
 
 
+@logged_rpc
 def drive_rpc(
     runtime: SessionRuntime,
     context: Context,
@@ -135,7 +154,9 @@ def drive_rpc(
     if output_type is not row.output_type:
         raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
     messages = cached_messages_sync(runtime.history, context, row.access, partial(_message_window, call))
-    transition = runtime.reduce_rpc(gather_for(context, row.access, rpc_instance_key(call), messages), call)
+    state = gather_for(context, row.access, rpc_instance_key(call), messages)
+    set_log_turn(state.current_turn_id)
+    transition = runtime.reduce_rpc(state, call)
     output = perform_rpc(transition, context)
     if not isinstance(output, output_type):
         raise RuntimeError(f"the core answered {type(output).__name__}, not {output_type.__name__}")

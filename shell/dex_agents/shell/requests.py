@@ -26,6 +26,7 @@ Invariants:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import assert_never, final
 
@@ -52,6 +53,7 @@ from dex_agents.pure.machine.step_inputs import (
     UserMessageBuilt,
 )
 from dex_agents.pure.values.session import AgentUsage, FrameworkMessage
+from dex_agents.shell import tracing
 from dex_agents.shell.heartbeats import background_heartbeats, heartbeat_sent
 from dex_agents.shell.runner import (
     AgentTurnContext,
@@ -135,18 +137,40 @@ async def _call_model(run: StepRun, request: CallModel) -> FollowUp:
         heartbeat=context.heartbeat,
         history_summary=request.history_summary,
     )
+    started_ns = time.time_ns() if tracing.tracing_enabled() else 0
     try:
         async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
             outcome: object = await run.runtime.runner.run_model_step(turn)
     except NonRetryableModelError as error:
         failed = ModelCallFailed(invocation=run.now(), error=error.message or error_text(error), retryable=False,
                                  context_window_exceeded=isinstance(error, ContextWindowExceededError))
+        _model_span(run, request, started_ns, "failed_final")
         return FollowUp(input=failed, cause=error)
     except Exception as error:
         failed = ModelCallFailed(invocation=run.now(), error=error_text(error), retryable=True,
                                  retry_after_seconds=retry_after_of(error))
+        _model_span(run, request, started_ns, "failed")
         return FollowUp(input=failed, cause=error)
-    return FollowUp(input=ModelCallFinished(invocation=run.now(), outcome=_checked_outcome(outcome)))
+    checked = _checked_outcome(outcome)
+    _model_span(run, request, started_ns, "final_answer" if isinstance(checked, TurnCompleted) else "tool_calls")
+    return FollowUp(input=ModelCallFinished(invocation=run.now(), outcome=checked))
+
+
+def _model_span(run: StepRun, request: CallModel, started_ns: int, outcome: str) -> None:
+    if started_ns:
+        tracing.emit_span("dex_agents.model_call", session_id=run.invocation.flow_id, turn_id=request.turn_id,
+                          attempt=run.invocation.attempt, outcome=outcome, failed=outcome.startswith("failed"),
+                          start_ns=started_ns, end_ns=time.time_ns())
+
+
+def _tool_span(run: StepRun, request: ExecuteDeferredToolCall, started_ns: int, outcome: str) -> None:
+    if started_ns:
+        call = request.tool_call
+        tracing.emit_span("dex_agents.tool_call", session_id=run.invocation.flow_id, turn_id=call.turn_id,
+                          attempt=run.invocation.attempt, outcome=outcome, failed=outcome != "succeeded",
+                          start_ns=started_ns, end_ns=time.time_ns(),
+                          attributes={"dex_agents.tool": call.tool_name, "dex_agents.tool_call_id": call.tool_call_id,
+                                      "dex_agents.effect": call.effect.value})
 
 
 def _checked_outcome(outcome: object) -> AgentTurnOutcome:
@@ -226,12 +250,18 @@ async def _execute_tool_call(run: StepRun, request: ExecuteDeferredToolCall) -> 
         is_cancellation_requested=context.is_cancellation_requested,
         heartbeat=context.heartbeat,
     )
+    started_ns = time.time_ns() if tracing.tracing_enabled() else 0
     try:
         async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
             result: object = await run.runtime.runner.execute_deferred_tool_call(execution)
     except ToolExecutionError as error:
         failed = ToolExecutionFailed(invocation=run.now(), tool_call_id=tool_call_id, error=error.message)
+        _tool_span(run, request, started_ns, "failed")
         return FollowUp(input=failed, cause=error)
+    except BaseException:
+        _tool_span(run, request, started_ns, "error")
+        raise
+    _tool_span(run, request, started_ns, "succeeded")
     if not isinstance(result, ToolExecutionResult) or not isinstance(result.output, str):
         raise RunnerDefectError(
             f"runner defect: execute_deferred_tool_call returned {type(result).__name__}, "

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from dex import AsyncWorker, BlobCache, Codec, Credential, Flow, PullWorkerOptions, Registry, WorkerOptions
 
+from dex_agents.shell import tracing
 from dex_agents.shell.codecs import session_codec_registry
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.history import CommittedReader
@@ -48,6 +49,7 @@ def session_worker(
     committed state (``shell.history``), so a Step or RPC can read the committed messages its cache lacks.
     """
     memoize_sdk_version()
+    tracing.enable_tracing_from_environment()  # DEX_AGENTS_OTEL / DEX_AGENTS_OTEL_FILE (see shell.tracing)
     options = WorkerOptions(
         server_address=server_address,
         pull=PullWorkerOptions(max_concurrent_tasks=max_concurrent_tasks, idle_streams_per_queue=IDLE_STREAMS_PER_QUEUE),
