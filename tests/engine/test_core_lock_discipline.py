@@ -29,7 +29,7 @@ Call = Callable[[Engine], object]
 # when it runs cleanly, else the ``ServiceError`` text an empty engine answers with (so a method that
 # fails for another reason under the lock fails this test too).
 UNDER_THE_LOCK: dict[str, tuple[Call, str | None]] = {
-    "Engine.apply": (lambda e: e.apply(Effects()), None),
+    "EngineCore.perform_pending": (lambda e: e.perform_pending(), None),
     "Engine.release": (lambda e: e.release(1, "step:S-1"), None),
     "AttributeLocks.acquire": (lambda e: e.attribute_locks.acquire(1, ["K"], "step:S-1"), None),
     "LongPolls.wait_change": (lambda e: e.long_polls.wait_change(("state", 1), 0.0), None),
@@ -113,7 +113,7 @@ def test_the_adapters_enter_the_engine_only_through_its_one_entry_point() -> Non
 
 
 def test_the_core_is_wired_once_and_has_no_hooks_to_fill_in(tmp_path: Path) -> None:
-    """The core's after-commit effects are performed by the operations given to ``EngineCore.wire``
+    """The core's after-commit effects are performed by the components given to ``EngineCore.wire``
     (once, in the top module), not by methods a subclass overrides."""
     core_source = (ENGINE_SOURCES / "core.py").read_text(encoding="utf-8")
     assert "NotImplementedError" not in core_source
@@ -124,7 +124,7 @@ def test_the_core_is_wired_once_and_has_no_hooks_to_fill_in(tmp_path: Path) -> N
             engine.wire(engine.steps, engine.flows)
         unwired = EngineCore(store)
         with unwired.lock, pytest.raises(RuntimeError, match="not wired"):
-            unwired.apply(Effects(launches=[(1, "S-1")]))
+            unwired.after_commit(Effects(launches=[(1, "S-1")]))
+            unwired.perform_pending()
     finally:
         store.close()
-

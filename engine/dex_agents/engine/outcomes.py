@@ -141,7 +141,7 @@ class Outcomes:
     def _commit_result(self, task: Task, method: str,
                        commit: Callable[[sqlite3.Connection, FlowRow, StepRow, Effects], None]) -> None:
         """Commit a method's result with ``commit`` (skipped when the attempt is no longer current),
-        then settle the task and apply the effects. An overdue result is a method timeout; one that
+        then settle the task and hand its effects to the loop. An overdue result is a method timeout; one that
         ``commit`` finds invalid (``ValueError``, ``ServiceError``) fails the attempt and commits nothing."""
         self.engine.assert_locked()
         if self._overdue(task):
@@ -158,7 +158,7 @@ class Outcomes:
             return
         self.snapshots.pop((task.uid, task.seid), None)
         self.settle(task)
-        self.engine.apply(effects)
+        self.engine.after_commit(effects)
 
     def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int, *,
                    cancel: bool = False, worker_error: pb.WorkerErrorResponse | None = None) -> None:
@@ -180,7 +180,7 @@ class Outcomes:
                 retried = self._record_failure(db, task, current, failure, retry_after, effects)
         self._keep_snapshot(task, retried)
         self.settle(task, cancel=cancel)
-        self.engine.apply(effects)
+        self.engine.after_commit(effects)
 
     def _keep_snapshot(self, task: Task, retried: bool) -> None:
         """After the failure's commit: keep the attempt's snapshot for the retry, or drop it."""
@@ -300,7 +300,7 @@ class Outcomes:
             for seid in seids:
                 self.try_complete_wait(db, uid, seid, effects)
         if effects.launches:
-            self.engine.apply(effects)
+            self.engine.after_commit(effects)
 
     def fire_timer(self, uid: int, seid: str, idx: int) -> None:
         """A Timer's time came (scheduler callback)."""
@@ -313,7 +313,7 @@ class Outcomes:
             if not stored_steps.finish_timer(db, uid, seid, idx, status):
                 return False
             self.try_complete_wait(db, uid, seid, effects)
-        self.engine.apply(effects)
+        self.engine.after_commit(effects)
         return True
 
     def skip_timer(self, flow: FlowRow, seid: str, condition_id: str, index: int | None) -> None:

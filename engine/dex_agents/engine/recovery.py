@@ -8,7 +8,8 @@
   re-evaluated against the Channels.
 
 Runs are recovered in batches of ``RECOVERY_BATCH``, oldest first: the first batch before the
-engine serves, the rest on the scheduler thread, each batch under the engine lock, so the engine
+engine serves, the rest on the scheduler thread, each batch under the engine lock and each run as
+one job of the engine's effects loop (its effects are performed before the next run is looked at), so the engine
 is ready in a moment however large its backlog and serves calls between batches. Every step of
 recovery is idempotent against what calls did meanwhile (a launch skips a running or closed
 Step, a Timer fires once), so a run touched before its batch comes is recovered all the same.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from functools import partial
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -44,7 +46,10 @@ def recover(engine: Engine) -> threading.Event:
         if engine.stopped:
             return
         for _ in range(min(RECOVERY_BATCH, len(running))):
-            _recover_run(engine, running.popleft())
+            engine.later(partial(_recover_run, engine, running.popleft()))  # its effects before the next run
+        engine.later(after_batch)
+
+    def after_batch() -> None:
         if running:
             engine.scheduler.call_later(engine.timing.recovery_batch_gap, next_batch)
         else:
@@ -76,4 +81,4 @@ def _recover_run(engine: Engine, uid: int) -> None:
                 engine.steps.on_failure(lost, "engine restarted while the attempt was running", "dex.EngineRestart", 0)
             else:
                 effects.launches.append((uid, step.seid))
-        engine.apply(effects)
+        engine.after_commit(effects)

@@ -11,6 +11,7 @@ are handled in :mod:`outcomes`.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -168,22 +169,30 @@ class StepOps(Outcomes):
 
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second, over
-        the delivered tasks only); one attempt whose failure cannot be applied is logged and never
-        keeps the others from timing out (it is tried again at the next check)."""
+        the delivered tasks only). Each overdue attempt is one job of the effects loop, so its
+        failure's effects are performed before the next one is looked at; one attempt whose failure
+        cannot be applied is logged and never keeps the others from timing out (it is tried again
+        at the next check)."""
         self.engine.assert_locked()
         now = self.engine.clock.time()
         for task in self.engine.dispatcher.delivered():
-            if task.kind == "rpc" or self.engine.tasks.get(task.task_id) is not task:
-                continue
-            try:
-                if task.deadline and now >= task.deadline:
-                    self.method_timeout(task)
-                elif task.heartbeat_timeout is not None and now >= task.heartbeat_deadline:
-                    seconds = task.heartbeat_timeout / self.engine.timing.policy_second
-                    self.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
-                                    "dex.HeartbeatTimeout", 0, cancel=True)
-            except Exception:
-                _LOGGER.exception("timing out %s failed", task.seid)
+            if task.kind != "rpc" and ((task.deadline and now >= task.deadline) or (
+                    task.heartbeat_timeout is not None and now >= task.heartbeat_deadline)):
+                self.engine.later(partial(self._time_out, task, now))
+
+    def _time_out(self, task: Task, now: float) -> None:
+        """Fail the overdue attempt (a job of the effects loop) unless it ended meanwhile."""
+        if self.engine.tasks.get(task.task_id) is not task:
+            return
+        try:
+            if task.deadline and now >= task.deadline:
+                self.method_timeout(task)
+            else:
+                seconds = (task.heartbeat_timeout or 0.0) / self.engine.timing.policy_second
+                self.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
+                                "dex.HeartbeatTimeout", 0, cancel=True)
+        except Exception:
+            _LOGGER.exception("timing out %s failed", task.seid)
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""

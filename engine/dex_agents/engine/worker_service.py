@@ -94,13 +94,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         clean_close = False  # the Worker half-closed its side (rather than the stream breaking)
         try:
             for request in requests:
-                with self.engine.locked():
-                    if self.engine.stopped:
-                        break
-                    try:
+                try:
+                    with self.engine.locked():  # the frame's effects are performed as the block ends
+                        if self.engine.stopped:
+                            break
                         self._on_request(stream, request)
-                    except Exception:
-                        _LOGGER.exception("worker frame could not be applied; the frame is dropped")
+                except Exception:
+                    _LOGGER.exception("worker frame could not be applied; the frame is dropped")
             else:
                 clean_close = True
         except grpc.RpcError:
