@@ -134,10 +134,30 @@ def _credential(token_file: Path | None) -> Credential | None:
     return _run(lambda: credential_from(token_file))
 
 
+_log_formats: list[str] = []
+
+
 @app.callback()
-def _root(debug: DebugOption = False) -> None:
+def _root(debug: DebugOption = False,
+          log_format: Annotated[str, typer.Option("--log-format", help="log lines as text or json (one object "
+                                                                       "a line)")] = "text") -> None:
     """Durable AI-agent sessions on Dex."""
     _debug_flags.append(debug)
+    _log_formats.append(log_format)
+
+
+def _setup_logs(debug: bool = False) -> None:
+    """The one logging setup (``dex_agents.logs``): time, level, session, turn and Step on each line;
+    tracebacks only with ``--debug``; ``--log-format json``."""
+    from dex_agents.logs import LOG_FORMATS, configure_logging
+
+    log_format = _log_formats[-1] if _log_formats else "text"
+    if log_format not in LOG_FORMATS:
+        _error_console().print(f"dex-agents: error: --log-format must be text or json, not {log_format!r}",
+                               markup=False)
+        raise typer.Exit(2)
+    configure_logging(log_format="json" if log_format == "json" else "text",
+                      debug=debug or bool(_debug_flags and _debug_flags[-1]))
 
 
 @app.command(ENGINE_COMMAND, context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
@@ -186,6 +206,7 @@ def chat(
     """Chat with an agent in a durable session."""
     from dex_agents.cli.chat import ChatOptions, run_chat
 
+    _setup_logs(debug)
     credential = _credential(token_file)
     options = ChatOptions(agent=agent, server=server, session=session, auto_approve=auto_approve, model=model,
                           framework=framework, credential=credential)
@@ -205,6 +226,7 @@ def console(
     """Serve the session console: a web UI and an HTTP API for watching and operating sessions."""
     from dex_agents.cli.console_command import run_console
 
+    _setup_logs()
     address = _server(server)
     credential = _credential(token_file)
     raise typer.Exit(_run(lambda: run_console(address, credential, host, port, no_auth=no_auth, console=_console()),
@@ -226,6 +248,7 @@ def worker(
     """Serve agents' sessions until SIGTERM or Ctrl-C (running tasks drain first)."""
     from dex_agents.cli.worker import serve
 
+    _setup_logs()
     address = _server(server)
     credential = _credential(token_file)
     raise typer.Exit(_run(lambda: serve(agent, address, task_slots=task_slots, app_dir=app_dir,
@@ -359,14 +382,28 @@ _OWN_DEBUG_COMMANDS: Final = frozenset({ENGINE_COMMAND, "demo", "chat"})
 
 
 def _debug_first(arguments: list[str]) -> list[str]:
-    """``--debug`` given after a subcommand (``sessions send S T --debug``) moved before it, where the
-    root option takes it; up to ``--``, and not for the commands with a ``--debug`` of their own."""
-    if not arguments or arguments[0] in _OWN_DEBUG_COMMANDS:
+    """The root options given after a subcommand (``sessions send S T --debug``, ``worker ... --log-format
+    json``) moved before it, where the root takes them; up to ``--``. ``--debug`` stays where it is
+    for the commands with a ``--debug`` of their own; the engine keeps all of its arguments."""
+    if not arguments or arguments[0] == ENGINE_COMMAND:
         return arguments
     end = arguments.index("--") if "--" in arguments else len(arguments)
-    if "--debug" not in arguments[1:end]:
-        return arguments
-    return ["--debug", *[argument for argument in arguments[:end] if argument != "--debug"], *arguments[end:]]
+    moved: list[str] = []
+    kept: list[str] = []
+    index = 0
+    while index < end:
+        argument = arguments[index]
+        if argument == "--debug" and index > 0 and arguments[0] not in _OWN_DEBUG_COMMANDS:
+            moved.append(argument)
+        elif argument == "--log-format" and index > 0 and index + 1 < end:
+            moved += [argument, arguments[index + 1]]
+            index += 1
+        elif argument.startswith("--log-format=") and index > 0:
+            moved.append(argument)
+        else:
+            kept.append(argument)
+        index += 1
+    return [*moved, *kept, *arguments[end:]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

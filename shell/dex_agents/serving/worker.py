@@ -31,6 +31,7 @@ from typing import Final
 import grpc
 from dex import AsyncWorker, BlobCacheConfig, Credential, open_blob_cache
 
+from dex_agents.logs import server_back
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry, session_worker
 
@@ -43,6 +44,7 @@ REGISTRATION_SECONDS: Final = 30.0
 """How long the Worker may take to register with the server before the process fails."""
 
 _BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
+_REGISTRATION_POLL_SECONDS: Final = 0.5
 _STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -149,7 +151,7 @@ async def _serve(flows: Sequence[AgentSessionFlow], server_address: str, task_sl
                                     max_concurrent_tasks=task_slots, credential=credential)
             try:
                 await _run_until_stopped(worker, stop_requested,
-                                         ready_line(label, flows, server_address, task_slots))
+                                         ready_line(label, flows, server_address, task_slots), server_address)
             except Exception as error:
                 refused = _refused_credential(error, server_address, credential)
                 if refused is not None:
@@ -168,17 +170,31 @@ async def _serve(flows: Sequence[AgentSessionFlow], server_address: str, task_sl
             loop.remove_signal_handler(number)
 
 
-async def _run_until_stopped(worker: AsyncWorker, stop_requested: asyncio.Event, ready: str) -> None:
+async def _watch_registration(worker: AsyncWorker, server_address: str) -> None:
+    """Log once when the Worker is registered again after the server was reported unreachable."""
+    while True:
+        await asyncio.sleep(_REGISTRATION_POLL_SECONDS)
+        queues = worker.pull_registration_state().queues
+        if queues and all(queue.has_registered_stream for queue in queues):
+            server_back(server_address)
+
+
+async def _run_until_stopped(worker: AsyncWorker, stop_requested: asyncio.Event, ready: str,
+                             server_address: str = "") -> None:
     serving = asyncio.create_task(worker.start())
     stopping = asyncio.create_task(stop_requested.wait())
     registered = asyncio.create_task(worker.wait_pull_registered(timeout=REGISTRATION_SECONDS))
+    watching: asyncio.Task[None] | None = None
     try:
         await asyncio.wait((registered, serving, stopping), return_when=asyncio.FIRST_COMPLETED)
         if registered.done() and not serving.done():
             registered.result()
             print(ready, flush=True)
+            watching = asyncio.create_task(_watch_registration(worker, server_address))
             await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
     finally:
+        if watching is not None:
+            watching.cancel()
         stopping.cancel()
         registered.cancel()
         await asyncio.gather(registered, return_exceptions=True)  # its failure, if any, is the start's

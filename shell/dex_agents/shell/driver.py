@@ -35,10 +35,12 @@ from dex_agents.pure.machine.paging import page_window
 from dex_agents.pure.machine.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
 from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell import tracing
+from dex_agents.logs import set_log_turn
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.events_writer import StreamAgentEventWriter
 from dex_agents.shell.gather import gather_for
 from dex_agents.shell.history import cached_messages, cached_messages_sync
+from dex_agents.shell.log_context import logged_rpc, logged_step
 from dex_agents.shell.perform import perform_rpc, perform_step, perform_wait
 from dex_agents.shell.requests import perform_request
 from dex_agents.shell.runtime import SessionRuntime
@@ -64,6 +66,7 @@ def _invocation(context: Context, now_ms: int) -> Invocation:
     )
 
 
+@logged_step
 async def drive_step(
     runtime: SessionRuntime, context: AsyncContext, step_type: StepType, tool_call_id: str | None, started: Started
 ) -> StepDecision:
@@ -73,6 +76,7 @@ async def drive_step(
     try:
         messages = await cached_messages(runtime.history, context, access)
         state = gather_for(context, access, tool_call_id, messages)
+        set_log_turn(state.current_turn_id)
         invocation = _invocation(context, runtime.timing.now_ms())
         step_input = started(invocation, state)
     except StoredValueError as error:
@@ -137,6 +141,7 @@ def _message_window(call: RpcCall, message_count: int) -> tuple[int, int]:
     return (1, message_count)
 
 
+@logged_rpc
 def drive_rpc(
     runtime: SessionRuntime,
     context: Context,
@@ -149,7 +154,9 @@ def drive_rpc(
     if output_type is not row.output_type:
         raise RuntimeError(f"{row.rpc} answers {row.output_type.__name__}, not {output_type.__name__}")
     messages = cached_messages_sync(runtime.history, context, row.access, partial(_message_window, call))
-    transition = runtime.reduce_rpc(gather_for(context, row.access, rpc_instance_key(call), messages), call)
+    state = gather_for(context, row.access, rpc_instance_key(call), messages)
+    set_log_turn(state.current_turn_id)
+    transition = runtime.reduce_rpc(state, call)
     output = perform_rpc(transition, context)
     if not isinstance(output, output_type):
         raise RuntimeError(f"the core answered {type(output).__name__}, not {output_type.__name__}")
