@@ -66,6 +66,13 @@ class _Steps:
     def drop_task(self, uid: int, seid: str) -> None:
         self.calls.append(f"drop {seid}")
 
+
+class _Waits:
+    """Wait performers that record their calls in the Step performers' list."""
+
+    def __init__(self, steps: _Steps) -> None:
+        self.calls = steps.calls
+
     def check_waits(self, uid: int) -> None:
         self.calls.append(f"check {uid}")
 
@@ -87,7 +94,7 @@ def core(tmp_path: Path) -> Iterator[tuple[EngineCore, _Steps]]:
     try:
         engine_core = EngineCore(store)
         steps = _Steps(engine_core)
-        engine_core.wire(steps, _Flows())
+        engine_core.wire(steps, _Waits(steps), _Flows())
         yield engine_core, steps
     finally:
         store.close()

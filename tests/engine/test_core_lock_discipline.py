@@ -36,7 +36,7 @@ UNDER_THE_LOCK: dict[str, tuple[Call, str | None]] = {
     "Dispatcher.submit": (lambda e: e.dispatcher.submit(task("a")), None),
     "StepOps.launch": (lambda e: e.steps.launch(1, "S-1"), None),
     "StepOps.check_deadlines": (lambda e: e.steps.check_deadlines(), None),
-    "Outcomes.check_waits": (lambda e: e.steps.check_waits(1), None),
+    "StepWaits.check_waits": (lambda e: e.waits.check_waits(1), None),
     "FlowOps.stop": (lambda e: e.flows.stop(pb.StopFlowRequest(flow_id="missing")),
                      "no active run of flow missing"),
     "FlowRpcOps.abort_all": (lambda e: e.flow_rpcs.abort_all(), None),
@@ -121,7 +121,7 @@ def test_the_core_is_wired_once_and_has_no_hooks_to_fill_in(tmp_path: Path) -> N
     try:
         engine = Engine(store)
         with pytest.raises(RuntimeError, match="wired already"):
-            engine.wire(engine.steps, engine.flows)
+            engine.wire(engine.steps, engine.waits, engine.flows)
         unwired = EngineCore(store)
         with unwired.lock, pytest.raises(RuntimeError, match="not wired"):
             unwired.after_commit(Effects(launches=[(1, "S-1")]))

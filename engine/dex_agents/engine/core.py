@@ -56,13 +56,17 @@ class EffectsLoopReentered(RuntimeError):
 
 
 class StepEffects(Protocol):
-    """What the after-commit effects ask of the Step operations (``steps.StepOps``)."""
+    """What the effects loop asks of the Step operations (``steps.StepOps``)."""
 
     def launch(self, uid: int, seid: str) -> None:
         """Dispatch the Step's current method."""
 
     def drop_task(self, uid: int, seid: str) -> None:
         """Stop the task of a canceled or closed Step execution."""
+
+
+class WaitEffects(Protocol):
+    """What the effects loop and a publish ask of the Waits (``step_waits.StepWaits``)."""
 
     def check_waits(self, uid: int) -> None:
         """Re-evaluate the run's waiting Steps."""
@@ -113,23 +117,24 @@ class EngineCore:
         self.attribute_locks = AttributeLocks(guard=self.assert_locked)
         """Attribute locks of Steps and RPCs (see ``attribute_locks``)."""
         self._steps: StepEffects | None = None
+        self._waits: WaitEffects | None = None
         self._flows: FlowEffects | None = None
         self._runs: RunEffects | None = None
         self._queued: list[Iterator[None]] = []
         """Work handed to the loop and not started yet, oldest first (see :meth:`perform_pending`)."""
         self._performing = False
 
-    def wire(self, steps: StepEffects, flows: FlowEffects, runs: RunEffects | None = None) -> None:
-        """Give the after-commit effects their performers, once (the top module ``engine`` does,
-        right after building the operations); without ``runs`` no run continues as new by itself."""
+    def wire(self, steps: StepEffects, waits: WaitEffects, flows: FlowEffects, runs: RunEffects | None = None) -> None:
+        """Give the effects loop its performers, once (the top module ``engine`` does, right after
+        building the components); without ``runs`` no run continues as new by itself."""
         if self._steps is not None or self._flows is not None:
             raise RuntimeError("the engine core is wired already")
-        self._steps, self._flows, self._runs = steps, flows, runs
+        self._steps, self._waits, self._flows, self._runs = steps, waits, flows, runs
 
-    def _performers(self) -> tuple[StepEffects, FlowEffects]:
-        if self._steps is None or self._flows is None:
+    def _performers(self) -> tuple[StepEffects, WaitEffects, FlowEffects]:
+        if self._steps is None or self._waits is None or self._flows is None:
             raise RuntimeError("the engine core is not wired (see EngineCore.wire)")
-        return self._steps, self._flows
+        return self._steps, self._waits, self._flows
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -226,15 +231,15 @@ class EngineCore:
             self._queued.append(self._launch_each(uid, waiters))
 
     def _timer_callback(self, uid: int, seid: str, idx: int) -> Callable[[], None]:
-        steps, _ = self._performers()
-        return lambda: steps.fire_timer(uid, seid, idx)
+        _, waits, _ = self._performers()
+        return lambda: waits.fire_timer(uid, seid, idx)
 
     def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
         """Complete the run's Waits a publish satisfied inside the transaction that publishes (lock
         held), so the publish and the Waits it satisfies commit together: one commit, not two."""
         self.assert_locked()
-        steps, _ = self._performers()
-        steps.complete_waits(db, uid, effects)
+        _, waits, _ = self._performers()
+        waits.complete_waits(db, uid, effects)
 
     # ---- effects: handed over as data, performed by the one loop
     def after_commit(self, effects: Effects) -> None:
@@ -287,7 +292,7 @@ class EngineCore:
         yield
 
     def _launch_each(self, uid: int, seids: Iterable[str]) -> Iterator[None]:
-        steps, _ = self._performers()
+        steps, _, _ = self._performers()
         for seid in seids:
             steps.launch(uid, seid)
             yield
@@ -295,7 +300,7 @@ class EngineCore:
     def _perform(self, effects: Effects) -> Iterator[None]:
         """Perform one transaction's after-commit effects, yielding after each performer call (the
         loop then performs that call's follow-ups first)."""
-        steps, flows = self._performers()
+        steps, waits, flows = self._performers()
         for uid, seid in effects.cancels:
             steps.drop_task(uid, seid)
             yield
@@ -307,7 +312,7 @@ class EngineCore:
             steps.launch(uid, seid)
             yield
         for uid in effects.wait_checks:
-            steps.check_waits(uid)
+            waits.check_waits(uid)
             yield
         for uid in effects.closed:
             self.attribute_locks.forget_run(uid)

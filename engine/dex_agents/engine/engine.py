@@ -33,7 +33,10 @@ from .core import EngineCore
 from .flows import FlowOps
 from .reset import ResetOps
 from .flow_rpcs import FlowRpcOps
+from .outcomes import Outcomes
+from .step_waits import StepWaits
 from .steps import StepOps
+from .subflows import SubFlows
 from .repository.store import Store
 from .streams import StreamOps
 from .timing import Clock, EngineTiming
@@ -48,11 +51,14 @@ class Engine(EngineCore):
         self.streams = StreamOps(self)
         self.channels = ChannelOps(self)
         self.flows = FlowOps(self)
-        self.steps = StepOps(self, self.flows, self.streams)
+        self.sub_flows = SubFlows(self, self.flows)
+        self.waits = StepWaits(self, self.sub_flows)
+        self.outcomes = Outcomes(self, self.flows, self.waits)
+        self.steps = StepOps(self, self.outcomes, self.streams)
         self.flow_rpcs = FlowRpcOps(self, self.flows)
-        self.resets = ResetOps(self, self.flows, self.steps.sub_flows)
+        self.resets = ResetOps(self, self.flows, self.sub_flows)
         self.continue_as_new = ContinueAsNewOps(self)
-        self.wire(self.steps, self.flows, self.continue_as_new)
+        self.wire(self.steps, self.waits, self.flows, self.continue_as_new)
 
     @classmethod
     def open(cls, db_path: Path, durability: Durability = Durability.POWER_LOSS, *,

@@ -140,7 +140,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             has_index = request.HasField("timer_condition_index")
             if not request.step_execution_id or (not request.timer_condition_id and not has_index):
                 raise invalid("step_execution_id and a timer condition id or index are required")
-            self.engine.steps.skip_timer(flow, request.step_execution_id, request.timer_condition_id,
+            self.engine.waits.skip_timer(flow, request.step_execution_id, request.timer_condition_id,
                                          request.timer_condition_index if has_index else None)
         self._run(context, skip)
         return empty_pb2.Empty()

@@ -78,7 +78,7 @@ def _recover_run(engine: Engine, uid: int) -> None:
                 lost = Task(task_id="recovered", kind=step.phase if step.phase == "wait_for" else "execute",
                             flow_type=flow.flow_type, message=pb.PollWorkerTask(), uid=uid, seid=step.seid,
                             attempt=step.attempt)
-                engine.steps.on_failure(lost, "engine restarted while the attempt was running", "dex.EngineRestart", 0)
+                engine.outcomes.on_failure(lost, "engine restarted while the attempt was running", "dex.EngineRestart", 0)
             else:
                 effects.launches.append((uid, step.seid))
         engine.after_commit(effects)

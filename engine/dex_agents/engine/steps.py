@@ -19,7 +19,6 @@ from . import history, policy
 from .repository import state
 from .core import EngineCore
 from .errors import ServiceError
-from .flows import FlowOps
 from .outcomes import Outcomes
 from .rows import FlowRow, StepRow
 from .step_creation import TIMEOUT_HANDLER
@@ -29,11 +28,13 @@ from .tasks import Task, new_task_id
 _LOGGER = logging.getLogger(__name__)
 
 
-class StepOps(Outcomes):
-    """Step lifecycle operations; every method runs under the engine lock."""
+class StepOps:
+    """Step lifecycle operations; every method runs under the engine lock. A method's result or
+    failure is the business of ``outcomes``, a component given here (never a parent class)."""
 
-    def __init__(self, engine: EngineCore, flows: FlowOps, streams: StreamOps) -> None:
-        super().__init__(engine, flows)
+    def __init__(self, engine: EngineCore, outcomes: Outcomes, streams: StreamOps) -> None:
+        self.engine = engine
+        self.outcomes = outcomes
         self.streams = streams
 
     def launch(self, uid: int, seid: str) -> None:
@@ -72,7 +73,7 @@ class StepOps(Outcomes):
             task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
         too_large = policy.oversized_task(message)
         if too_large is not None:  # fails before it takes a lock or a slot
-            self.on_failure(task, too_large, "dex.TaskTooLarge", 0)
+            self.outcomes.on_failure(task, too_large, "dex.TaskTooLarge", 0)
             return
         if keys:
             engine.attribute_locks.acquire(uid, keys, holder)
@@ -85,7 +86,7 @@ class StepOps(Outcomes):
         reuse its first snapshot"), else a new one."""
         db = self.engine.store.db
         options = step.options
-        snapshot = self.snapshots.get((step.uid, step.seid)) if step.attempt > 1 else None
+        snapshot = self.outcomes.snapshots.get((step.uid, step.seid)) if step.attempt > 1 else None
         context = pb.Context(
             flow_id=flow.flow_id, run_id=flow.run_id, flow_started_timestamp=flow.start_ms // 1000,
             step_execution_id=step.seid, first_attempt_timestamp=step.first_attempt_ms // 1000,
@@ -186,10 +187,10 @@ class StepOps(Outcomes):
             return
         try:
             if task.deadline and now >= task.deadline:
-                self.method_timeout(task)
+                self.outcomes.method_timeout(task)
             else:
                 seconds = (task.heartbeat_timeout or 0.0) / self.engine.timing.policy_second
-                self.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
+                self.outcomes.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
                                 "dex.HeartbeatTimeout", 0, cancel=True)
         except Exception:
             _LOGGER.exception("timing out %s failed", task.seid)
@@ -206,7 +207,7 @@ class StepOps(Outcomes):
         detail = "worker stream broke while the task was running"
         if task.redeliveries >= policy.MAX_REDELIVERIES and not task.output_seen:
             detail = f"worker stream broke on each of {task.redeliveries + 1} deliveries of the task"
-        self.on_failure(task, detail, "dex.WorkerLost", 0)
+        self.outcomes.on_failure(task, detail, "dex.WorkerLost", 0)
 
     def no_worker_available(self, task: Task, since: float) -> None:
         """Scheduled a dispatch wait after a Worker first refused the task (an unknown Step type) or
@@ -217,7 +218,7 @@ class StepOps(Outcomes):
                 or task.unavailable_since != since):
             return
         step_type = task.seid.rsplit("-", 1)[0]
-        self.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
+        self.outcomes.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
                         f"step type {step_type} within the dispatch wait "
                         f"({self.engine.timing.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0, cancel=True)
 
@@ -230,7 +231,7 @@ class StepOps(Outcomes):
         self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
         self.engine.attribute_locks.stop_waiting(uid, seid)
-        self.snapshots.pop((uid, seid), None)
+        self.outcomes.snapshots.pop((uid, seid), None)
         if task is None:
             return
         self.engine.dispatcher.cancel(task, tell_worker=task.local_phase)

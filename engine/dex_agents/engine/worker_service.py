@@ -141,7 +141,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         task = stream.task
         if task is None or task.task_id != frame.task_id:
             return
-        steps = self.engine.steps
+        steps, outcomes = self.engine.steps, self.engine.outcomes
         kind = frame.WhichOneof("output")
         if kind in ("wait_for", "execute"):
             output = frame.wait_for if kind == "wait_for" else frame.execute
@@ -160,13 +160,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             self.engine.flow_rpcs.on_frame(task, frame, stream)
         elif kind == "worker_error":
             error = frame.worker_error
-            steps.on_failure(task, error.detail, error.error_type, error.retry_after_seconds, worker_error=error)
+            outcomes.on_failure(task, error.detail, error.error_type, error.retry_after_seconds, worker_error=error)
         elif kind == "wait_for" and task.kind == "wait_for" and frame.wait_for.HasField("result"):
-            steps.on_wait_for_result(task, frame.wait_for.result)
+            outcomes.on_wait_for_result(task, frame.wait_for.result)
         elif kind == "execute" and task.kind == "execute" and frame.execute.HasField("result"):
-            steps.on_execute_result(task, frame.execute.result)
+            outcomes.on_execute_result(task, frame.execute.result)
         else:
-            steps.on_failure(task, f"worker sent an unexpected {kind} frame for a {task.kind} task",
+            outcomes.on_failure(task, f"worker sent an unexpected {kind} frame for a {task.kind} task",
                              "dex.InvalidWorkerFrame", 0)
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
