@@ -127,8 +127,10 @@ def test_the_engine_wires_its_components_into_the_loop_once(tmp_path: Path) -> N
     store = Store(tmp_path / "engine.db")
     try:
         engine = Engine(store)
-        with engine.locked():
-            engine.after_commit(Effects(launches=[(1, "S-1")]))  # no such run: the launch does nothing
-        assert not engine.running
+        with engine.core.locked():
+            engine.core.after_commit(Effects(launches=[(1, "S-1")]))  # no such run: the launch does nothing
+        assert not engine.core.running
+        with pytest.raises(RuntimeError, match="wired already"):
+            engine.core.wire(engine.steps, engine.waits, engine.flows)
     finally:
         store.close()

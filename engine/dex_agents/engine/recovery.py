@@ -37,21 +37,21 @@ RECOVERY_BATCH = 200
 def recover(engine: Engine) -> threading.Event:
     """Recover the first batch of open runs now and schedule the rest (engine lock held); the
     returned event is set once every open run is recovered."""
-    engine.assert_locked()
-    db = engine.store.db
+    engine.core.assert_locked()
+    db = engine.core.store.db
     running = deque(runs.running_uids(db))
     done = threading.Event()
 
     def next_batch() -> None:
-        if engine.stopped:
+        if engine.core.stopped:
             return
         for _ in range(min(RECOVERY_BATCH, len(running))):
-            engine.later(partial(_recover_run, engine, running.popleft()))  # its effects before the next run
-        engine.later(after_batch)
+            engine.core.later(partial(_recover_run, engine, running.popleft()))  # its effects before the next run
+        engine.core.later(after_batch)
 
     def after_batch() -> None:
         if running:
-            engine.scheduler.call_later(engine.timing.recovery_batch_gap, next_batch)
+            engine.core.scheduler.call_later(engine.core.timing.recovery_batch_gap, next_batch)
         else:
             done.set()
 
@@ -60,19 +60,19 @@ def recover(engine: Engine) -> threading.Event:
 
 
 def _recover_run(engine: Engine, uid: int) -> None:
-    db = engine.store.db
-    flow = engine.flow(uid)
+    db = engine.core.store.db
+    flow = engine.core.flow(uid)
     if flow is not None and flow.running:
         if flow.timeout_ms:
             start = runs.start_request(db, uid)
             engine.flows.arm_timeout(uid, flow.timeout_ms, start.flow_timeout_policy)
         effects = Effects()
-        for step in engine.active_steps(uid):
-            if (uid, step.seid) in engine.running:
+        for step in engine.core.active_steps(uid):
+            if (uid, step.seid) in engine.core.running:
                 continue  # launched by a call since the restart
             if step.phase == "waiting":
                 for idx, fire_ms in stored_steps.pending_timers(db, uid, step.seid):
-                    effects.timers.append((max(fire_ms / 1000, engine.clock.time()), uid, step.seid, idx))
+                    effects.timers.append((max(fire_ms / 1000, engine.core.clock.time()), uid, step.seid, idx))
                 effects.wait_checks.add(uid)
             elif step.output_seen:
                 lost = Task(task_id="recovered", kind=step.phase if step.phase == "wait_for" else "execute",
@@ -81,4 +81,4 @@ def _recover_run(engine: Engine, uid: int) -> None:
                 engine.outcomes.on_failure(lost, "engine restarted while the attempt was running", "dex.EngineRestart", 0)
             else:
                 effects.launches.append((uid, step.seid))
-        engine.after_commit(effects)
+        engine.core.after_commit(effects)

@@ -66,7 +66,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if not arrived.is_set():
                 context.cancel()
 
-        self.engine.scheduler.call_later(self.engine.timing.first_frame_timeout, cancel_if_silent)
+        self.engine.core.scheduler.call_later(self.engine.core.timing.first_frame_timeout, cancel_if_silent)
         try:
             first = next(request_iterator)
         except (StopIteration, grpc.RpcError):
@@ -79,10 +79,10 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         register = first.register
         stream = WorkerStream(register.queue, register.app_worker_id or f"anonymous-{id(context)}")
         context.add_callback(stream.close)
-        with self.engine.locked():
-            if self.engine.stopped:
+        with self.engine.core.locked():
+            if self.engine.core.stopped:
                 return
-            self.engine.dispatcher.register(stream)
+            self.engine.core.dispatcher.register(stream)
         self._readers.submit(self._read, request_iterator, stream)
         while True:
             response = stream.outbox.get()
@@ -95,8 +95,8 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         try:
             for request in requests:
                 try:
-                    with self.engine.locked():  # the frame's effects are performed as the block ends
-                        if self.engine.stopped:
+                    with self.engine.core.locked():  # the frame's effects are performed as the block ends
+                        if self.engine.core.stopped:
                             break
                         self._on_request(stream, request)
                 except Exception:
@@ -108,7 +108,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         except Exception:
             _LOGGER.exception("worker stream reader failed")
         finally:
-            with self.engine.locked():
+            with self.engine.core.locked():
                 self._on_closed(stream, clean_close)
             stream.close()
 
@@ -122,19 +122,19 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if task is not None and task.task_id == reject.task_id and task.kind == "rpc" and (
                 reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC
             ):
-                self.engine.dispatcher.finish(task)
+                self.engine.core.dispatcher.finish(task)
                 self.engine.flow_rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                     detail=f"worker does not know this rpc of flow type {task.flow_type}",
                     error_type="dex.UnknownRpc", grpc_status=grpc.StatusCode.NOT_FOUND.value[0])), stream)
                 return
             if reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP and task is not None and (
                     task.task_id == reject.task_id and task.kind != "rpc"):
-                started = self.engine.dispatcher.refuse(stream, reject.task_id)
+                started = self.engine.core.dispatcher.refuse(stream, reject.task_id)
             else:
-                started = self.engine.dispatcher.reject(stream, reject.task_id)
+                started = self.engine.core.dispatcher.reject(stream, reject.task_id)
             if started is not None:
                 steps, (unavailable, since) = self.engine.steps, started
-                self.engine.scheduler.call_later(self.engine.timing.dispatch_wait,
+                self.engine.core.scheduler.call_later(self.engine.core.timing.dispatch_wait,
                                                  lambda: steps.no_worker_available(unavailable, since))
 
     def _on_frame(self, stream: WorkerStream, frame: pb.PollWorkerTaskFrame) -> None:
@@ -147,13 +147,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             output = frame.wait_for if kind == "wait_for" else frame.execute
             which = output.WhichOneof("output")
             if which == "heartbeat" or which == "stream_write":
-                self.engine.dispatcher.progress(task)
+                self.engine.core.dispatcher.progress(task)
                 if not task.done and task.kind != "rpc":
                     steps.on_progress(task, output.heartbeat if which == "heartbeat" else None,
                                       output.stream_write if which == "stream_write" else None)
                 return
         task.unavailable_since = None
-        self.engine.dispatcher.finish(task)
+        self.engine.core.dispatcher.finish(task)
         if task.done:
             return
         if task.kind == "rpc":
@@ -170,14 +170,14 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
                              "dex.InvalidWorkerFrame", 0)
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
-        task = self.engine.dispatcher.stream_closed(stream, clean=clean_close)
-        if task is None or task.done or self.engine.stopped:
+        task = self.engine.core.dispatcher.stream_closed(stream, clean=clean_close)
+        if task is None or task.done or self.engine.core.stopped:
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task, clean_close=clean_close)
-        elif task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
+        elif task.may_redeliver(self.engine.core.timing.dispatch_wait, now=self.engine.core.clock.monotonic(),
                                 clean_close=clean_close):
-            self.engine.dispatcher.requeue(task)
+            self.engine.core.dispatcher.requeue(task)
         else:
             self.engine.flow_rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                 detail="worker stream broke while the rpc was running", error_type="dex.WorkerLost",
