@@ -122,6 +122,8 @@ class EngineCore:
         self._runs: RunEffects | None = None
         self._queued: list[Iterator[None]] = []
         """Work handed to the loop and not started yet, oldest first (see :meth:`perform_pending`)."""
+        self._stack: list[Iterator[None]] = []
+        """The work the loop has started, innermost last (empty between runs of the loop)."""
         self._performing = False
 
     def wire(self, steps: StepEffects, waits: WaitEffects, flows: FlowEffects, runs: RunEffects | None = None) -> None:
@@ -265,8 +267,7 @@ class EngineCore:
         self.assert_locked()
         if self._performing:
             raise EffectsLoopReentered("the effects loop was re-entered: hand effects over with after_commit")
-        queued = self._queued
-        stack: list[Iterator[None]] = []
+        queued, stack = self._queued, self._stack
         self._performing = True
         try:
             while True:
@@ -282,6 +283,7 @@ class EngineCore:
                     stack.pop()
         except BaseException:
             queued.clear()
+            stack.clear()
             raise
         finally:
             self._performing = False
