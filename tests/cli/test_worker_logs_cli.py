@@ -37,7 +37,7 @@ def test_the_worker_logs_the_engine_going_away_once_and_coming_back_once_as_json
                 back = next((line for line in worker.lines if "reachable again" in line), back)
             assert worker.stop(signal.SIGTERM) == 0
     records = [json.loads(line) for line in worker.lines if line.startswith("{")]
-    assert all(line.startswith(("{", "dex-agents worker ")) for line in worker.lines), worker.lines
+    assert all(line.startswith(("{", "dex-agents worker")) for line in worker.lines), worker.lines
     messages = [record["message"] for record in records]
     assert sum("is unreachable; the Worker retries: UNAVAILABLE: " in message for message in messages) == 1, messages
     assert sum("reachable again" in message for message in messages) == 1, messages

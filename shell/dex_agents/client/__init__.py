@@ -14,6 +14,7 @@ from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS as DEFAULT_WOR
 from dex_agents.client.values import EventPage as EventPage
 from dex_agents.client.values import NoWorkerError as NoWorkerError
 from dex_agents.client.values import SessionEvent as SessionEvent
+from dex_agents.client.values import SessionExistsError as SessionExistsError
 from dex_agents.client.values import StateCondition as StateCondition
 from dex_agents.client.values import status_is as status_is
 from dex_agents.client.values import turn_ended as turn_ended
@@ -29,6 +30,7 @@ __all__ = [
     "NoWorkerError",
     "SessionClient",
     "SessionEvent",
+    "SessionExistsError",
     "StateCondition",
     "session_flow_definition",
     "status_is",

@@ -38,9 +38,15 @@ from dex import (
 from dex_agents.client.async_loops import repeat, repeat_lock_conflicts
 from dex_agents.client.async_session_reads import AsyncSessionReads
 from dex_agents.client.connection import OwnedBlobCache, client_options, definition_of
-from dex_agents.client.retries import checked_message_id, is_repeatable_start, retried_start_options, send_options
+from dex_agents.client.retries import (
+    checked_message_id,
+    is_repeatable_start,
+    retried_start_options,
+    send_options,
+    start_request_id,
+)
 from dex_agents.client.shared import check_positive, expect, sessions_query
-from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS, NoWorkerError
+from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS, NoWorkerError, SessionExistsError
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
@@ -112,20 +118,33 @@ class AsyncSessionClient(AsyncSessionReads):
         ``request_id`` to repeat a start whose answer you lost. Either way the session's Flow config
         gets the continue-as-new threshold (``session_flow_config``) unless ``options`` set one.
 
+        Without ``request_id`` the request ID is made from the Flow type, the session ID and the first
+        message (``retries.start_request_id``), so starting a session again with the same first
+        message returns its run, and with another first message raises ``SessionExistsError``
+        instead of dropping the message.
+
         Returns:
             The run ID.
 
         Raises:
-            FlowAlreadyStartedError: The session already exists, started by another request (unless
-                ``options`` allow reuse).
+            SessionExistsError: The session already exists, started by another request (another
+                first message or request ID); a ``FlowAlreadyStartedError``. With ``options``, Dex's
+                own ``FlowAlreadyStartedError`` unless they allow reuse.
         """
         start_input = AgentSessionStartInput(initial_message=initial_message)
-        start_options = retried_start_options(options, request_id)
+        start_options = retried_start_options(options, request_id or start_request_id(self.flow_type, session_id,
+                                                                                       initial_message))
 
         async def start_flow() -> str:
             return await self.client.start_flow(self.flow, session_id, start_input, start_options)
 
-        return await repeat(start_flow, self.timeout) if is_repeatable_start(start_options) else await start_flow()
+        if not is_repeatable_start(start_options):
+            return await start_flow()
+        run_id = await repeat(start_flow, self.timeout)
+        if options is None and await self._server.start_request_id(session_id, timeout=self.timeout) \
+                != start_options.request_id:
+            raise SessionExistsError(session_id)
+        return run_id
 
     async def stop(self, session_id: str, options: StopFlowOptions | None = None) -> None:
         """Stop the session (cancel by default); returns once Dex accepted the request."""

@@ -19,6 +19,8 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from dataclasses import replace
 from typing import Final
@@ -51,6 +53,7 @@ __all__ = [
     "is_transient",
     "retried_start_options",
     "send_options",
+    "start_request_id",
 ]
 
 RETRY_FIRST_SECONDS: Final = 0.05
@@ -113,6 +116,13 @@ def retried_start_options(options: StartFlowOptions | None, request_id: str | No
         return replace(options, config_override=session_flow_config(options.config_override))
     return StartFlowOptions(request_id=request_id or uuid.uuid4().hex, ignore_already_started=True,
                             config_override=session_flow_config())
+
+
+def start_request_id(flow_type: str, session_id: str, initial_message: str | None) -> str:
+    """The request ID of a start without one: the same for the same Flow type, session and first
+    message (a repeated start returns its run), another for another first message (refused)."""
+    identity = json.dumps([flow_type, session_id, initial_message], ensure_ascii=False)
+    return "start-" + hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def is_repeatable_start(options: StartFlowOptions) -> bool:

@@ -87,6 +87,14 @@ class ServerCalls:
         hydrated = self._hydrator.hydrate(session_id, value)
         return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute_map.value_type)))
 
+    def start_request_id(self, session_id: str, *, timeout: float) -> str:
+        """The request ID that started the session's current run (``GetFlowSummary``; continue-as-new
+        keeps it)."""
+        request = pb.GetFlowSummaryRequest(flow_id=session_id)
+        response = self._call(partial(self._stub.GetFlowSummary, request, timeout=timeout), "describe_flow",
+                                    session_id)
+        return str(response.request_id)
+
     def worker_answers(self, flow: AgentSessionFlow, session_id: str, seconds: int) -> bool:
         """Whether a Worker serving ``flow`` took a harmless read of ``session_id`` within ``seconds``."""
         request = probe_request(self._registry, self._values, flow, session_id, seconds)

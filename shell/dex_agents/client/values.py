@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, cast, final
 
-from dex import StreamMessage
+import grpc
+from dex import ErrorSubStatus, FlowAlreadyStartedError, StreamMessage
 from pyrsistent import thaw
 
 from dex_agents.pure.machine.keys import turn_number_of
@@ -32,6 +33,7 @@ __all__ = [
     "NoWorkerError",
     "PendingInterruptOf",
     "SessionEvent",
+    "SessionExistsError",
     "StateCondition",
     "page_after",
     "status_is",
@@ -179,6 +181,17 @@ class NoWorkerError(RuntimeError):
         self.flow_type = flow_type
         self.server_address = server_address
         self.seconds = seconds
+
+
+class SessionExistsError(FlowAlreadyStartedError):
+    """The session already exists, started by another request: another first message (or request ID)
+    than this start's, which is not queued. Attributes: ``flow_id``, the session."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(grpc.StatusCode.ALREADY_EXISTS, ErrorSubStatus.FLOW_ALREADY_STARTED,
+                         f"session {session_id!r} already exists, started with another first message or request "
+                         f"ID; this start's message was not queued (send it with send(), or use another session ID)",
+                         "start_flow", session_id)
 
 
 def timeout_message(session_id: str, description: str, seconds: float, last_seen: object,
