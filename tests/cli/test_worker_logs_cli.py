@@ -43,3 +43,13 @@ def test_the_worker_logs_the_engine_going_away_once_and_coming_back_once_as_json
     assert sum("reachable again" in message for message in messages) == 1, messages
     assert all(set(record) >= {"time", "level", "logger", "message", "session_id", "turn_id", "step"}
                for record in records)
+
+
+def test_the_engine_logs_through_the_same_setup_and_its_json_lines_parse(tmp_path: Path) -> None:
+    with background_cli("engine", "--port", "0", "--db", str(tmp_path / "engine.sqlite3"), "--log-format", "json",
+                        "--log-level", "info") as engine:
+        engine.wait_for_line("dex-agents engine ready on ")
+        assert engine.stop(signal.SIGTERM) == 0
+    records = [json.loads(line) for line in engine.lines if not line.startswith("dex-agents engine")]
+    assert records and all(record["level"] in ("INFO", "WARNING") and "session_id" in record for record in records)
+    assert "stopping" in [record["message"] for record in records]

@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level, any case (default WARNING)",
     )
+    engine.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="stderr log lines as text (default) or one JSON object a line (dex_agents.logs)")
     return parser
 
 
@@ -315,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:2] == ["engine", BACKUP_COMMAND]:  # `engine backup` has a parser of its own
         return _run_backup(arguments[2:])
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from dex_agents.logs import configure_logging  # the product's one setup (stdlib only): time, level, ...
+
+    configure_logging(log_format=args.log_format, debug=args.log_level == "DEBUG", level=args.log_level)
     command: str = args.command
     if command == "engine":
         return _run_engine(args)
