@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.engine.core import EffectsLoopReentered, EngineCore
+from dex_agents.engine.core import EngineCore
+from dex_agents.engine.performers import EffectsLoopReentered
 from dex_agents.engine.engine import Engine
 from dex_agents.engine.repository.store import Store
 from dex_agents.engine.rows import Effects

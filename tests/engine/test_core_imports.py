@@ -17,7 +17,7 @@ SOURCES = Path(dex_agents.engine.__file__).parent
 LAYERS: dict[str, frozenset[str]] = {
     "package": frozenset({"__init__"}),
     "leaves": frozenset({"errors", "durability", "timing", "lock_discipline", "blobs", "policy", "rows",
-                         "step_phase", "waits", "reset_replay", "attribute_locks", "request_checks", "auth",
+                         "step_phase", "waits", "reset_replay", "attribute_locks", "request_checks", "auth", "performers",
                          "child_group"}),
     "storage": frozenset({"repository"}),
     "offline": frozenset({"run_history"}),

@@ -31,7 +31,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -41,6 +40,7 @@ from .dispatch import Dispatcher
 from .errors import flow_not_found, invalid
 from .lock_discipline import assert_engine_lock_held
 from .long_polls import LongPolls
+from .performers import EffectsLoopReentered, FlowEffects, RunEffects, StepEffects, WaitEffects
 from .rows import Effects, FlowRow, StepRow
 from .repository import runs
 from .repository.row_cache import RowCache
@@ -48,48 +48,6 @@ from .scheduler import Scheduler
 from .repository.store import Store
 from .tasks import Task
 from .timing import Clock, EngineTiming, SystemClock
-
-
-class EffectsLoopReentered(RuntimeError):
-    """Something the effects loop called tried to run the loop again (an operation must hand its
-    effects over with ``after_commit``, never perform them)."""
-
-
-class StepEffects(Protocol):
-    """What the effects loop asks of the Step operations (``steps.StepOps``)."""
-
-    def launch(self, uid: int, seid: str) -> None:
-        """Dispatch the Step's current method."""
-
-    def drop_task(self, uid: int, seid: str) -> None:
-        """Stop the task of a canceled or closed Step execution."""
-
-
-class WaitEffects(Protocol):
-    """What the effects loop and a publish ask of the Waits (``step_waits.StepWaits``)."""
-
-    def check_waits(self, uid: int) -> None:
-        """Re-evaluate the run's waiting Steps."""
-
-    def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
-        """Complete, in the open transaction, the run's Waits its publishes satisfied."""
-
-    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
-        """A Timer's time came."""
-
-
-class FlowEffects(Protocol):
-    """What the after-commit effects ask of the Flow operations (``flows.FlowOps``)."""
-
-    def arm_timeout(self, uid: int, timeout_ms: int, timeout_policy: int) -> None:
-        """Close the run when its Flow timeout passes."""
-
-
-class RunEffects(Protocol):
-    """What the after-commit effects ask of the continue-as-new operations (``continue_as_new``)."""
-
-    def continue_if_due(self, uid: int, events: int) -> None:
-        """Roll the run over if its history (``events`` long) exceeds its threshold."""
 
 
 class EngineCore:

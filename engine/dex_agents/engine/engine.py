@@ -9,8 +9,8 @@ allows (a test parses every import; the adapters never import storage). Every mo
 1. leaves: ``errors`` (error statuses, ``DatabaseError``), ``durability``, ``timing`` (clock and
    ``EngineTiming``), ``lock_discipline``, ``blobs``, ``policy`` (Dex's retry and timeout defaults),
    ``rows`` (row types, ``Effects``), ``step_phase``, ``waits`` (pure Wait evaluation),
-   ``reset_replay`` (pure reset replay), ``attribute_locks``, ``request_checks``, ``auth``,
-   ``child_group``;
+   ``reset_replay`` (pure reset replay), ``attribute_locks``, ``performers`` (the effects loop's
+   contract with its performers), ``request_checks``, ``auth``, ``child_group``;
 2. storage: the ``repository`` package, which owns every SQL statement (``store``, ``row_cache``,
    ``runs``, ``steps``, ``state``, ``events``, ``streams``, ``backup``); offline beside it: ``run_history``;
 3. scheduling: ``tasks``, ``pending``, ``scheduler``, ``dispatch``, ``long_polls`` (every long poll);
