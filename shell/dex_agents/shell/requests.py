@@ -7,7 +7,7 @@ returns the follow-up input the driver reduces next, in the same attempt:
 | --- | --- | --- |
 | ``BuildUserMessage`` | ``runner.build_user_message(text)`` | ``UserMessageBuilt`` |
 | ``CallModel`` | ``runner.run_model_step(turn)`` under background heartbeats | ``ModelCallFinished``, or ``ModelCallFailed`` when it raised |
-| ``SendHeartbeat`` | a heartbeat proven sent (``heartbeats.heartbeat_sent``) | ``HeartbeatSent`` |
+| ``SendHeartbeat`` | a heartbeat proven sent (``heartbeats.heartbeat_sent``), then the Step's start confirmed through Dex (``start_confirmation.confirm_start``) | ``HeartbeatSent`` |
 | ``ExecuteDeferredToolCall`` | ``runner.execute_deferred_tool_call(call)`` under background heartbeats | ``ToolCallSucceeded``, or ``ToolExecutionFailed`` for a ``ToolExecutionError`` |
 | ``SummarizeHistory`` | ``runner.summarize_history(request)`` under background heartbeats | ``HistorySummarized``, or ``SummarizationFailed`` when it raised |
 
@@ -20,7 +20,8 @@ Invariants:
       goes with it) and is kept as the follow-up's ``cause``, so an attempt
       the core then fails carries the runner's traceback. Any other exception from
       ``execute_deferred_tool_call`` propagates: Dex retries the attempt or takes the failure route.
-    * A heartbeat that cannot be proven sent raises ``HeartbeatNotProvenError``: the tool never runs.
+    * A heartbeat that cannot be proven sent, or a start Dex does not confirm, raises
+      ``HeartbeatNotProvenError`` (``StartNotConfirmedError``): the tool never runs.
     * Every follow-up input reads the clock again (``StepRun.now``).
 """
 
@@ -55,6 +56,7 @@ from dex_agents.pure.machine.step_inputs import (
 from dex_agents.pure.values.session import AgentUsage, FrameworkMessage
 from dex_agents.shell import tracing
 from dex_agents.shell.heartbeats import background_heartbeats, heartbeat_sent
+from dex_agents.shell.start_confirmation import confirm_start
 from dex_agents.shell.runner import (
     AgentTurnContext,
     ContextWindowExceededError,
@@ -92,7 +94,9 @@ async def perform_request(request: Request, run: StepRun) -> FollowUp:
         case CallModel():
             return await _call_model(run, request)
         case SendHeartbeat(tool_call_id=tool_call_id):
-            await heartbeat_sent(run.context, deadline_seconds=run.runtime.timing.heartbeat_proof_seconds)
+            proof_seconds = run.runtime.timing.heartbeat_proof_seconds
+            await heartbeat_sent(run.context, deadline_seconds=proof_seconds)
+            await confirm_start(run.context, run.runtime.confirmations, tool_call_id, deadline_seconds=proof_seconds)
             return FollowUp(input=HeartbeatSent(invocation=run.now(), tool_call_id=tool_call_id))
         case ExecuteDeferredToolCall():
             return await _execute_tool_call(run, request)

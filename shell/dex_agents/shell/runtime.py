@@ -17,6 +17,7 @@ from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Wa
 from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell.history import MessageHistory
 from dex_agents.shell.runner import AgentFrameworkRunner
+from dex_agents.shell.start_confirmation import StartConfirmations
 from dex_agents.shell.timing import SessionTiming
 
 
@@ -39,6 +40,8 @@ class SessionRuntime:
     fact_observer: Callable[[SessionInput], None] | None = None
     history: MessageHistory = field(default_factory=MessageHistory)
     """This Flow's cache of committed messages on this Worker (``shell.history``)."""
+    confirmations: StartConfirmations = field(default_factory=StartConfirmations)
+    """The reader that confirms a single-attempt tool's start through Dex (``shell.start_confirmation``)."""
     retry_overrides: RetryOverrides = field(init=False)
     """The retry options that replace the flow table rows' (``SessionConfig.retry_overrides``: ``model_retry``)."""
 

@@ -17,6 +17,7 @@ from dex_agents.shell.codecs import session_codec_registry
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.history import CommittedReader
 from dex_agents.shell.sdk_private import large_message_channels, memoize_sdk_version
+from dex_agents.shell.start_confirmation import StartReader
 
 DEFAULT_MAX_CONCURRENT_TASKS: Final = 8
 """Task slots of a session Worker (RPCs and Steps share them; one is reserved for RPCs)."""
@@ -46,7 +47,9 @@ def session_worker(
     Building one memoizes the SDK's version lookup for its stream registrations (see
     ``sdk_private``), gives its channel to Dex a receive limit above gRPC's 4 MiB (the ``LoadBlobs``
     that hydrates large values), and gives each session Flow's message cache a reader of the server's
-    committed state (``shell.history``), so a Step or RPC can read the committed messages its cache lacks.
+    committed state (``shell.history``), so a Step or RPC can read the committed messages its cache lacks,
+    and a reader of its event Stream that confirms a single-attempt tool's start before the tool runs
+    (``shell.start_confirmation``).
     """
     memoize_sdk_version()
     tracing.enable_tracing_from_environment()  # DEX_AGENTS_OTEL / DEX_AGENTS_OTEL_FILE (see shell.tracing)
@@ -63,6 +66,11 @@ def session_worker(
             previous, history.reader = history.reader, CommittedReader(server_address, credential, blob_cache, registry)
             if previous is not None:
                 previous.close()
+            confirmations = flow.runtime.confirmations
+            replaced, confirmations.reader = confirmations.reader, StartReader(
+                server_address, credential, flow.get_flow_type(), flow.agent_events.name)
+            if replaced is not None:
+                replaced.close()
     return worker
 
 
