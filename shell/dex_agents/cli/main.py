@@ -2,7 +2,7 @@
 
 Commands: ``engine`` (the local Dex engine, unchanged: its arguments go to
 ``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat``, ``console``, ``replay`` and
-``sessions list|show|tail|approve|reject|send|export``.
+``sessions list|show|start|stop|tail|approve|reject|send|compact|export``.
 
 Invariants:
     * A failure prints one line ``dex-agents: error: <message> (hint: <hint>)`` to stderr and exits
@@ -102,6 +102,10 @@ def _describe(error: Exception, server: str | None) -> str:
     import grpc
     from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError, WorkerInvocationError
 
+    from dex_agents.client import SessionStoppedError
+
+    if isinstance(error, SessionStoppedError):
+        return f"{error.detail} (hint: start another session: dex-agents sessions start FLOW_TYPE SESSION_ID TEXT)"
     if isinstance(error, FlowNotFoundError | FlowNotActiveOrNotFoundError):
         session = f"session {error.flow_id}" if error.flow_id else "the session"
         return f"{session} was not found or is not running (hint: see the sessions with: dex-agents sessions list)"
@@ -283,6 +287,33 @@ def sessions_show(session: str, server: ServerOption = None, flow_type: FlowType
     address = _server(server)
     credential = _credential(token_file)
     _run(lambda: sessions.show(address, flow_type, session, _console(), credential=credential, full=full),
+         server=address)
+
+
+@sessions_app.command("start")
+def sessions_start(flow_type: Annotated[str, typer.Argument(help="the agent's Flow type, e.g. SupportAgent")],
+                   session: Annotated[str, typer.Argument(help="the new session's ID")],
+                   text: Annotated[str, typer.Argument(help="the first user message")],
+                   server: ServerOption = None, token_file: TokenFileOption = None) -> None:
+    """Start a session with its first message (a Worker serving the Flow type runs the turn)."""
+    from dex_agents.cli import sessions
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: sessions.start(address, flow_type, session, text, _console(), credential=credential),
+         server=address)
+
+
+@sessions_app.command("stop")
+def sessions_stop(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                  reason: Annotated[str | None, typer.Option("--reason", help="why, recorded with Dex")] = None,
+                  token_file: TokenFileOption = None) -> None:
+    """Stop a session: Dex cancels its run; it takes no more messages (needs only the server)."""
+    from dex_agents.cli import sessions
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: sessions.stop(address, flow_type, session, reason, _console(), credential=credential),
          server=address)
 
 

@@ -10,6 +10,10 @@ Invariants:
       within one Step execution, then follows new events until Ctrl-C (or returns at once with
       ``--no-follow``).
     * ``list`` prints one line per session with full timestamps, never cut to the terminal's width.
+    * A session whose Dex run is closed is *stopped*: ``list`` shows ``stopped (canceled)``, ``show``
+      ``state: stopped (canceled), the agent was ... when it stopped`` (Dex's Flow status from
+      ``describe_flow``; the spec's snapshot has no such field). ``start`` and ``stop`` need only the
+      server; ``send`` and the answers to a stopped session fail at once (``SessionStoppedError``).
     * ``export`` reads the server only (no Worker) and writes one JSON document, to ``--out`` (written
       whole or not at all: a temporary file renamed into place) or to standard output.
 """
@@ -21,25 +25,36 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dex import Credential, SearchFlowEntry, WorkerInvocationError
+from dex import (
+    Credential,
+    FlowAlreadyStartedError,
+    FlowNotFoundError,
+    FlowStatus,
+    SearchFlowEntry,
+    WorkerInvocationError,
+)
 from rich.console import Console
 
 from dex_agents.cli.connection import open_session, require_worker
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
+from dex_agents.client import SessionClient
 from dex_agents.client.sessions import search_sessions
+from dex_agents.client.stopped import is_stopped_status, stopped_label
 from dex_agents.pure.offline.export_document import render_export
 from dex_agents.pure.values.rpc import AgentSnapshot
 from dex_agents.pure.values.session import UserMessageReceipt
 
-__all__ = ["approve", "export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "tail"]
+__all__ = ["approve", "export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "start", "stop",
+           "tail"]
 
 
 def session_lines(entries: list[SearchFlowEntry], *, with_flow_type: bool) -> list[str]:
-    """The sessions as aligned lines under a header: ID, (Flow type,) status, started, closed."""
+    """The sessions as aligned lines under a header: ID, (Flow type,) status (a closed run is
+    ``stopped (canceled)``, ...), started, closed."""
     header = ["SESSION", *(["FLOW TYPE"] if with_flow_type else []), "STATUS", "STARTED", "CLOSED"]
-    rows = [[entry.flow_id, *([entry.flow_type] if with_flow_type else []), entry.status.name.lower(),
+    rows = [[entry.flow_id, *([entry.flow_type] if with_flow_type else []), stopped_label(entry.status),
              entry.started_at.isoformat(timespec="seconds"),
              "" if entry.closed_at is None else entry.closed_at.isoformat(timespec="seconds")] for entry in entries]
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
@@ -70,15 +85,20 @@ def _cut(text: str, limit: int | None) -> str:
 
 
 def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console, *,
-                   limit: int | None = SHOWN_CHARACTERS) -> None:
+                   limit: int | None = SHOWN_CHARACTERS, run_status: FlowStatus | None = None) -> None:
     """The snapshot as text: state, messages, pending interrupts, tool calls, usage; each message,
-    argument and output cut to ``limit`` characters (``None``: whole)."""
+    argument and output cut to ``limit`` characters (``None``: whole). A session whose run is closed
+    (``run_status``) shows ``state: stopped (canceled)`` and the agent's status when it stopped."""
     console.rule(f"session {session_id}", style="cyan")
     state = snapshot.state
+    stopped = run_status is not None and is_stopped_status(run_status)
+    shown = "" if state is None else state.status.value
+    if stopped and run_status is not None:
+        shown = f"{stopped_label(run_status)}" + (f", the agent was {shown} when it stopped" if shown else "")
     if state is None:
-        console.print("state: not started", highlight=False)
+        console.print(f"state: {shown or 'not started'}", highlight=False)
     else:
-        console.print(f"state: {state.status.value}; turns {state.turn_count} (completed "
+        console.print(f"state: {shown}; turns {state.turn_count} (completed "
                       f"{state.completed_turn_count}, failed {state.failed_turn_count}); "
                       f"messages {state.message_count}; queued {snapshot.queued_message_count}",
                       highlight=False)
@@ -115,10 +135,49 @@ def show(server: str, flow_type: str | None, session_id: str, console: Console, 
          credential: Credential | None = None, full: bool = False) -> None:
     """Print the session's snapshot (an RPC: needs a Worker); long texts cut unless ``full``."""
     with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        run_status = sessions.describe(session_id).status
         require_worker(sessions, session_id)
         with console.status("reading the snapshot..."):
-            snapshot = sessions.snapshot(session_id)
-    print_snapshot(snapshot, session_id, console, limit=None if full else SHOWN_CHARACTERS)
+            snapshot = sessions.snapshot(session_id)  # query-only: a stopped run answers it too
+    print_snapshot(snapshot, session_id, console, limit=None if full else SHOWN_CHARACTERS, run_status=run_status)
+
+
+def start(server: str, flow_type: str, session_id: str, text: str, console: Console, *,
+          credential: Credential | None = None) -> None:
+    """Start the session ``session_id`` of ``flow_type`` with ``text`` as its first message (needs only
+    the server; a Worker serving the Flow type runs the turn). An existing session is an error."""
+    try:
+        with SessionClient.connect(server, flow_type, credential=credential) as sessions:
+            if _exists(sessions, session_id):
+                raise CliError(f"session {session_id} exists already",
+                               hint=f"see it with: dex-agents sessions show {session_id}")
+            run_id = sessions.start(session_id, text or None)
+    except FlowAlreadyStartedError as error:
+        raise CliError(f"session {session_id} exists already",
+                       hint=f"see it with: dex-agents sessions show {session_id}") from error
+    except ValueError as error:
+        raise CliError(str(error), exit_code=2) from error
+    console.print(f"started {session_id} ({flow_type}, run {run_id})", highlight=False, markup=False)
+
+
+def _exists(sessions: SessionClient, session_id: str) -> bool:
+    try:
+        sessions.describe(session_id)
+    except FlowNotFoundError:
+        return False
+    return True
+
+
+def stop(server: str, flow_type: str | None, session_id: str, reason: str | None, console: Console, *,
+         credential: Credential | None = None) -> None:
+    """Stop the session (Dex cancels its run, recording ``reason``); needs only the server."""
+    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
+        status = sessions.describe(session_id).status
+        if is_stopped_status(status):
+            raise CliError(f"session {session_id} is {stopped_label(status)} already",
+                           hint="see the sessions with: dex-agents sessions list")
+        sessions.stop(session_id, reason)
+    console.print(f"stopped {session_id}" + (f" ({reason})" if reason else ""), highlight=False, markup=False)
 
 
 def _binds(receipt: UserMessageReceipt, text: str) -> bool:

@@ -10,6 +10,7 @@ builds the Flow type's definition with ``session_flow_definition``, and a Worker
 from dex_agents.client.async_session_client import AsyncSessionClient as AsyncSessionClient
 from dex_agents.client.connection import SERVER_ADDRESS_ENV as SERVER_ADDRESS_ENV
 from dex_agents.client.session_client import SessionClient as SessionClient
+from dex_agents.client.stopped import SessionStoppedError as SessionStoppedError
 from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS as DEFAULT_WORKER_PROBE_SECONDS
 from dex_agents.client.values import EventPage as EventPage
 from dex_agents.client.values import NoWorkerError as NoWorkerError
@@ -31,6 +32,7 @@ __all__ = [
     "SessionClient",
     "SessionEvent",
     "SessionExistsError",
+    "SessionStoppedError",
     "StateCondition",
     "session_flow_definition",
     "status_is",

@@ -6,6 +6,8 @@ server: ``SessionClient.connect(address, "SupportAgent")`` opens its own BlobCac
 and ``SessionClient(client, flow)`` wraps a Client the caller owns.
 
 Invariants:
+    * A stopped session (its Dex run closed: ``stop``, ``is_stopped``) refuses every RPC that writes
+      with ``SessionStoppedError`` at once (Dex refuses it; the client names why), never a timeout.
     * The RPCs (``send``, ``approve``/``reject``, ``snapshot``, ``messages``, ``check_worker``) run on
       a Worker serving the Flow type; ``start``, ``stop``, ``events``, ``state``,
       ``pending_interrupts``, ``export`` and every wait need only the server, so they work while no
@@ -22,12 +24,15 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, cast, final
 
 from dex import (
     Client,
     Credential,
     FlowInfo,
+    FlowNotActiveOrNotFoundError,
+    FlowNotFoundError,
     RPCInvokeOptions,
     SearchFlowEntry,
     StartFlowOptions,
@@ -45,6 +50,7 @@ from dex_agents.client.retries import (
     start_request_id,
 )
 from dex_agents.client.shared import check_positive, expect, sessions_query
+from dex_agents.client.stopped import SessionStoppedError, is_stopped_status
 from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS, NoWorkerError, SessionExistsError
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
@@ -145,9 +151,29 @@ class SessionClient(SessionReads):
             raise SessionExistsError(session_id)
         return run_id
 
-    def stop(self, session_id: str, options: StopFlowOptions | None = None) -> None:
-        """Stop the session (cancel by default); returns once Dex accepted the request."""
-        self.client.stop_flow(session_id, options or StopFlowOptions())
+    def stop(self, session_id: str, reason: str | StopFlowOptions | None = None, *,
+                   options: StopFlowOptions | None = None) -> None:
+        """Stop the session (Dex cancels its run unless ``options`` say otherwise), recording ``reason``
+        with Dex (the run's stop reason); returns once Dex accepted the request. From then on the
+        session is stopped (``is_stopped``): its committed values stay readable, and a message,
+        approval or other write raises ``SessionStoppedError``.
+
+        ``stop(session_id, StopFlowOptions(...))``, the earlier form, still works.
+
+        Raises:
+            FlowNotActiveOrNotFoundError: No such session, or it is stopped already.
+        """
+        if isinstance(reason, StopFlowOptions):
+            options, reason = reason, None
+        stop_options = options or StopFlowOptions()
+        if reason is not None:
+            stop_options = replace(stop_options, reason=reason)
+        self.client.stop_flow(session_id, stop_options)
+
+    def is_stopped(self, session_id: str) -> bool:
+        """Whether the session is stopped: its Dex run is closed (``stopped.is_stopped_status`` of its
+        ``describe`` status). ``FlowNotFoundError`` for an unknown session."""
+        return is_stopped_status((self.describe(session_id)).status)
 
     def describe(self, session_id: str) -> FlowInfo:
         """The session's run: Flow type, status, start time (``FlowNotFoundError`` for an unknown one)."""
@@ -242,5 +268,22 @@ class SessionClient(SessionReads):
 
     def _invoke(self, method: Callable[..., Any], session_id: str, *rpc_input: object,
                       options: RPCInvokeOptions | None = None) -> object:
+        """Invoke an RPC; one Dex refuses because the run is closed raises ``SessionStoppedError``."""
         invoke = cast(Callable[..., object], self.client.invoke_rpc)
-        return invoke(method, session_id, *rpc_input, options=options or RPCInvokeOptions())
+        try:
+            return invoke(method, session_id, *rpc_input, options=options or RPCInvokeOptions())
+        except FlowNotActiveOrNotFoundError as error:
+            self._raise_if_stopped(session_id, error)
+            raise
+
+    def _raise_if_stopped(self, session_id: str, error: FlowNotActiveOrNotFoundError) -> None:
+        """Raise ``SessionStoppedError`` when ``session_id`` exists and its run is closed (``error`` was
+        Dex's refusal); return otherwise (an unknown session keeps Dex's error)."""
+        if isinstance(error, SessionStoppedError):
+            return
+        try:
+            info = self.describe(session_id)
+        except FlowNotFoundError:
+            return
+        if is_stopped_status(info.status):
+            raise SessionStoppedError(session_id, info.status, error) from error
