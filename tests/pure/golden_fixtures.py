@@ -7,6 +7,7 @@ from pyrsistent import pmap, pvector
 
 from dex_agents.pure.wire.json_value import JsonObject, JsonValue
 from dex_agents.pure.values.session import (
+    text_sha256,
     AgentEvent,
     AgentInterrupt,
     AgentMessage,
@@ -157,6 +158,7 @@ INTERRUPT = AgentInterrupt(
     arguments=CHARGE_CALL.arguments,
     effect=ToolEffect.NON_IDEMPOTENT_WRITE,
     deadline="2026-11-30T18:30:00.250Z",
+    arguments_sha256=text_sha256(CHARGE_CALL.arguments),
 )
 UNBOUNDED_INTERRUPT = AgentInterrupt(
     interrupt_id="turn-2:call_wire_4",
@@ -166,6 +168,7 @@ UNBOUNDED_INTERRUPT = AgentInterrupt(
     arguments='{"iban":"DE00 1234","amount":120.5}',
     effect=ToolEffect.UNCLASSIFIED,
     deadline=None,
+    arguments_sha256=text_sha256('{"iban":"DE00 1234","amount":120.5}'),
 )
 
 
@@ -206,6 +209,11 @@ SESSION_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
     **SPEC_EVENT_PAYLOAD_KEYS,
     "dex_agents.model_call_failed": frozenset({"error", "retrying"}),
     "dex_agents.history_compacted": frozenset({"through_sequence", "summarized_messages", "summary_chars", "trigger"}),
+    "interrupt_resolved": SPEC_EVENT_PAYLOAD_KEYS["interrupt_resolved"]
+    | {"approver", "reason", "resolved_at", "original_arguments", "edited_arguments"},
+    "dex_agents.approval_refused": frozenset({"interrupt_id", "tool_call_id", "error", "approver", "edited_arguments"}),
+    "dex_agents.tool_outcome_settled": frozenset({"tool_call_id", "tool_name", "status", "settled_by", "resolver",
+                                                  "reason"}),
 }
 """Every event the session itself writes: the spec's, plus ours (prefixed ``dex_agents.``, docs/wire.md)."""
 
@@ -239,7 +247,22 @@ EVENTS: dict[str, AgentEvent] = {
     "interrupt_resolved": _event(
         "interrupt_resolved",
         "se-approval-12",
-        {"interrupt_id": "turn-2:call_charge_2", "approved": False, "rejection_message": None},
+        {"interrupt_id": "turn-2:call_charge_2", "approved": True, "rejection_message": None, "approver": "ana@ops",
+         "reason": "5 € max", "resolved_at": "2026-11-30T18:29:01.500Z",
+         "original_arguments": '{"amount":50,"currency":"EUR"}', "edited_arguments": '{"amount":5,"currency":"EUR"}'},
+    ),
+    "dex_agents.approval_refused": _event(
+        "dex_agents.approval_refused",
+        "se-approval-12",
+        {"interrupt_id": "turn-2:call_charge_2", "tool_call_id": "call_charge_2", "approver": "ana@ops",
+         "error": "Invalid arguments for tool 'charge_card': amount: Input should be a valid integer",
+         "edited_arguments": '{"amount":"five"}'},
+    ),
+    "dex_agents.tool_outcome_settled": _event(
+        "dex_agents.tool_outcome_settled",
+        "se-reconcile-14",
+        {"tool_call_id": "call_refund_3", "tool_name": "refund", "status": "succeeded", "settled_by": "reconcile",
+         "resolver": None, "reason": None},
     ),
     "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": usage_object(CALL_USAGE), "session": usage_object(SESSION_USAGE)}),
     "dex_agents.model_call_failed": _event(

@@ -9,7 +9,7 @@ file is a wire format change that other-language readers must follow.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar, final
 
@@ -21,6 +21,7 @@ from dex_agents.pure.machine.invocation_record import InvocationRecord, Recorded
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
+    ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
@@ -29,6 +30,7 @@ from dex_agents.pure.values.rpc import (
 from dex_agents.pure.values.runner import (
     DeferredToolCall,
     McpToolAnnotations,
+    ReconciledOutcome,
     ResolvedToolPolicy,
     ToolCallsRequested,
     ToolPolicy,
@@ -47,7 +49,10 @@ from dex_agents.pure.values.session import (
     AgentUsage,
     AgentUserMessage,
     FrameworkMessage,
+    ToolCallApproval,
     ToolCallCompleted,
+    ToolCallSettlement,
+    ToolCallStatus,
     ToolEffect,
     UserMessageReceipt,
 )
@@ -162,11 +167,40 @@ GOLDEN_CASES: list[GoldenCase] = [
     _case("agent_message", stored_message(3, USER_MESSAGE), record_type(AgentMessage)),
     _case("agent_tool_call", CHARGE_CALL, record_type(AgentToolCall)),
     _case("agent_tool_call.outcome_unknown", UNKNOWN_CALL, record_type(AgentToolCall)),
+    _case(
+        "agent_tool_call.edited",
+        replace(CHARGE_CALL, status=ToolCallStatus.SUCCEEDED, output="charged 5 EUR",
+                arguments='{"amount":5,"currency":"EUR"}',
+                approval=ToolCallApproval(approved=True, approver="ana@ops", reason="5 € max",
+                                          resolved_at="2026-11-30T18:29:01.500Z",
+                                          original_arguments='{"amount":50,"currency":"EUR"}')),
+        record_type(AgentToolCall),
+    ),
+    _case(
+        "agent_tool_call.settled",
+        replace(UNKNOWN_CALL, status=ToolCallStatus.SUCCEEDED, output="refund rf_881 found", error=None,
+                unknown_error=UNKNOWN_CALL.error,
+                settlement=ToolCallSettlement(settled_by="reconcile", settled_at="2026-11-30T18:31:00.000Z",
+                                              unknown_error=UNKNOWN_CALL.error)),
+        record_type(AgentToolCall),
+    ),
+    _case("tool_call_approval", ToolCallApproval(approved=False, approver="ana@ops", reason="no",
+                                                 resolved_at="2026-11-30T18:29:01.500Z"), record_type(ToolCallApproval)),
+    _case("tool_call_settlement", ToolCallSettlement(settled_by="operator", resolver="bo@ops", reason="bank statement",
+                                                     settled_at="2026-11-30T19:00:00.000Z",
+                                                     unknown_error="Worker lost"), record_type(ToolCallSettlement)),
     _case("agent_interrupt", INTERRUPT, record_type(AgentInterrupt)),
     _case("pending_interrupts", pvector([INTERRUPT, UNBOUNDED_INTERRUPT]), vector_type(AgentInterrupt)),
     _case(
         "agent_interrupt_resolution",
         AgentInterruptResolution(interrupt_id=INTERRUPT.interrupt_id, approved=False, rejection_message="Pas sans confirmation écrite."),
+        record_type(AgentInterruptResolution),
+    ),
+    _case(
+        "agent_interrupt_resolution.edited",
+        AgentInterruptResolution(interrupt_id=INTERRUPT.interrupt_id, approved=True, rejection_message=None,
+                                 edited_arguments='{"amount":5,"currency":"EUR"}', approver="ana@ops",
+                                 reason="5 € max", resolved_at="2026-11-30T18:29:01.500Z", deadline=INTERRUPT.deadline),
         record_type(AgentInterruptResolution),
     ),
     _case("agent_user_message", AgentUserMessage(text="Thanks! \"quoted\" \\ and a tab\there"), record_type(AgentUserMessage)),
@@ -200,6 +234,18 @@ GOLDEN_CASES: list[GoldenCase] = [
         ResolveInterruptInput(interrupt_id=INTERRUPT.interrupt_id, approved=True, rejection_message=None),
         record_type(ResolveInterruptInput),
     ),
+    _case(
+        "resolve_interrupt_input.edited",
+        ResolveInterruptInput(interrupt_id=INTERRUPT.interrupt_id, approved=True, rejection_message=None,
+                              edited_arguments='{"amount":5,"currency":"EUR"}',
+                              arguments_sha256=INTERRUPT.arguments_sha256, approver="ana@ops", reason="5 € max"),
+        record_type(ResolveInterruptInput),
+    ),
+    _case(
+        "extend_interrupt_deadline_input",
+        ExtendInterruptDeadlineInput(interrupt_id=INTERRUPT.interrupt_id, deadline_ms=3_600_000),
+        record_type(ExtendInterruptDeadlineInput),
+    ),
     _case("list_agent_messages_input", ListAgentMessagesInput(before_sequence=41, limit=20), record_type(ListAgentMessagesInput)),
     _case("list_agent_messages_input.defaults", ListAgentMessagesInput(before_sequence=None, limit=None), record_type(ListAgentMessagesInput)),
     _case(
@@ -221,6 +267,7 @@ GOLDEN_CASES: list[GoldenCase] = [
     ),
     _case("agent_message_page", AgentMessagePage(messages=PAGE_MESSAGES, next_before_sequence=3), record_type(AgentMessagePage)),
     _case("tool_policy", ToolPolicy(effect=ToolEffect.IDEMPOTENT_WRITE, requires_approval=None), record_type(ToolPolicy)),
+    _case("reconciled_outcome", ReconciledOutcome.succeeded("refund rf_881 found"), record_type(ReconciledOutcome)),
     _case("resolved_tool_policy", ResolvedToolPolicy(effect=ToolEffect.READ, requires_approval=False), record_type(ResolvedToolPolicy)),
     _case(
         "mcp_tool_annotations",

@@ -67,6 +67,8 @@ class SessionSteps(SessionInvariants):
                 self._record_turn_failure(step)
             case StepType.START_AGENT_SESSION:
                 raise AssertionError("nothing moves to StartAgentSession")
+            case StepType.RECONCILE_TOOL_OUTCOME:
+                raise AssertionError("no tool of this machine has a reconcile")
             case StepType.COMPACT_HISTORY:
                 raise AssertionError("the machine's sessions do not compact (test_scenarios_compaction does)")
 

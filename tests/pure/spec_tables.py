@@ -56,11 +56,12 @@ def check_movement_against_spec(movement: StepMovement) -> None:
             route = options.failure_route
             assert route is not None and route.step_type is StepType.RECORD_TURN_FAILURE
             _check_recording_route(route.options)
-        case StepType.CALL_TOOL | StepType.CALL_SINGLE_ATTEMPT_TOOL:
+        case StepType.CALL_TOOL | StepType.CALL_SINGLE_ATTEMPT_TOOL | StepType.RECONCILE_TOOL_OUTCOME:
             attempts, route_type = (
-                (3, StepType.RECORD_TOOL_FAILURE)
-                if movement.step_type is StepType.CALL_TOOL
-                else (1, StepType.RECORD_TOOL_OUTCOME_UNKNOWN)
+                (1, StepType.RECORD_TOOL_OUTCOME_UNKNOWN)
+                if movement.step_type is StepType.CALL_SINGLE_ATTEMPT_TOOL
+                else (3, StepType.RECORD_TOOL_OUTCOME_UNKNOWN if movement.step_type is StepType.RECONCILE_TOOL_OUTCOME
+                      else StepType.RECORD_TOOL_FAILURE)
             )
             assert options.execute_retry is not None and options.execute_retry.maximum_attempts == attempts
             assert list(options.execute_load_attribute_map_instances) == own_instance, "a tool Step loads only its call"

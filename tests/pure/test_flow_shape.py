@@ -42,13 +42,11 @@ def test_every_step_has_its_next_steps() -> None:
 
 
 def test_tool_steps_and_recording_steps_only_dead_end() -> None:
-    for step_type in (
-        StepType.CALL_TOOL,
-        StepType.CALL_SINGLE_ATTEMPT_TOOL,
-        StepType.RECORD_TOOL_FAILURE,
-        StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
-    ):
+    """... or, for a write whose outcome is unknown and whose policy reconciles, move to the reconcile."""
+    for step_type in (StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.RECONCILE_TOOL_OUTCOME):
         assert STEP_TABLE[step_type].next_steps == frozenset()
+    for step_type in (StepType.RECORD_TOOL_FAILURE, StepType.RECORD_TOOL_OUTCOME_UNKNOWN):
+        assert STEP_TABLE[step_type].next_steps == frozenset({StepType.RECONCILE_TOOL_OUTCOME})
 
 
 def test_failure_routes_match_the_step_options() -> None:

@@ -102,7 +102,8 @@ SPEC_INPUTS = {
 }
 """The spec's Step table, "Input" column."""
 
-ADDED_INPUTS = {StepType.COMPACT_HISTORY: StepInputKind.COMPACTION_TRIGGER}
+ADDED_INPUTS = {StepType.COMPACT_HISTORY: StepInputKind.COMPACTION_TRIGGER,
+                StepType.RECONCILE_TOOL_OUTCOME: StepInputKind.TOOL_CALL_ID}
 """Our Step types' inputs (docs/wire.md)."""
 
 SPEC_FAILURE_ROUTES = {
@@ -112,8 +113,10 @@ SPEC_FAILURE_ROUTES = {
 }
 """The spec's Step table, "Options" column: the failure routes."""
 
-ADDED_FAILURE_ROUTES = {StepType.COMPACT_HISTORY: StepType.RECORD_TURN_FAILURE}
-"""Our Step types' failure routes: a compaction that cannot be made fails the turn."""
+ADDED_FAILURE_ROUTES = {StepType.COMPACT_HISTORY: StepType.RECORD_TURN_FAILURE,
+                        StepType.RECONCILE_TOOL_OUTCOME: StepType.RECORD_TOOL_OUTCOME_UNKNOWN}
+"""Our Step types' failure routes: a compaction that cannot be made fails the turn; a reconcile that
+cannot answer leaves the outcome unknown."""
 
 
 def test_every_step_type_and_rpc_has_one_row_under_its_own_name() -> None:
@@ -200,12 +203,14 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.LIST_AGENT_MESSAGES: MethodAccess(maps=(MapName.AGENT_MESSAGES,), cached_maps=(MapName.AGENT_MESSAGES,)),
         RpcName.COMPACT_HISTORY: MethodAccess(maps=(MapName.AGENT_MESSAGES,), cached_maps=(MapName.AGENT_MESSAGES,)),
         RpcName.SEND_USER_MESSAGE_ONCE: MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
+        RpcName.EXTEND_INTERRUPT_DEADLINE: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
     }
     assert {name for name, row in RPC_TABLE.items() if row.writes} == {
         RpcName.SEND_USER_MESSAGE,
         RpcName.RESOLVE_INTERRUPT,
         RpcName.SEND_USER_MESSAGE_ONCE,
         RpcName.COMPACT_HISTORY,
+        RpcName.EXTEND_INTERRUPT_DEADLINE,
     }
     assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
 

@@ -103,13 +103,15 @@ def test_interrupt_resolved_is_written_by_await_tool_approval_with_the_decision(
     session.model(requested(tool_call("w", ToolEffect.UNCLASSIFIED), tool_call("v", ToolEffect.UNCLASSIFIED)))
     session.resolve("turn-1:w", True, "ignored for an approval")
     approved = session.resolution_arrives("w", True)
-    assert only(events_of(approved), "interrupt_resolved").payload == pmap(
-        {"interrupt_id": "turn-1:w", "approved": True, "rejection_message": None}
+    no_audit = {"approver": None, "reason": None, "original_arguments": None, "edited_arguments": None}
+    payload = only(events_of(approved), "interrupt_resolved").payload
+    assert payload.discard("resolved_at") == pmap(
+        {"interrupt_id": "turn-1:w", "approved": True, "rejection_message": None, **no_audit}
     )
     session.resolve("turn-1:v", False, "too risky")
     rejected = session.resolution_arrives("v", False, "too risky")
-    assert only(events_of(rejected), "interrupt_resolved").payload == pmap(
-        {"interrupt_id": "turn-1:v", "approved": False, "rejection_message": "too risky"}
+    assert only(events_of(rejected), "interrupt_resolved").payload.discard("resolved_at") == pmap(
+        {"interrupt_id": "turn-1:v", "approved": False, "rejection_message": "too risky", **no_audit}
     )
 
 

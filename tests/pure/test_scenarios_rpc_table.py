@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pyrsistent import pvector
 
@@ -70,13 +72,12 @@ def test_resolve_interrupt_removes_the_interrupt_publishes_the_resolution_and_an
     assert answer_of(t) is True
     assert t.state.pending_interrupts == pvector()
     assert of_type(t.effects, SetAttribute) == [SetAttribute(attribute=PENDING_INTERRUPTS, value=pvector())]
-    assert of_type(t.effects, PublishToChannelInstance) == [
-        PublishToChannelInstance(
-            channel_map=INTERRUPT_RESOLUTIONS,
-            key="turn-1:w",
-            value=AgentInterruptResolution(interrupt_id="turn-1:w", approved=False, rejection_message="no thanks"),
-        )
-    ]
+    (published,) = of_type(t.effects, PublishToChannelInstance)
+    assert (published.channel_map, published.key) == (INTERRUPT_RESOLUTIONS, "turn-1:w")
+    resolution = published.value
+    assert isinstance(resolution, AgentInterruptResolution) and resolution.resolved_at is not None
+    assert replace(resolution, resolved_at=None) == AgentInterruptResolution(
+        interrupt_id="turn-1:w", approved=False, rejection_message="no thanks")
 
 
 def test_resolve_interrupt_answers_false_when_not_pending() -> None:

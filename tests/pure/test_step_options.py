@@ -139,6 +139,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "list_agent_messages",
         "send_user_message_once",
         "compact_history",
+        "extend_interrupt_deadline",
     ]
     assert {s.value for s in StepType} == {
         "StartAgentSession",
@@ -152,6 +153,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "ResumeTurn",
         "RecordTurnFailure",
         "CompactHistory",
+        "ReconcileToolOutcome",
     }
 
 

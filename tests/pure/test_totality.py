@@ -24,6 +24,7 @@ from dex_agents.pure.machine.reducers import reduce, snapshot_of
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
+    ExtendInterruptDeadlineCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitStarted,
@@ -47,7 +48,7 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     assert repr(state) == state_before and repr(session_input) == input_before, "reduce mutated its inputs"
     match session_input:
         case (SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed()
-              | SendUserMessageOnceCalled() | CompactHistoryCalled()):
+              | SendUserMessageOnceCalled() | CompactHistoryCalled() | ExtendInterruptDeadlineCalled()):
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()

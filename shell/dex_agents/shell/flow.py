@@ -32,6 +32,7 @@ from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
+    ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
@@ -41,6 +42,7 @@ from dex_agents.pure.values.runner import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
+    ExtendInterruptDeadlineCalled,
     SessionInput,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -87,6 +89,7 @@ from dex_agents.shell.tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
     CallTool,
+    ReconcileToolOutcome,
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
@@ -114,6 +117,7 @@ _STEP_CLASSES: Final[tuple[type[SessionStep[Any]], ...]] = (
     ResumeTurn,
     RecordTurnFailure,
     CompactHistory,
+    ReconcileToolOutcome,
 )
 
 
@@ -185,6 +189,13 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """Approve or reject a pending interrupt: ``False`` when not pending or past its deadline.
         May raise ``RpcLockConflictError``, which is safe to retry."""
         called = ResolveInterruptCalled(input=input, now_ms=self.runtime.timing.now_ms())
+        return drive_rpc(self.runtime, context, called, bool)
+
+    @session_rpc(RpcName.EXTEND_INTERRUPT_DEADLINE)
+    def extend_interrupt_deadline(self, context: Context, input: ExtendInterruptDeadlineInput) -> RPCResult[bool]:
+        """Move a pending interrupt's deadline to ``deadline_ms`` after now: ``False`` when it is not
+        pending, has no deadline, has passed it, or the new one is not later. Ours."""
+        called = ExtendInterruptDeadlineCalled(input=input, now_ms=self.runtime.timing.now_ms())
         return drive_rpc(self.runtime, context, called, bool)
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)

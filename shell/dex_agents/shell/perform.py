@@ -30,6 +30,8 @@ from typing import Final, assert_never
 from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many, retry_after
 
 from dex_agents.pure.machine.effects import (
+    ReconcileToolCall,
+    ValidateToolArguments,
     AnswerRpc,
     BuildUserMessage,
     CallModel,
@@ -126,7 +128,8 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
                                 for movement in movements))
         case DeadEnd():
             return dead_end()
-        case BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall() | SummarizeHistory():
+        case (BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall() | SummarizeHistory()
+              | ValidateToolArguments() | ReconcileToolCall()):
             return ending
         case FailAttempt(error=error, retry_after_seconds=seconds):
             if seconds is None:

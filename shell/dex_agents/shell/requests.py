@@ -10,6 +10,8 @@ returns the follow-up input the driver reduces next, in the same attempt:
 | ``SendHeartbeat`` | a heartbeat proven sent (``heartbeats.heartbeat_sent``), then the Step's start confirmed through Dex (``start_confirmation.confirm_start``) | ``HeartbeatSent`` |
 | ``ExecuteDeferredToolCall`` | ``runner.execute_deferred_tool_call(call)`` under background heartbeats | ``ToolCallSucceeded``, or ``ToolExecutionFailed`` for a ``ToolExecutionError`` |
 | ``SummarizeHistory`` | ``runner.summarize_history(request)`` under background heartbeats | ``HistorySummarized``, or ``SummarizationFailed`` when it raised |
+| ``ValidateToolArguments`` | ``runner.validate_tool_arguments(tool_name, arguments)`` when the runner has it (else valid) | ``ToolArgumentsValidated`` |
+| ``ReconcileToolCall`` | the tool policy's ``reconcile(tool_name, arguments, idempotency_key, error)`` under background heartbeats | ``ToolOutcomeReconciled`` (what it raises fails the attempt) |
 
 Invariants:
     * Nothing a runner returns reaches a reducer unchecked in type: a wrong type, or an exception from
@@ -27,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, replace
 from typing import assert_never, final
@@ -38,10 +41,18 @@ from dex_agents.pure.machine.effects import (
     CallModel,
     ExecuteDeferredToolCall,
     Request,
+    ReconcileToolCall,
     SendHeartbeat,
     SummarizeHistory,
+    ValidateToolArguments,
 )
-from dex_agents.pure.values.runner import AgentTurnOutcome, DeferredToolCall, ToolCallsRequested, TurnCompleted
+from dex_agents.pure.values.runner import (
+    AgentTurnOutcome,
+    DeferredToolCall,
+    ReconciledOutcome,
+    ToolCallsRequested,
+    TurnCompleted,
+)
 from dex_agents.pure.machine.step_inputs import (
     HeartbeatSent,
     HistorySummarized,
@@ -49,8 +60,10 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFinished,
     StepInput,
     SummarizationFailed,
+    ToolArgumentsValidated,
     ToolCallSucceeded,
     ToolExecutionFailed,
+    ToolOutcomeReconciled,
     UserMessageBuilt,
 )
 from dex_agents.pure.values.session import AgentUsage, FrameworkMessage
@@ -102,8 +115,48 @@ async def perform_request(request: Request, run: StepRun) -> FollowUp:
             return await _execute_tool_call(run, request)
         case SummarizeHistory():
             return await _summarize_history(run, request)
+        case ValidateToolArguments():
+            return FollowUp(input=ToolArgumentsValidated(invocation=run.now(), tool_call_id=request.tool_call_id,
+                                                         resolution=request.resolution,
+                                                         problem=_validate(run, request)))
+        case ReconcileToolCall():
+            return await _reconcile(run, request)
         case _:
             assert_never(request)
+
+
+def _validate(run: StepRun, request: ValidateToolArguments) -> str | None:
+    """``runner.validate_tool_arguments(tool_name, arguments)``: ``None`` (valid) or the validation
+    error; a runner without the hook accepts every JSON object."""
+    runner = run.runtime.runner
+    validate = getattr(runner, "validate_tool_arguments", None)
+    if validate is None:
+        return None
+    problem: object = validate(request.tool_name, request.arguments)
+    if problem is not None and not isinstance(problem, str):
+        raise RunnerDefectError(f"runner defect: validate_tool_arguments returned {type(problem).__name__}, "
+                                "not a str or None")
+    return problem
+
+
+async def _reconcile(run: StepRun, request: ReconcileToolCall) -> FollowUp:
+    """The tool policy's ``reconcile(tool_name, arguments, idempotency_key, error)`` (awaited when it
+    returns an awaitable) under background heartbeats; what it raises fails the attempt (retried)."""
+    record = request.tool_call
+    policy = run.runtime.config.tool_policies.get(record.tool_name)
+    reconcile = None if policy is None else policy.reconcile
+    if reconcile is None:
+        answer: object = ReconciledOutcome.still_unknown()
+    else:
+        async with background_heartbeats(run.context, run.runtime.timing.heartbeat_interval_seconds):
+            answer = reconcile(record.tool_name, record.arguments, request.idempotency_key, request.error)
+            if inspect.isawaitable(answer):
+                answer = await answer
+    if not isinstance(answer, ReconciledOutcome):
+        raise RunnerDefectError(f"reconcile of {record.tool_name!r} returned {type(answer).__name__}, "
+                                "not a ReconciledOutcome")
+    return FollowUp(input=ToolOutcomeReconciled(invocation=run.now(), tool_call_id=record.tool_call_id,
+                                                status=answer.status.value, text=answer.text))
 
 
 def _build_user_message(run: StepRun, text: str) -> FrameworkMessage:

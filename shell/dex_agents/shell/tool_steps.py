@@ -1,5 +1,5 @@
 """The Steps of one tool call: ``AwaitToolApproval``, ``CallTool``, ``CallSingleAttemptTool`` and the
-failure routes ``RecordToolFailure`` and ``RecordToolOutcomeUnknown``. Each takes the tool call ID as
+failure routes ``RecordToolFailure`` and ``RecordToolOutcomeUnknown``, and ours, ``ReconcileToolOutcome``. Each takes the tool call ID as
 its input and loads only that call's ``AgentToolCalls`` instance; each reports what its invocation
 saw as its started input, and the core decides (``AwaitToolApproval``'s wait included)."""
 
@@ -13,6 +13,7 @@ from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     Invocation,
+    ReconcileStarted,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,
     ToolStepStarted,
@@ -71,8 +72,11 @@ class _RecordingRoute(SessionStep[str]):
     exhausted: type[ToolAttemptsExhausted] | type[SingleAttemptToolFailed]
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
-        def started(invocation: Invocation, _state: SessionState) -> ToolAttemptsExhausted | SingleAttemptToolFailed:
-            return self.exhausted(invocation=invocation, tool_call_id=input, recovery_error=recovery_error_of(context))
+        def started(invocation: Invocation, state: SessionState) -> ToolAttemptsExhausted | SingleAttemptToolFailed:
+            record = state.tool_calls.get(input)
+            reconcile = record is not None and self.runtime.config.reconciles(record.tool_name)
+            return self.exhausted(invocation=invocation, tool_call_id=input, recovery_error=recovery_error_of(context),
+                                  reconcile=reconcile)
 
         return await drive_step(self.runtime, context, self.step_type, input, started)
 
@@ -91,7 +95,21 @@ class RecordToolOutcomeUnknown(_RecordingRoute):
     exhausted = SingleAttemptToolFailed
 
 
+class ReconcileToolOutcome(SessionStep[str]):
+    """Asks the tool policy's ``reconcile`` what became of a write whose outcome is unknown (3
+    attempts, route ``RecordToolOutcomeUnknown``); the tool itself never runs again."""
+
+    step_type = StepType.RECONCILE_TOOL_OUTCOME
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        def started(invocation: Invocation, _state: SessionState) -> ReconcileStarted:
+            return ReconcileStarted(invocation=invocation, tool_call_id=input)
+
+        return await drive_step(self.runtime, context, self.step_type, input, started)
+
+
 __all__ = [
+    "ReconcileToolOutcome",
     "AwaitToolApproval",
     "CallSingleAttemptTool",
     "CallTool",

@@ -16,6 +16,10 @@ AwaitToolApproval(id) -> CallTool(id) | CallSingleAttemptTool(id) (approved)
                        | dead end, after publishing to ToolCallResults (rejected or deadline)
 CallTool(id), CallSingleAttemptTool(id), RecordToolFailure(id), RecordToolOutcomeUnknown(id)
     -> dead end, after publishing to ToolCallResults
+RecordToolFailure(id), RecordToolOutcomeUnknown(id) -> ReconcileToolOutcome(id) (a write's outcome is
+    unknown and its tool policy reconciles; ours)
+ReconcileToolOutcome(id) -> dead end, after publishing to ToolCallResults
+                          | RecordToolOutcomeUnknown(id) (retries exhausted: outcome_unknown)
 ResumeTurn(n) -> RunModel | ResumeTurn(k) (k records still open)
 CompactHistory(trigger) -> RunModel (summarized, or nothing left to summarize)
                          | AwaitUserMessage (the turn failed: a summary no retry can make)
@@ -52,6 +56,7 @@ from dex_agents.pure.values.persistence import AttributeName, ChannelMapName, Ch
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
+    ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
@@ -125,12 +130,14 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         input=StepInputKind.TOOL_CALL_ID,
         execute_retry=_RECORDING_RETRY,
         execute=_OWN_CALL,
+        next_steps=frozenset({StepType.RECONCILE_TOOL_OUTCOME}),
     ),
     StepRow(
         step_type=StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
         input=StepInputKind.TOOL_CALL_ID,
         execute_retry=_RECORDING_RETRY,
         execute=_OWN_CALL,
+        next_steps=frozenset({StepType.RECONCILE_TOOL_OUTCOME}),
     ),
     StepRow(
         step_type=StepType.RESUME_TURN,
@@ -155,6 +162,13 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         execute=MethodAccess(maps=_MESSAGES, cached_maps=_MESSAGES, locks=(AttributeName.HISTORY_SUMMARY,)),
         next_steps=frozenset({StepType.RUN_MODEL, StepType.AWAIT_USER_MESSAGE}),
         failure_route=StepType.RECORD_TURN_FAILURE,
+    ),
+    StepRow(
+        step_type=StepType.RECONCILE_TOOL_OUTCOME,
+        input=StepInputKind.TOOL_CALL_ID,
+        execute_retry=RetrySpec(maximum_attempts=3),
+        execute=_OWN_CALL,
+        failure_route=StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
     ),
 )
 """Every Step type's row (the spec's Flow shape and Step table)."""
@@ -197,6 +211,13 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
                 input_type=None,
                 output_type=bool,
                 access=MethodAccess(maps=_MESSAGES, cached_maps=_MESSAGES),
+                writes=True,
+            ),
+            RpcRow(
+                rpc=RpcName.EXTEND_INTERRUPT_DEADLINE,
+                input_type=ExtendInterruptDeadlineInput,
+                output_type=bool,
+                access=MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
                 writes=True,
             ),
         )

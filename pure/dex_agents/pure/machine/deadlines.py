@@ -96,6 +96,10 @@ def parse_instant(text: str) -> int:
         raise ValueError(f"not a valid instant: {text!r} ({error})") from error
 
 
+MAX_TIMER_MS: Final = (2**31 - 1) * _MS_PER_SECOND
+"""The longest Dex Timer, in milliseconds (whole seconds within int32)."""
+
+
 def timer_seconds(now_ms: int, deadline_ms: int) -> int:
     """Whole seconds of a Dex Timer that fires at or after ``deadline_ms``: rounded up, never negative.
 
@@ -119,6 +123,7 @@ def is_late(now_ms: int, deadline_ms: int | None) -> bool:
 
 __all__ = [
     "MAX_INSTANT_MS",
+    "MAX_TIMER_MS",
     "MIN_INSTANT_MS",
     "deadline_ms",
     "format_instant",

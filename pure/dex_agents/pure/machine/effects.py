@@ -17,7 +17,8 @@ an RPC answer in a Step cannot be built: the types decide where an effect may ap
 A request asks the shell for work whose result comes back as a follow-up input, reduced in the same
 attempt from the state the request left: ``BuildUserMessage`` -> ``UserMessageBuilt``, ``CallModel`` ->
 ``ModelCallFinished`` or ``ModelCallFailed``, ``SendHeartbeat`` -> ``HeartbeatSent``,
-``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` or ``ToolExecutionFailed``.
+``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` or ``ToolExecutionFailed``,
+``ValidateToolArguments`` -> ``ToolArgumentsValidated``, ``ReconcileToolCall`` -> ``ToolOutcomeReconciled``.
 
 Order matters: the shell performs a transition's effects in the order given, then its ending. Within
 one Step invocation Dex stages writes and commits them atomically with the Step decision, so the order
@@ -54,7 +55,7 @@ from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
 from dex_agents.pure.machine.invocation_record import InvocationRecord
 from dex_agents.pure.machine.step_inputs import UserMessagePurpose
 from dex_agents.pure.flow.step_options import StepMovement
-from dex_agents.pure.values.session import AgentEvent, AgentMessage, AgentToolCall
+from dex_agents.pure.values.session import AgentEvent, AgentInterruptResolution, AgentMessage, AgentToolCall
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -284,7 +285,40 @@ class ExecuteDeferredToolCall:
     framework_run_state: str | None
 
 
-Request: TypeAlias = BuildUserMessage | CallModel | SendHeartbeat | ExecuteDeferredToolCall | SummarizeHistory
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateToolArguments:
+    """Ask the runner whether ``arguments`` (an approver's edit) fit ``tool_name``'s schema
+    (``validate_tool_arguments``; a runner without it accepts them), then feed back
+    ``ToolArgumentsValidated`` with ``resolution``."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    resolution: AgentInterruptResolution
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReconcileToolCall:
+    """Ask the call's tool policy's ``reconcile`` what became of it (its outcome is unknown after
+    ``error``), then feed back ``ToolOutcomeReconciled``; what it raises fails the attempt (retried,
+    then ``RecordToolOutcomeUnknown``)."""
+
+    tool_call: AgentToolCall
+    idempotency_key: str
+    error: str
+
+
+Request: TypeAlias = (
+    BuildUserMessage
+    | CallModel
+    | SendHeartbeat
+    | ExecuteDeferredToolCall
+    | SummarizeHistory
+    | ValidateToolArguments
+    | ReconcileToolCall
+)
 """Work the shell performs and reports back as a follow-up input, in the same attempt."""
 
 
@@ -358,6 +392,8 @@ class RecordInvocation:
 
 
 __all__ = [
+    "ReconcileToolCall",
+    "ValidateToolArguments",
     "SummarizeHistory",
     "AnswerRpc",
     "ApprovalWait",

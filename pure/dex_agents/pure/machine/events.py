@@ -10,10 +10,12 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 | ``tool_call_started`` | ``{"tool_call_id","tool_name"}`` |
 | ``tool_call_finished`` | ``{"tool_call_id","tool_name","status"}`` |
 | ``interrupt_raised`` | ``{"interrupt_id","tool_call_id","tool_name","deadline"}`` |
-| ``interrupt_resolved`` | ``{"interrupt_id","approved","rejection_message"}`` |
+| ``interrupt_resolved`` | ``{"interrupt_id","approved","rejection_message"}``, and ours: ``"approver","reason","resolved_at","original_arguments","edited_arguments"`` |
 | ``usage_recorded`` | ``{"recorded","session"}``, each an ``AgentUsage`` object |
 | ``dex_agents.model_call_failed`` | ``{"error","retrying"}`` |
 | ``dex_agents.history_compacted`` | ``{"through_sequence","summarized_messages","summary_chars","trigger"}`` |
+| ``dex_agents.approval_refused`` | ``{"interrupt_id","tool_call_id","error","approver","edited_arguments"}`` |
+| ``dex_agents.tool_outcome_settled`` | ``{"tool_call_id","tool_name","status","settled_by","resolver","reason"}`` |
 
 ``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
 ``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
@@ -31,7 +33,16 @@ from pyrsistent import pmap
 
 from dex_agents.pure.wire.json_value import JsonObject, JsonValue
 from dex_agents.pure.machine.step_inputs import Invocation
-from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentToolCall, AgentUsage, HistorySummary, ToolCallStatus
+from dex_agents.pure.values.session import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentInterruptResolution,
+    AgentToolCall,
+    AgentUsage,
+    HistorySummary,
+    ToolCallApproval,
+    ToolCallStatus,
+)
 
 TURN_STARTED = "turn_started"
 TURN_COMPLETED = "turn_completed"
@@ -46,6 +57,8 @@ INTERRUPT_RESOLVED = "interrupt_resolved"
 USAGE_RECORDED = "usage_recorded"
 MODEL_CALL_FAILED = "dex_agents.model_call_failed"
 HISTORY_COMPACTED = "dex_agents.history_compacted"
+APPROVAL_REFUSED = "dex_agents.approval_refused"
+TOOL_OUTCOME_SETTLED = "dex_agents.tool_outcome_settled"
 
 
 def _event(event_type: str, turn_id: str, invocation: Invocation, payload: Mapping[str, JsonValue]) -> AgentEvent:
@@ -131,15 +144,58 @@ def interrupt_raised(invocation: Invocation, interrupt: AgentInterrupt) -> Agent
 
 
 def interrupt_resolved(
-    turn_id: str, invocation: Invocation, interrupt_id: str, approved: bool, rejection_message: str | None
+    turn_id: str,
+    invocation: Invocation,
+    interrupt_id: str,
+    approved: bool,
+    rejection_message: str | None,
+    approval: ToolCallApproval | None = None,
+    arguments: str | None = None,
 ) -> AgentEvent:
-    """``interrupt_resolved``, written by ``AwaitToolApproval`` (RPCs cannot write Streams)."""
+    """``interrupt_resolved``, written by ``AwaitToolApproval`` (RPCs cannot write Streams). Ours too:
+    the audit of a resolution (``approver``, ``reason``, ``resolved_at``; ``null`` for a deadline) and,
+    when the approver edited the call, ``original_arguments`` and ``edited_arguments`` (else ``null``)."""
+    edited = approval is not None and approval.original_arguments is not None
     payload: dict[str, JsonValue] = {
         "interrupt_id": interrupt_id,
         "approved": approved,
         "rejection_message": rejection_message,
+        "approver": None if approval is None else approval.approver,
+        "reason": None if approval is None else approval.reason,
+        "resolved_at": None if approval is None else approval.resolved_at,
+        "original_arguments": approval.original_arguments if edited and approval is not None else None,
+        "edited_arguments": arguments if edited else None,
     }
     return _event(INTERRUPT_RESOLVED, turn_id, invocation, payload)
+
+
+def approval_refused(turn_id: str, invocation: Invocation, resolution: AgentInterruptResolution, tool_call_id: str,
+                     error: str) -> AgentEvent:
+    """``dex_agents.approval_refused`` (ours): ``AwaitToolApproval`` refused an edited approval
+    (``error``: the tool's schema's validation error); the interrupt is pending again."""
+    payload: dict[str, JsonValue] = {
+        "interrupt_id": resolution.interrupt_id,
+        "tool_call_id": tool_call_id,
+        "error": error,
+        "approver": resolution.approver,
+        "edited_arguments": resolution.edited_arguments,
+    }
+    return _event(APPROVAL_REFUSED, turn_id, invocation, payload)
+
+
+def tool_outcome_settled(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
+    """``dex_agents.tool_outcome_settled`` (ours): an unknown outcome was settled (``settled_by``
+    ``"reconcile"`` or ``"operator"``) as ``status``."""
+    settlement = record.settlement
+    payload: dict[str, JsonValue] = {
+        "tool_call_id": record.tool_call_id,
+        "tool_name": record.tool_name,
+        "status": record.status.value,
+        "settled_by": None if settlement is None else settlement.settled_by,
+        "resolver": None if settlement is None else settlement.resolver,
+        "reason": None if settlement is None else settlement.reason,
+    }
+    return _event(TOOL_OUTCOME_SETTLED, record.turn_id, invocation, payload)
 
 
 def usage_recorded(turn_id: str, invocation: Invocation, recorded: AgentUsage, session: AgentUsage) -> AgentEvent:
@@ -167,6 +223,10 @@ def history_compacted(turn_id: str | None, invocation: Invocation, summary: Hist
 
 
 __all__ = [
+    "APPROVAL_REFUSED",
+    "TOOL_OUTCOME_SETTLED",
+    "approval_refused",
+    "tool_outcome_settled",
     "HISTORY_COMPACTED",
     "history_compacted",
     "INTERRUPT_RAISED",

@@ -10,6 +10,10 @@ from dex_agents.pure.flow.table import STEP_TABLE
 from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.machine.policies import tool_step_type
 from dex_agents.pure.machine.step_inputs import (
+    ExtendInterruptDeadlineCalled,
+    ReconcileStarted,
+    ToolArgumentsValidated,
+    ToolOutcomeReconciled,
     CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
@@ -73,8 +77,10 @@ def steps_producing(step_input: StepInput) -> frozenset[StepType]:
             return _building(purpose)
         case ModelStepStarted() | ModelCallFinished() | ModelCallFailed():
             return frozenset({StepType.RUN_MODEL})
-        case ApprovalWaitEnded():
+        case ApprovalWaitEnded() | ToolArgumentsValidated():
             return frozenset({StepType.AWAIT_TOOL_APPROVAL})
+        case ReconcileStarted() | ToolOutcomeReconciled():
+            return frozenset({StepType.RECONCILE_TOOL_OUTCOME})
         case ToolStepStarted():
             return frozenset({step_input.step_type}) & _TOOL_STEPS
         case HeartbeatSent():
@@ -118,6 +124,8 @@ def rpc_of(call: RpcCall) -> RpcName:
             return RpcName.SEND_USER_MESSAGE_ONCE
         case CompactHistoryCalled():
             return RpcName.COMPACT_HISTORY
+        case ExtendInterruptDeadlineCalled():
+            return RpcName.EXTEND_INTERRUPT_DEADLINE
         case _:
             assert_never(call)
 

@@ -31,6 +31,7 @@ from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
+    ExtendInterruptDeadlineCalled,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
@@ -84,7 +85,7 @@ class InvocationRecord:
 def clock_of(session_input: SessionInput) -> int | None:
     """The Worker clock ``session_input`` carries (``None``: an RPC call that reads none)."""
     match session_input:
-        case ResolveInterruptCalled(now_ms=now_ms):
+        case ResolveInterruptCalled(now_ms=now_ms) | ExtendInterruptDeadlineCalled(now_ms=now_ms):
             return now_ms
         case (SendUserMessageCalled() | SendUserMessageOnceCalled() | AgentSnapshotRequested() | AgentMessagesListed()
               | CompactHistoryCalled()):

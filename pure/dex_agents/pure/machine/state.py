@@ -89,6 +89,11 @@ class SessionConfig:
         spec: RetrySpec = self.model_retry.spec()
         return {step_type: spec for step_type in MODEL_CALL_STEPS}
 
+    def reconciles(self, tool_name: str) -> bool:
+        """Whether ``tool_name``'s policy has a ``reconcile`` (asked when a call's outcome is unknown)."""
+        policy = self.tool_policies.get(tool_name)
+        return policy is not None and policy.reconcile is not None
+
     def resolve_tool_policy(self, tool_name: str, framework_effect: ToolEffect | None = None) -> ResolvedToolPolicy:
         """The effective policy of a call of ``tool_name`` under this configuration: what the runner's
         ``turn.resolve_tool_policy(name, framework_effect)`` answers. The reducers store the policy each

@@ -17,7 +17,8 @@ effects that may end in a request (``effects.Request``); the shell performs it a
 | ``StartAgentSession`` | ``SessionStarted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` |
 | ``AwaitUserMessage`` | ``UserMessageArrived`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` |
 | ``RunModel`` | ``ModelStepStarted`` | ``CallModel`` -> ``ModelCallFinished`` / ``ModelCallFailed``; then maybe ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn failure note) |
-| ``AwaitToolApproval`` | ``ApprovalWaitStarted`` (``wait_for``), ``ApprovalWaitEnded`` (``execute``) | |
+| ``AwaitToolApproval`` | ``ApprovalWaitStarted`` (``wait_for``), ``ApprovalWaitEnded`` (``execute``) | ``ValidateToolArguments`` -> ``ToolArgumentsValidated`` (an edited approval) |
+| ``ReconcileToolOutcome`` | ``ReconcileStarted`` | ``ReconcileToolCall`` -> ``ToolOutcomeReconciled`` |
 | ``CallTool`` / ``CallSingleAttemptTool`` | ``ToolStepStarted`` | ``SendHeartbeat`` -> ``HeartbeatSent``; ``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` / ``ToolExecutionFailed`` |
 | ``RecordToolFailure`` | ``ToolAttemptsExhausted`` | |
 | ``RecordToolOutcomeUnknown`` | ``SingleAttemptToolFailed`` | |
@@ -25,7 +26,7 @@ effects that may end in a request (``effects.Request``); the shell performs it a
 | ``RecordTurnFailure`` | ``ModelAttemptsExhausted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn failure note) |
 
 RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
-``AgentMessagesListed``, ``SendUserMessageOnceCalled``.
+``AgentMessagesListed``, ``SendUserMessageOnceCalled``, ``ExtendInterruptDeadlineCalled``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.rpc import (
+    ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
     SendUserMessageInput,
@@ -234,6 +236,40 @@ class ApprovalWaitEnded:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolArgumentsValidated:
+    """The runner checked the arguments of an edited approval (``ValidateToolArguments``) against the
+    tool's schema: ``problem`` is ``None`` when they are valid, else the validation error. Carries the
+    resolution being decided (the request changed no state)."""
+
+    invocation: Invocation
+    tool_call_id: str
+    resolution: AgentInterruptResolution
+    problem: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReconcileStarted:
+    """``ReconcileToolOutcome(tool_call_id)`` began, before asking the tool policy's ``reconcile``."""
+
+    invocation: Invocation
+    tool_call_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutcomeReconciled:
+    """The tool policy's ``reconcile`` answered for the call: ``status`` ``"succeeded"`` (``text``: the
+    output), ``"failed"`` (``text``: the message) or ``"unknown"`` (still unknown)."""
+
+    invocation: Invocation
+    tool_call_id: str
+    status: str
+    text: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolStepStarted:
     """``CallTool`` or ``CallSingleAttemptTool`` (``step_type``) began, before running anything."""
 
@@ -279,6 +315,8 @@ class ToolAttemptsExhausted:
     invocation: Invocation
     tool_call_id: str
     recovery_error: RecoveryError | None
+    reconcile: bool = False
+    """Ours: the call's tool policy has a ``reconcile`` (the shell reads the Flow's policies)."""
 
 
 @final
@@ -289,6 +327,8 @@ class SingleAttemptToolFailed:
     invocation: Invocation
     tool_call_id: str
     recovery_error: RecoveryError | None
+    reconcile: bool = False
+    """Ours: the call's tool policy has a ``reconcile`` (the shell reads the Flow's policies)."""
 
 
 @final
@@ -310,7 +350,10 @@ class ModelAttemptsExhausted:
 
 
 StepInput: TypeAlias = (
-    SessionStarted
+    ToolArgumentsValidated
+    | ReconcileStarted
+    | ToolOutcomeReconciled
+    | SessionStarted
     | UserMessageArrived
     | UserMessageBuilt
     | ModelStepStarted
@@ -355,6 +398,15 @@ class ResolveInterruptCalled:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExtendInterruptDeadlineCalled:
+    """``extend_interrupt_deadline`` was called at ``now_ms`` (epoch milliseconds, the Worker clock)."""
+
+    input: ExtendInterruptDeadlineInput
+    now_ms: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSnapshotRequested:
     """``get_agent_snapshot`` was called."""
 
@@ -382,7 +434,8 @@ class CompactHistoryCalled:
 
 
 RpcCall: TypeAlias = (
-    CompactHistoryCalled
+    ExtendInterruptDeadlineCalled
+    | CompactHistoryCalled
     | SendUserMessageCalled
     | ResolveInterruptCalled
     | AgentSnapshotRequested
@@ -395,6 +448,10 @@ SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 """Everything ``reduce`` accepts, and what ``replay`` folds."""
 
 __all__ = [
+    "ExtendInterruptDeadlineCalled",
+    "ReconcileStarted",
+    "ToolArgumentsValidated",
+    "ToolOutcomeReconciled",
     "CompactHistoryCalled",
     "CompactionStarted",
     "HistorySummarized",

@@ -98,12 +98,42 @@ def outcome_unknown_tool_result(error: str) -> str:
 
 
 def describe_tool_call_outcome(record: AgentToolCall) -> str:
-    """The result text of a final tool call record, as the model should see it (see the module table).
+    """The result text of a final tool call record, as the model should see it (see the module table),
+    after the notes of how an operator changed it: ``edited_call_note`` when the approver edited its
+    arguments, ``settled_outcome_note`` when its unknown outcome was settled.
 
     Raises:
         ValueError: the record is still open (``awaiting_approval`` or ``pending``); only final
             records have an outcome.
     """
+    return edited_call_note(record) + settled_outcome_note(record) + _outcome_text(record)
+
+
+def edited_call_note(record: AgentToolCall) -> str:
+    """``[Dex] <approver> edited this call's arguments before approving it; it ran with <arguments>
+    instead of <the model's>. Reason: <reason>.`` and a newline, or ``""`` when not edited."""
+    approval = record.approval
+    if approval is None or approval.original_arguments is None:
+        return ""
+    who = approval.approver or "the approver"
+    reason = f" Reason: {approval.reason}." if approval.reason else ""
+    return (f"[Dex] {who} edited this call's arguments before approving it; it ran with {record.arguments} "
+            f"instead of {approval.original_arguments}.{reason}\n")
+
+
+def settled_outcome_note(record: AgentToolCall) -> str:
+    """``[Dex] The outcome was unknown (<error>); <who> settled it as <status>. Reason: <reason>.`` and
+    a newline, or ``""`` when it was not settled."""
+    settlement = record.settlement
+    if settlement is None:
+        return ""
+    who = "the tool's reconcile check" if settlement.settled_by == "reconcile" else (settlement.resolver or "an operator")
+    reason = f" Reason: {settlement.reason}." if settlement.reason else ""
+    return (f"[Dex] The outcome was unknown ({settlement.unknown_error or NO_ERROR_TEXT}); {who} settled it as "
+            f"{record.status.value}.{reason}\n")
+
+
+def _outcome_text(record: AgentToolCall) -> str:
     status = record.status
     match status:
         case ToolCallStatus.SUCCEEDED:
@@ -156,7 +186,9 @@ __all__ = [
     "approval_deadline_unreadable_message",
     "build_turn_failure_note",
     "describe_tool_call_outcome",
+    "edited_call_note",
     "model_call_cap_error",
     "outcome_unknown_tool_result",
     "recovery_error_text",
+    "settled_outcome_note",
 ]

@@ -17,6 +17,7 @@ text, and ``without_lone_surrogates`` repairs the start input, which cannot be r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -154,6 +155,31 @@ def lone_surrogate_problem(text: str, field_name: str) -> str | None:
     return f"{field_name} contains a lone surrogate U+{ord(text[index]):04X} at index {index}; it cannot be encoded as UTF-8"
 
 
+def json_object_problem(text: str, field_name: str) -> str | None:
+    """``None`` when ``text`` is one JSON object (strict: no ``NaN``, no duplicate keys), else what is
+    wrong, naming ``field_name``.
+
+    >>> json_object_problem('[1]', "edited_arguments")
+    'edited_arguments must be a JSON object, got list'
+    """
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [key for key, _value in items]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a key appears twice")
+        return dict(items)
+
+    def constant(name: str) -> object:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        value = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    except ValueError as error:
+        return f"{field_name} is not JSON: {error}"
+    if not isinstance(value, dict):
+        return f"{field_name} must be a JSON object, got {type(value).__name__}"
+    return None
+
+
 def without_lone_surrogates(text: str) -> str:
     """``text`` with every surrogate code point replaced by U+FFFD (same length, encodable as UTF-8)."""
     if _first_surrogate(text) is None:
@@ -170,6 +196,7 @@ __all__ = [
     "RunnerDefect",
     "RunnerDefectKind",
     "describe_defects",
+    "json_object_problem",
     "lone_surrogate_problem",
     "validate_turn_outcome",
     "validate_user_message",

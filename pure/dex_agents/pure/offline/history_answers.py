@@ -11,6 +11,8 @@ be read back from the writes (``reconstruct`` then reduces it as the follow-up i
 | ``SendHeartbeat`` | ``HeartbeatSent`` |
 | ``ExecuteDeferredToolCall`` | the call's final record: ``succeeded`` with its output, ``failed`` with its error |
 | ``SummarizeHistory`` | the ``HistorySummary`` it stored: ``HistorySummarized`` with its text; usage: the growth of ``AgentUsage`` |
+| ``ValidateToolArguments`` | the call stored ``pending``: valid; else refused (the error text is only in the event: ``REFUSED_EDIT_NOTE``) |
+| ``ReconcileToolCall`` | the call's final record: ``succeeded`` / ``failed`` with its output or error, else still unknown |
 
 A model call refused as longer than the context window that moved to ``CompactHistory`` wrote nothing
 but its event: its answer is a ``ModelCallFailed`` whose error text is not kept (``CONTEXT_WINDOW_NOTE``).
@@ -34,7 +36,9 @@ from dex_agents.pure.machine.effects import (
     ExecuteDeferredToolCall,
     Request,
     SendHeartbeat,
+    ReconcileToolCall,
     SummarizeHistory,
+    ValidateToolArguments,
 )
 from dex_agents.pure.machine.keys import message_sequence_key
 from dex_agents.pure.values.persistence import AttributeName, MapName
@@ -42,6 +46,8 @@ from dex_agents.pure.machine.texts import model_call_cap_error
 from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
+    ToolArgumentsValidated,
+    ToolOutcomeReconciled,
     HeartbeatSent,
     HistorySummarized,
     Invocation,
@@ -202,6 +208,36 @@ def answer_request(request: Request, state: SessionState, config: SessionConfig,
             return _tool_answer(request, writes, invocation)
         case SummarizeHistory():
             return _summary_answer(request, state, writes, invocation)
+        case ValidateToolArguments():
+            return _validation_answer(request, writes, invocation)
+        case ReconcileToolCall():
+            return _reconcile_answer(request, writes, invocation)
 
 
-__all__ = ["CONTEXT_WINDOW_NOTE", "PLACEHOLDER_CALL_ID", "Answered", "answer_request"]
+def _validation_answer(request: ValidateToolArguments, writes: Mapping[StoredKey, object],
+                       invocation: Invocation) -> Answered:
+    """Valid when the Step stored the call approved (``pending``); else refused, whose error text only
+    the ``dex_agents.approval_refused`` event kept."""
+    record = _written(writes, MapName.AGENT_TOOL_CALLS, request.tool_call_id, AgentToolCall)
+    valid = record is not None and record.status is ToolCallStatus.PENDING
+    problem = None if valid else REFUSED_EDIT_NOTE
+    return Answered(input=ToolArgumentsValidated(invocation=invocation, tool_call_id=request.tool_call_id,
+                                                 resolution=request.resolution, problem=problem),
+                    note=None if valid else REFUSED_EDIT_NOTE)
+
+
+def _reconcile_answer(request: ReconcileToolCall, writes: Mapping[StoredKey, object],
+                      invocation: Invocation) -> Answered | str:
+    call_id = request.tool_call.tool_call_id
+    record = _written(writes, MapName.AGENT_TOOL_CALLS, call_id, AgentToolCall)
+    if record is None or not record.status.is_final:
+        return f"it reconciled tool call {call_id!r} but stored no final record of it"
+    status = {ToolCallStatus.SUCCEEDED: "succeeded", ToolCallStatus.FAILED: "failed"}.get(record.status, "unknown")
+    text = record.output if status == "succeeded" else record.error if status == "failed" else None
+    return Answered(input=ToolOutcomeReconciled(invocation=invocation, tool_call_id=call_id, status=status, text=text))
+
+
+REFUSED_EDIT_NOTE: Final = "an edited approval was refused by the tool's schema; the error is in the event"
+
+
+__all__ = ["REFUSED_EDIT_NOTE", "CONTEXT_WINDOW_NOTE", "PLACEHOLDER_CALL_ID", "Answered", "answer_request"]

@@ -23,6 +23,10 @@ from returns.result import Failure, Result, Success
 
 from dex_agents.pure.values.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.machine.step_inputs import (
+    ExtendInterruptDeadlineCalled,
+    ReconcileStarted,
+    ToolArgumentsValidated,
+    ToolOutcomeReconciled,
     CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
@@ -86,6 +90,10 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "agent_messages_listed": AgentMessagesListed,
     "send_user_message_once_called": SendUserMessageOnceCalled,
     "compact_history_called": CompactHistoryCalled,
+    "tool_arguments_validated": ToolArgumentsValidated,
+    "reconcile_started": ReconcileStarted,
+    "tool_outcome_reconciled": ToolOutcomeReconciled,
+    "extend_interrupt_deadline_called": ExtendInterruptDeadlineCalled,
 }
 """Every input's ``kind``, one per member of ``SessionInput``."""
 
@@ -185,7 +193,11 @@ def input_from_data(data: object) -> Result[SessionInput, WireError]:
             return _error(f"$.{name}", f"only the fields of {cls.__name__} ({', '.join(sorted(codecs))})",
                           "an unknown field")
     arguments: dict[str, object] = {}
+    defaulted = {field.name for field in dataclasses.fields(cls)  # type: ignore[arg-type]
+                 if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING}
     for name, codec in codecs.items():
+        if name not in fields and name in defaulted:
+            continue  # a field added later (with its default) is absent from inputs exported before it
         if name not in fields:
             return _error(f"$.{name}", "a value", "nothing (the field is missing)")
         value = _field_value(fields[name], codec, f"$.{name}")

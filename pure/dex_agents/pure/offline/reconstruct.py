@@ -37,9 +37,16 @@ from dex_agents.pure.offline.history_answers import answer_request
 from dex_agents.pure.wire.json_value import JsonValue
 from dex_agents.pure.values.persistence import ChannelMapName, ChannelName, RpcName, StepType
 from dex_agents.pure.machine.reducers import reduce
-from dex_agents.pure.values.rpc import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
+from dex_agents.pure.values.rpc import (
+    ExtendInterruptDeadlineInput,
+    ResolveInterruptInput,
+    SendUserMessageInput,
+    SendUserMessageOnceInput,
+)
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
+    ExtendInterruptDeadlineCalled,
+    ReconcileStarted,
     CompactionStarted,
     ApprovalWaitEnded,
     ApprovalWaitStarted,
@@ -161,10 +168,12 @@ def _execute_started(step: HistoryStep, step_type: StepType, steps: Sequence[His
                                    step_type=step_type)
         case StepType.RECORD_TOOL_FAILURE:
             return ToolAttemptsExhausted(invocation=invocation, tool_call_id=_text(step.input, "tool call ID"),
-                                         recovery_error=_recovery(step, steps))
+                                         recovery_error=_recovery(step, steps), reconcile=_reconciles(step))
         case StepType.RECORD_TOOL_OUTCOME_UNKNOWN:
             return SingleAttemptToolFailed(invocation=invocation, tool_call_id=_text(step.input, "tool call ID"),
-                                           recovery_error=_recovery(step, steps))
+                                           recovery_error=_recovery(step, steps), reconcile=_reconciles(step))
+        case StepType.RECONCILE_TOOL_OUTCOME:
+            return ReconcileStarted(invocation=invocation, tool_call_id=_text(step.input, "tool call ID"))
         case StepType.RESUME_TURN:
             if not isinstance(step.input, int) or isinstance(step.input, bool):
                 raise _Unreconstructable("its input is not a result count")
@@ -177,6 +186,12 @@ def _execute_started(step: HistoryStep, step_type: StepType, steps: Sequence[His
             assert_never(step_type)
 
 
+def _reconciles(step: HistoryStep) -> bool:
+    """Whether a failure route's call had a ``reconcile``: the route moved to ``ReconcileToolOutcome``
+    (a route that recorded the call final did not need to know)."""
+    return StepType.RECONCILE_TOOL_OUTCOME.value in step.next_steps
+
+
 def _rpc_call(step: HistoryStep, now_ms: Callable[[], int]) -> SessionInput:
     match step.rpc_name:
         case RpcName.SEND_USER_MESSAGE:
@@ -185,6 +200,9 @@ def _rpc_call(step: HistoryStep, now_ms: Callable[[], int]) -> SessionInput:
             return SendUserMessageOnceCalled(input=_decoded(step.input, SendUserMessageOnceInput, "input"))
         case RpcName.RESOLVE_INTERRUPT:
             return ResolveInterruptCalled(input=_decoded(step.input, ResolveInterruptInput, "input"), now_ms=now_ms())
+        case RpcName.EXTEND_INTERRUPT_DEADLINE:
+            return ExtendInterruptDeadlineCalled(input=_decoded(step.input, ExtendInterruptDeadlineInput, "input"),
+                                                 now_ms=now_ms())
         case _:
             raise _Unreconstructable(f"RPC {step.rpc_name!r} is not one that changes a session")
 

@@ -33,7 +33,14 @@ from dex_agents.pure.machine.reducers import reduce, snapshot_of
 from dex_agents.pure.values.rpc import AgentSnapshot
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import SessionInput
-from dex_agents.pure.offline.stored_values import StoredKey, freeze, same_json, stored_publishes, stored_writes
+from dex_agents.pure.offline.stored_values import (
+    StoredKey,
+    canonical_stored,
+    freeze,
+    same_json,
+    stored_publishes,
+    stored_writes,
+)
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Transition
 from dex_agents.pure.wire import JSON_VALUE_TYPE, JsonData, canonical_json, record_type, to_json_data
 
@@ -199,11 +206,13 @@ class _Replay:
                     published.setdefault(key, []).extend(values)
                     writer[(f"published {key[0]}", key[1])] = (position, before, self.state)
         fallback: _Writer = (positions[-1] if positions else None, self.state, self.state)
-        committed = {(write.name, write.instance): write.value for write in step.writes}
+        committed = {(write.name, write.instance): canonical_stored(write.name, write.value) for write in step.writes}
         difference = self._mismatch(step, committed, written, writer, fallback, "")
         if difference is not None:
             return difference
-        sent = {(messages.name, messages.instance): freeze_list(messages.values) for messages in step.published}
+        sent = {(messages.name, messages.instance): freeze_list([canonical_stored(messages.name, value)
+                                                                  for value in messages.values])
+                for messages in step.published}
         replayed = {key: freeze_list(values) for key, values in published.items()}
         return self._mismatch(step, sent, replayed, writer, fallback, "published ")
 

@@ -121,6 +121,16 @@ def stored_writes(effects: Iterable[object]) -> dict[StoredKey, JsonValue]:
     return writes
 
 
+def canonical_stored(name: str, value: JsonValue) -> JsonValue:
+    """``value`` stored under ``name`` as this version writes it: decoded and encoded again, so a field
+    added since (absent in a value written before it) reads as its default; unchanged when it does not
+    decode (the comparison then reports it)."""
+    if value is None:
+        return None
+    decoded = decode_stored(name, value)
+    return value_json(name, decoded.unwrap()) if is_successful(decoded) else value
+
+
 def stored_publishes(effects: Iterable[object]) -> dict[StoredKey, list[JsonValue]]:
     """The Channel messages among ``effects``, by Channel (and ChannelMap instance), in order."""
     published: dict[StoredKey, list[JsonValue]] = {}
@@ -193,6 +203,7 @@ def state_from_values(values: Mapping[StoredKey, JsonValue], queued_message_coun
 
 
 __all__ = [
+    "canonical_stored",
     "StoredKey",
     "apply_writes",
     "decode_stored",

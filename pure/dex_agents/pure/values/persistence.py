@@ -107,6 +107,7 @@ class StepType(StrEnum):
     RESUME_TURN = "ResumeTurn"
     RECORD_TURN_FAILURE = "RecordTurnFailure"
     COMPACT_HISTORY = "CompactHistory"
+    RECONCILE_TOOL_OUTCOME = "ReconcileToolOutcome"
 
 
 @final
@@ -119,6 +120,7 @@ class RpcName(StrEnum):
     LIST_AGENT_MESSAGES = "list_agent_messages"
     SEND_USER_MESSAGE_ONCE = "send_user_message_once"
     COMPACT_HISTORY = "compact_history"
+    EXTEND_INTERRUPT_DEADLINE = "extend_interrupt_deadline"
 
 
 def _node_holds(value: object, node: WireNode) -> bool:

@@ -38,6 +38,25 @@ class ResolveInterruptInput:
     interrupt_id: str
     approved: bool
     rejection_message: str | None
+    edited_arguments: str | None = None
+    """Ours: a JSON object's text to run in place of the model's arguments (only with ``approved``);
+    the tool's schema checks it in ``AwaitToolApproval`` before anything runs."""
+    arguments_sha256: str | None = None
+    """Ours: the ``arguments_sha256`` of the pending interrupt the approver saw; another value refuses."""
+    approver: str | None = None
+    """Ours: who decides (kept in the record's audit and the ``interrupt_resolved`` event)."""
+    reason: str | None = None
+    """Ours: why (kept as ``approver``)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtendInterruptDeadlineInput:
+    """``extend_interrupt_deadline`` input (ours): the pending interrupt's deadline becomes
+    ``deadline_ms`` milliseconds after the call, when that is later than its deadline now."""
+
+    interrupt_id: str
+    deadline_ms: int
 
 
 @final
@@ -78,6 +97,7 @@ class AgentMessagePage:
 __all__ = [
     "AgentMessagePage",
     "AgentSnapshot",
+    "ExtendInterruptDeadlineInput",
     "ListAgentMessagesInput",
     "ResolveInterruptInput",
     "SendUserMessageInput",

@@ -5,7 +5,9 @@ checks a runner's objects into these values before any reducer sees them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TypeAlias, final
 
 from pyrsistent.typing import PVector
@@ -14,12 +16,55 @@ from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEff
 
 
 @final
+class ReconciledStatus(StrEnum):
+    """What a ``reconcile`` found became of a call whose outcome was unknown."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReconciledOutcome:
+    """A ``reconcile``'s answer: ``succeeded(output)``, ``failed(message)`` or ``still_unknown()``."""
+
+    status: ReconciledStatus
+    text: str | None = None
+
+    @staticmethod
+    def succeeded(output: str) -> ReconciledOutcome:
+        """The call took effect; the model reads ``output`` as its result."""
+        return ReconciledOutcome(status=ReconciledStatus.SUCCEEDED, text=output)
+
+    @staticmethod
+    def failed(message: str) -> ReconciledOutcome:
+        """The call did not take effect; the model reads it failed with ``message``."""
+        return ReconciledOutcome(status=ReconciledStatus.FAILED, text=message)
+
+    @staticmethod
+    def still_unknown() -> ReconciledOutcome:
+        """It cannot be told; the call stays ``outcome_unknown``."""
+        return ReconciledOutcome(status=ReconciledStatus.UNKNOWN)
+
+
+Reconcile: TypeAlias = Callable[[str, str, str, str], "ReconciledOutcome | Awaitable[ReconciledOutcome]"]
+"""``reconcile(tool_name, arguments, idempotency_key, error)``, sync or async: what became of a write
+whose outcome is unknown (looked up by its idempotency key). What it raises is retried."""
+
+
+@final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolPolicy:
-    """A tool's configured policy. ``requires_approval`` ``None`` means: the effect's default."""
+    """A tool's configured policy. ``requires_approval`` ``None`` means: the effect's default.
+
+    ``reconcile`` (ours, never on the wire): asked by ``ReconcileToolOutcome`` when a write's outcome
+    becomes unknown; its answer replaces ``outcome_unknown`` before the model sees the result.
+    """
 
     effect: ToolEffect
     requires_approval: bool | None = None
+    reconcile: Reconcile | None = field(default=None, compare=False, metadata={"wire": False})
 
 
 @final
@@ -78,6 +123,9 @@ AgentTurnOutcome: TypeAlias = TurnCompleted | ToolCallsRequested
 """What ``run_model_step`` returns."""
 
 __all__ = [
+    "Reconcile",
+    "ReconciledOutcome",
+    "ReconciledStatus",
     "AgentTurnOutcome",
     "DeferredToolCall",
     "McpToolAnnotations",

@@ -148,6 +148,48 @@ class AgentMessage:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallApproval:
+    """Who decided a call's approval, when and why (``AgentToolCall.approval``; ours, not the spec's).
+
+    Attributes:
+        approved: The decision.
+        approver: Who decided, as ``resolve_interrupt`` named them (``None``: not named).
+        reason: Why, as given (``None``: none given).
+        resolved_at: When ``resolve_interrupt`` accepted it (ISO-8601 UTC, milliseconds).
+        original_arguments: The model's arguments when the approver edited them (the record's
+            ``arguments`` then hold the edited ones, which ran); ``None`` when not edited.
+    """
+
+    approved: bool
+    approver: str | None = None
+    reason: str | None = None
+    resolved_at: str | None = None
+    original_arguments: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallSettlement:
+    """How an ``outcome_unknown`` call was settled (``AgentToolCall.settlement``; ours).
+
+    Attributes:
+        settled_by: ``"reconcile"`` (the tool policy's reconcile answered) or ``"operator"``
+            (``resolve_tool_outcome``).
+        resolver: Who settled it (``None``: the reconcile function, or not named).
+        reason: Why, as given.
+        settled_at: When (ISO-8601 UTC, milliseconds).
+        unknown_error: The error that had left the outcome unknown.
+    """
+
+    settled_by: str
+    resolver: str | None = None
+    reason: str | None = None
+    settled_at: str | None = None
+    unknown_error: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentToolCall:
     """One tool call record of the active turn (``AgentToolCalls`` instance keyed by tool call ID).
 
@@ -169,6 +211,13 @@ class AgentToolCall:
     output: str | None
     error: str | None
     rejection_message: str | None
+    approval: ToolCallApproval | None = None
+    """Set when a ``resolve_interrupt`` decided the approval (ours; may be absent on decode)."""
+    unknown_error: str | None = None
+    """Set once the call's outcome became unknown: while the record is still ``pending``, its tool
+    policy's ``reconcile`` is being asked (``ReconcileToolOutcome``); the tool never runs again."""
+    settlement: ToolCallSettlement | None = None
+    """How an unknown outcome was settled (ours; may be absent on decode)."""
 
 
 @final
@@ -186,6 +235,9 @@ class AgentInterrupt:
     arguments: str
     effect: ToolEffect
     deadline: str | None
+    arguments_sha256: str | None = None
+    """The SHA-256 (lowercase hex) of ``arguments``' UTF-8 bytes: what ``resolve_interrupt`` checks its
+    ``arguments_sha256`` against. Ours; absent (``None``) in interrupts written before it existed."""
 
 
 @final
@@ -196,6 +248,15 @@ class AgentInterruptResolution:
     interrupt_id: str
     approved: bool
     rejection_message: str | None
+    edited_arguments: str | None = None
+    """The approver's arguments (a JSON object's text), to run in place of the model's; ours."""
+    approver: str | None = None
+    reason: str | None = None
+    resolved_at: str | None = None
+    """When ``resolve_interrupt`` accepted it (ISO-8601 UTC, milliseconds); ours."""
+    deadline: str | None = None
+    """The interrupt's deadline when it was resolved, so an edit ``AwaitToolApproval`` refuses puts
+    the interrupt back as it was; ours."""
 
 
 @final
@@ -297,7 +358,9 @@ __all__ = [
     "FrameworkMessage",
     "HistorySummary",
     "MessageRole",
+    "ToolCallApproval",
     "ToolCallCompleted",
+    "ToolCallSettlement",
     "ToolCallStatus",
     "ToolEffect",
     "UserMessageReceipt",

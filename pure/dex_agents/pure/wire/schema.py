@@ -193,6 +193,8 @@ def _read_record_schema(record: type[object]) -> tuple[FieldSchema, ...]:
     hints: dict[str, object] = typing.get_type_hints(record, localns=_ALIAS_HINTS)
     schema: list[FieldSchema] = []
     for definition in dataclasses.fields(record):
+        if definition.metadata.get("wire") is False:  # in memory only (a function), never on the wire
+            continue
         if not definition.init:
             raise TypeError(f"{record.__name__}.{definition.name}: fields outside __init__ are not supported")
         where = f"{record.__name__}.{definition.name}"

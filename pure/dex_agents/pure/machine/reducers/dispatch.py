@@ -44,6 +44,10 @@ refused call carry none (an attempt that fails commits nothing, so it records no
 | ``AgentMessagesListed`` | ``list_agent_messages`` | ``rpcs.reduce_agent_messages_listed`` |
 | ``SendUserMessageOnceCalled`` | ``send_user_message_once`` | ``rpcs.reduce_send_user_message_once`` |
 | ``CompactHistoryCalled`` | ``compact_history`` | ``compaction.reduce_compact_history_called`` |
+| ``ToolArgumentsValidated`` | ``AwaitToolApproval`` | ``approval.reduce_tool_arguments_validated`` |
+| ``ReconcileStarted`` | ``ReconcileToolOutcome`` | ``tools.reduce_reconcile_started`` |
+| ``ToolOutcomeReconciled`` | ``ReconcileToolOutcome`` | ``tools.reduce_tool_outcome_reconciled`` |
+| ``ExtendInterruptDeadlineCalled`` | ``extend_interrupt_deadline`` | ``rpcs.reduce_extend_interrupt_deadline`` |
 """
 
 from __future__ import annotations
@@ -63,7 +67,11 @@ from dex_agents.pure.machine.reducers.compaction import (
     reduce_history_summarized,
     reduce_summarization_failed,
 )
-from dex_agents.pure.machine.reducers.approval import reduce_approval_wait_ended, reduce_approval_wait_started
+from dex_agents.pure.machine.reducers.approval import (
+    reduce_approval_wait_ended,
+    reduce_approval_wait_started,
+    reduce_tool_arguments_validated,
+)
 from dex_agents.pure.machine.reducers.model import (
     reduce_model_call_failed,
     reduce_model_call_finished,
@@ -73,6 +81,7 @@ from dex_agents.pure.machine.reducers.preconditions import state_problem, step_i
 from dex_agents.pure.machine.reducers.rpcs import (
     reduce_agent_messages_listed,
     reduce_agent_snapshot_requested,
+    reduce_extend_interrupt_deadline,
     reduce_resolve_interrupt,
     reduce_send_user_message,
     reduce_send_user_message_once,
@@ -85,10 +94,12 @@ from dex_agents.pure.machine.reducers.session import (
 )
 from dex_agents.pure.machine.reducers.tools import (
     reduce_heartbeat_sent,
+    reduce_reconcile_started,
     reduce_single_attempt_tool_failed,
     reduce_tool_attempts_exhausted,
     reduce_tool_call_succeeded,
     reduce_tool_execution_failed,
+    reduce_tool_outcome_reconciled,
     reduce_tool_step_started,
 )
 from dex_agents.pure.machine.reducers.turn import (
@@ -106,6 +117,7 @@ from dex_agents.pure.machine.step_inputs import (
     AgentSnapshotRequested,
     ApprovalWaitEnded,
     ApprovalWaitStarted,
+    ExtendInterruptDeadlineCalled,
     HeartbeatSent,
     InitialMessage,
     ModelAttemptsExhausted,
@@ -113,6 +125,7 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFinished,
     ModelStepStarted,
     QueuedMessage,
+    ReconcileStarted,
     ResolveInterruptCalled,
     RpcCall,
     SendUserMessageCalled,
@@ -121,9 +134,11 @@ from dex_agents.pure.machine.step_inputs import (
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
+    ToolArgumentsValidated,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
+    ToolOutcomeReconciled,
     ToolResultsArrived,
     ToolStepStarted,
     TurnFailureNote,
@@ -199,6 +214,12 @@ def _reduce_step(state: SessionState, config: SessionConfig, step_input: StepInp
             return reduce_tool_attempts_exhausted(state, step_input)
         case SingleAttemptToolFailed():
             return reduce_single_attempt_tool_failed(state, step_input)
+        case ToolArgumentsValidated():
+            return reduce_tool_arguments_validated(state, step_input)
+        case ReconcileStarted():
+            return reduce_reconcile_started(state, step_input)
+        case ToolOutcomeReconciled():
+            return reduce_tool_outcome_reconciled(state, step_input)
         case ToolResultsArrived():
             return reduce_tool_results_arrived(state, step_input)
         case ModelAttemptsExhausted():
@@ -244,6 +265,8 @@ def _reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> Rp
             return reduce_send_user_message_once(state, call)
         case CompactHistoryCalled():
             return reduce_compact_history_called(state, config, call)
+        case ExtendInterruptDeadlineCalled():
+            return reduce_extend_interrupt_deadline(state, call)
         case _:
             assert_never(call)
 
@@ -272,6 +295,7 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             | AgentMessagesListed()
             | SendUserMessageOnceCalled()
             | CompactHistoryCalled()
+            | ExtendInterruptDeadlineCalled()
         ):
             return reduce_rpc(state, config, session_input)
         case ApprovalWaitStarted():

@@ -66,7 +66,7 @@ from dex_agents.pure.machine.transition import StepTransition, reject, step
 from dex_agents.pure.machine.texts import model_call_cap_error
 from dex_agents.pure.machine.usage import add_agent_usage
 from dex_agents.pure.machine.validation import describe_defects, validate_turn_outcome
-from dex_agents.pure.values.session import AgentInterrupt, AgentState, AgentStatus, AgentToolCall, ToolCallStatus
+from dex_agents.pure.values.session import AgentInterrupt, AgentState, AgentStatus, AgentToolCall, ToolCallStatus, text_sha256
 
 
 def _running_model(state: SessionState) -> tuple[AgentState, str] | StepTransition:
@@ -227,6 +227,7 @@ def interrupt_raised_by(record: AgentToolCall, deadline: str | None) -> AgentInt
         arguments=record.arguments,
         effect=record.effect,
         deadline=deadline,
+        arguments_sha256=text_sha256(record.arguments),
     )
 
 

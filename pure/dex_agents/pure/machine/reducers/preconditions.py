@@ -15,6 +15,9 @@ from typing import assert_never
 from dex_agents.pure.machine.keys import MAX_MESSAGE_SEQUENCE
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import (
+    ReconcileStarted,
+    ToolArgumentsValidated,
+    ToolOutcomeReconciled,
     CompactionStarted,
     HistorySummarized,
     SummarizationFailed,
@@ -68,6 +71,9 @@ def step_input_problem(step_input: StepInput) -> str | None:
             | ToolExecutionFailed()
             | ToolAttemptsExhausted()
             | SingleAttemptToolFailed()
+            | ToolArgumentsValidated()
+            | ReconcileStarted()
+            | ToolOutcomeReconciled()
         ):
             return tool_call_id_problem(step_input.tool_call_id)
         case ToolResultsArrived():

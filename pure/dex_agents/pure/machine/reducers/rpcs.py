@@ -10,6 +10,12 @@
   its deadline has come (``now_ms >= deadline``); otherwise remove it from ``PendingInterrupts``,
   publish the resolution to its ``InterruptResolutions`` instance and answer ``true``. The RPC locks
   ``PendingInterrupts``. An approval's ``rejection_message`` is dropped (it only explains rejections).
+  Ours: ``edited_arguments`` (a JSON object's text, only with an approval), ``approver`` and
+  ``reason`` travel with the resolution, with the call's time and the interrupt's deadline;
+  ``AwaitToolApproval`` checks the edit against the tool's schema. An ``arguments_sha256`` that is
+  not the pending call's arguments' hash is refused (``RefuseRpc``: the approver saw other
+  arguments), as are edited arguments with a rejection or that are not a JSON object.
+* ``extend_interrupt_deadline`` (ours): move a pending interrupt's deadline later (see its reducer).
 * ``get_agent_snapshot``: the state, messages, pending interrupts, records in deferral order, usage
   and queued message count (reads everything; the RPC loads the whole maps).
 * ``list_agent_messages``: one page of messages (see ``paging``).
@@ -29,23 +35,24 @@ from pyrsistent import pvector
 
 from dex_agents.pure.machine.effects import PublishToChannel, PublishToChannelInstance, SetMapInstance
 from dex_agents.pure.machine.paging import page_messages
-from dex_agents.pure.machine.deadlines import is_late
+from dex_agents.pure.machine.deadlines import MAX_TIMER_MS, format_instant, is_late
 from dex_agents.pure.machine.keys import message_id_problem
 from dex_agents.pure.values.persistence import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES, USER_MESSAGE_RECEIPTS
 from dex_agents.pure.machine.reducers.common import interrupt_deadline, set_pending_interrupts
 from dex_agents.pure.machine.reducers.session import is_blank
-from dex_agents.pure.values.rpc import AgentSnapshot
+from dex_agents.pure.values.rpc import AgentSnapshot, ResolveInterruptInput
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
+    ExtendInterruptDeadlineCalled,
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
 )
 from dex_agents.pure.machine.transition import RpcTransition, answer, refuse
-from dex_agents.pure.machine.validation import lone_surrogate_problem
-from dex_agents.pure.values.session import AgentInterruptResolution, AgentUserMessage, UserMessageReceipt
+from dex_agents.pure.machine.validation import json_object_problem, lone_surrogate_problem
+from dex_agents.pure.values.session import AgentInterruptResolution, AgentUserMessage, UserMessageReceipt, text_sha256
 
 
 def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> RpcTransition:
@@ -86,12 +93,27 @@ def reduce_send_user_message_once(state: SessionState, called: SendUserMessageOn
     return answer(queued, True, [publish, SetMapInstance.of(USER_MESSAGE_RECEIPTS, message_id, receipt)])
 
 
+def _resolution_problem(request: ResolveInterruptInput) -> str | None:
+    """Why ``resolve_interrupt``'s input is refused whatever the state: text that cannot be encoded,
+    edited arguments with a rejection, or edited arguments that are not a JSON object's text."""
+    for value, name in ((request.rejection_message, "rejection_message"), (request.approver, "approver"),
+                        (request.reason, "reason"), (request.edited_arguments, "edited_arguments")):
+        problem = None if value is None else lone_surrogate_problem(value, name)
+        if problem is not None:
+            return problem
+    if request.edited_arguments is None:
+        return None
+    if not request.approved:
+        return "edited_arguments can only be given with an approval (approved is false)"
+    return json_object_problem(request.edited_arguments, "edited_arguments")
+
+
 def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> RpcTransition:
-    """``resolve_interrupt``: refuse an un-encodable ``rejection_message``; ``false`` unless pending and
-    before a readable deadline; else resolve (``true``)."""
+    """``resolve_interrupt``: refuse an unusable input (``_resolution_problem``) or a stale
+    ``arguments_sha256``; ``false`` unless pending and before a readable deadline; else resolve
+    (``true``): the resolution carries the edit, the approver, the reason, the time and the deadline."""
     request = called.input
-    message = request.rejection_message
-    problem = None if message is None else lone_surrogate_problem(message, "rejection_message")
+    problem = _resolution_problem(request)
     if problem is not None:
         return refuse(state, problem)
     interrupt = state.pending_interrupt(request.interrupt_id)
@@ -103,10 +125,18 @@ def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled
         return answer(state, False)
     if is_late(called.now_ms, deadline):
         return answer(state, False)
+    if request.arguments_sha256 is not None and request.arguments_sha256 != text_sha256(interrupt.arguments):
+        return refuse(state, stale_arguments_message(request.interrupt_id, request.arguments_sha256,
+                                                     text_sha256(interrupt.arguments)))
     resolution = AgentInterruptResolution(
         interrupt_id=request.interrupt_id,
         approved=request.approved,
         rejection_message=None if request.approved else request.rejection_message,
+        edited_arguments=request.edited_arguments,
+        approver=request.approver,
+        reason=request.reason,
+        resolved_at=format_instant(called.now_ms),
+        deadline=interrupt.deadline,
     )
     resolved = replace(state, pending_interrupts=state.without_interrupt(request.interrupt_id))
     return answer(
@@ -117,6 +147,37 @@ def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled
             PublishToChannelInstance.of(INTERRUPT_RESOLUTIONS, request.interrupt_id, resolution),
         ],
     )
+
+
+def stale_arguments_message(interrupt_id: str, given: str, actual: str) -> str:
+    """The refusal of an approval whose ``arguments_sha256`` is not the pending call's."""
+    return (f"arguments_sha256 {given!r} is not the hash of interrupt {interrupt_id!r}'s arguments ({actual!r}): "
+            "the approver saw other arguments; read the pending interrupt again")
+
+
+def reduce_extend_interrupt_deadline(state: SessionState, called: ExtendInterruptDeadlineCalled) -> RpcTransition:
+    """``extend_interrupt_deadline``: refuse a ``deadline_ms`` below 1 or beyond a Dex Timer; ``false``
+    unless the interrupt is pending, its deadline readable and not passed, and ``now_ms + deadline_ms``
+    later than it (an interrupt without a deadline never expires: ``false``); else move the deadline
+    (``true``). The waiting ``AwaitToolApproval``'s Timer fires at the old deadline, finds it not
+    passed and waits again until the new one."""
+    request = called.input
+    if not 1 <= request.deadline_ms <= MAX_TIMER_MS:
+        return refuse(state, f"deadline_ms must be within 1..{MAX_TIMER_MS}, got {request.deadline_ms}")
+    interrupt = state.pending_interrupt(request.interrupt_id)
+    if interrupt is None:
+        return answer(state, False)
+    try:
+        deadline = interrupt_deadline(interrupt)
+    except ValueError:
+        return answer(state, False)
+    new_deadline = called.now_ms + request.deadline_ms
+    if deadline is None or is_late(called.now_ms, deadline) or new_deadline <= deadline:
+        return answer(state, False)
+    moved = replace(interrupt, deadline=format_instant(new_deadline))
+    extended = replace(state, pending_interrupts=pvector(
+        moved if pending.interrupt_id == moved.interrupt_id else pending for pending in state.pending_interrupts))
+    return answer(extended, True, [set_pending_interrupts(extended)])
 
 
 def snapshot_of(state: SessionState) -> AgentSnapshot:
@@ -144,8 +205,10 @@ def reduce_agent_messages_listed(state: SessionState, listed: AgentMessagesListe
 __all__ = [
     "reduce_agent_messages_listed",
     "reduce_agent_snapshot_requested",
+    "reduce_extend_interrupt_deadline",
     "reduce_resolve_interrupt",
     "reduce_send_user_message",
     "reduce_send_user_message_once",
     "snapshot_of",
+    "stale_arguments_message",
 ]
