@@ -6,15 +6,45 @@ from __future__ import annotations
 import importlib.util
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from dex_agents.cli.worker import PROGRESS_PREFIX
 from dex_agents.client import SessionClient
 from tests.cli.support import background_cli, run_cli
 
 DEMO_AGENT = "dex_agents.demo.support_agent:support_flow"
 HAS_DEMO = importlib.util.find_spec("pydantic_ai") is not None
+
+
+def _progress_steps(lines: list[str]) -> list[str]:
+    """The steps of the progress lines among ``lines``, checked to count seconds upwards."""
+    steps: list[str] = []
+    seconds: list[float] = []
+    for line in lines:
+        if line.startswith(PROGRESS_PREFIX):
+            found = re.fullmatch(r"(.*) \(at (\d+\.\d) s\)", line.removeprefix(PROGRESS_PREFIX))
+            assert found is not None, line
+            steps.append(found.group(1))
+            seconds.append(float(found.group(2)))
+    assert seconds == sorted(seconds), lines
+    return steps
+
+
+def test_the_worker_command_prints_its_first_progress_line_before_importing_the_runtime() -> None:
+    """What ``dex-agents worker`` imports before its first line: neither the Dex SDK nor the client."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, dex_agents.cli.main, dex_agents.cli.worker, "
+                             "dex_agents.cli.connection, dex_agents.logs; print(' '.join(sorted(sys.modules)))"],
+                            capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    assert [name for name in loaded if name.partition(".")[0] in {"dex", "grpc", "pydantic", "pydantic_ai"}
+            or name.startswith(("dex_agents.client", "dex_agents.shell", "dex_agents.serving"))] == []
+    from dex_agents.cli.connection import SERVER_ENV
+    from dex_agents.client import SERVER_ADDRESS_ENV
+
+    assert SERVER_ENV == SERVER_ADDRESS_ENV
 
 
 @pytest.mark.skipif(not HAS_DEMO, reason="the pydantic-ai extra is not installed")
@@ -28,8 +58,12 @@ def test_the_demo_agent_served_by_dex_agents_worker_answers_the_sessions_command
         worker_environment = {"DEX_AGENTS_DEMO_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
         with background_cli("worker", "--agent", DEMO_AGENT, *server, "--task-slots", "4",
                             environment=worker_environment) as worker:
-            assert worker.wait_for_line("dex-agents worker ready") == \
-                f"dex-agents worker ready: serving SupportAgent on {address} (4 task slots)"
+            ready = worker.wait_for_line("dex-agents worker ready")
+            assert ready == f"dex-agents worker ready: serving SupportAgent on {address} (4 task slots)"
+            assert _progress_steps(worker.lines[:worker.lines.index(ready)]) == [
+                "starting: importing the Worker's runtime", f"loading the agents {DEMO_AGENT}",
+                f"connecting to the Dex server at {address} (Flow types SupportAgent)",
+                f"registered Flow types SupportAgent with {address}"]
 
             chat = run_cli("chat", *server, stdin_text="Where is order 42?\n")  # the Worker above serves it
             assert chat.returncode == 0, chat.stderr

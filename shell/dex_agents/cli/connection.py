@@ -15,14 +15,16 @@ import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
-
-from dex import Credential, FileCredential
+from typing import TYPE_CHECKING, Final
 
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.frameworks import DEMO_AGENT
-from dex_agents.client import SERVER_ADDRESS_ENV, NoWorkerError, SessionClient
-from dex_agents.client.sessions import describe_session
+
+if TYPE_CHECKING:  # the SDK and the client are imported where they are used: `dex-agents worker` prints
+    # its first progress line before the SDK is imported and never needs the client
+    from dex import Credential
+
+    from dex_agents.client import SessionClient
 
 __all__ = [
     "DEFAULT_FLOW_TYPE",
@@ -40,7 +42,8 @@ DEFAULT_FLOW_TYPE: Final = "SupportAgent"
 
 
 
-SERVER_ENV: Final = SERVER_ADDRESS_ENV
+SERVER_ENV: Final = "DEX_SERVER_ADDRESS"
+"""``dex_agents.client.SERVER_ADDRESS_ENV`` (a test checks they agree), spelled out to keep this import light."""
 _ADDRESS: Final = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 
 
@@ -60,6 +63,8 @@ def credential_from(token_file: Path | None) -> Credential | None:
     """The bearer credential in ``token_file`` (the SDK's ``FileCredential`` format), if one is given."""
     if token_file is None:
         return None
+    from dex import FileCredential
+
     try:
         return FileCredential(token_file)
     except (OSError, UnicodeError, ValueError) as error:
@@ -83,6 +88,9 @@ def open_session(server_address: str, session_id: str, *, flow_type: str | None 
         FlowNotFoundError: The session does not exist.
         CliError: ``flow_type`` is not the session's.
     """
+    from dex_agents.client import SessionClient
+    from dex_agents.client.sessions import describe_session
+
     actual = describe_session(server_address, session_id, credential=credential).flow_type
     if flow_type is not None and flow_type != actual:
         raise CliError(f"session {session_id} has Flow type {actual}, not {flow_type}",
@@ -93,6 +101,8 @@ def open_session(server_address: str, session_id: str, *, flow_type: str | None 
 
 def require_worker(sessions: SessionClient, session_id: str) -> None:
     """Fail fast, with a hint, unless a Worker serving the session's Flow type answers."""
+    from dex_agents.client import NoWorkerError
+
     try:
         sessions.check_worker(session_id)
     except NoWorkerError as error:

@@ -7,7 +7,8 @@ Invariants:
     * Every Flow can serve sessions (not a ``session_flow_definition``), their Flow types are
       distinct, and the task slots are a positive int; otherwise ``ValueError`` before anything starts.
     * The ready line ``<label> ready: serving <types> on <server> (<n> task slots)`` is printed (and
-      flushed) only after the Worker's pull registration.
+      flushed) only after the Worker's pull registration; a ``progress`` callback, when given, is told
+      before it connects and once it is registered (before the ready line).
     * SIGTERM or SIGINT (or, when asked, end of file on a piped stdin: the launching process is gone)
       stops the Worker gracefully: running tasks drain, then ``<label> stopped (<reason>)`` is
       printed and the function returns. A Worker that fails or stops by itself raises instead.
@@ -105,7 +106,8 @@ def check_servable(flows: Sequence[AgentSessionFlow], task_slots: int) -> None:
 
 def run_worker(flows: Sequence[AgentSessionFlow], server_address: str, *,
                task_slots: int = DEFAULT_MAX_CONCURRENT_TASKS, credential: Credential | None = None,
-               label: str = WORKER_LABEL, stop_on_stdin_eof: bool = False) -> str:
+               label: str = WORKER_LABEL, stop_on_stdin_eof: bool = False,
+               progress: Callable[[str], None] | None = None) -> str:
     """Serve ``flows`` from this process until SIGTERM or SIGINT (see the module docstring).
 
     Args:
@@ -115,6 +117,7 @@ def run_worker(flows: Sequence[AgentSessionFlow], server_address: str, *,
         credential: The server's bearer credential, if it needs one.
         label: How the Worker names itself in its ready and stopped lines.
         stop_on_stdin_eof: Also stop when a piped stdin reaches end of file (for launchers).
+        progress: Told, before the ready line, when the Worker connects and when it is registered.
 
     Returns:
         Why it stopped (``"SIGTERM"``, ``"SIGINT"`` or ``"end of stdin"``).
@@ -127,11 +130,17 @@ def run_worker(flows: Sequence[AgentSessionFlow], server_address: str, *,
         BaseException: Whatever made the Worker's start fail (for example, no server answered).
     """
     check_servable(flows, task_slots)
-    return asyncio.run(_serve(flows, server_address, task_slots, credential, label, stop_on_stdin_eof))
+    return asyncio.run(_serve(flows, server_address, task_slots, credential, label, stop_on_stdin_eof,
+                              progress or _quiet))
+
+
+def _quiet(_: str) -> None:
+    """No progress lines (a Worker started by code prints only its ready and stopped lines)."""
 
 
 async def _serve(flows: Sequence[AgentSessionFlow], server_address: str, task_slots: int,
-                 credential: Credential | None, label: str, stop_on_stdin_eof: bool) -> str:
+                 credential: Credential | None, label: str, stop_on_stdin_eof: bool,
+                 progress: Callable[[str], None]) -> str:
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
     reasons: list[str] = []
@@ -149,9 +158,12 @@ async def _serve(flows: Sequence[AgentSessionFlow], server_address: str, task_sl
         try:
             worker = session_worker(session_registry(flows), blob_cache, server_address,
                                     max_concurrent_tasks=task_slots, credential=credential)
+            flow_types = ", ".join(flow.get_flow_type() for flow in flows)
+            progress(f"connecting to the Dex server at {server_address} (Flow types {flow_types})")
             try:
                 await _run_until_stopped(worker, stop_requested,
-                                         ready_line(label, flows, server_address, task_slots), server_address)
+                                         ready_line(label, flows, server_address, task_slots), server_address,
+                                         lambda: progress(f"registered Flow types {flow_types} with {server_address}"))
             except Exception as error:
                 refused = _refused_credential(error, server_address, credential)
                 if refused is not None:
@@ -180,7 +192,7 @@ async def _watch_registration(worker: AsyncWorker, server_address: str) -> None:
 
 
 async def _run_until_stopped(worker: AsyncWorker, stop_requested: asyncio.Event, ready: str,
-                             server_address: str = "") -> None:
+                             server_address: str = "", registered_hook: Callable[[], None] = lambda: None) -> None:
     serving = asyncio.create_task(worker.start())
     stopping = asyncio.create_task(stop_requested.wait())
     registered = asyncio.create_task(worker.wait_pull_registered(timeout=REGISTRATION_SECONDS))
@@ -189,6 +201,7 @@ async def _run_until_stopped(worker: AsyncWorker, stop_requested: asyncio.Event,
         await asyncio.wait((registered, serving, stopping), return_when=asyncio.FIRST_COMPLETED)
         if registered.done() and not serving.done():
             registered.result()
+            registered_hook()
             print(ready, flush=True)
             watching = asyncio.create_task(_watch_registration(worker, server_address))
             await asyncio.wait((serving, stopping), return_when=asyncio.FIRST_COMPLETED)
