@@ -56,6 +56,7 @@ from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
+    ExtendInterruptDeadlineInput,
     ResolveInterruptInput,
     SendUserMessageOnceInput,
 )
@@ -217,19 +218,39 @@ class SessionClient(SessionReads):
         return self.resolve_interrupt(session_id, interrupt_id, False, message)
 
     def resolve_interrupt(self, session_id: str, interrupt_id: str, approved: bool,
-                                rejection_message: str | None = None) -> bool:
+                                rejection_message: str | None = None, *, edited_arguments: str | None = None,
+                                arguments_sha256: str | None = None, approver: str | None = None,
+                                reason: str | None = None) -> bool:
         """Approve or reject a pending interrupt: ``False`` when it is not pending or past its deadline.
+
+        ``edited_arguments`` (a JSON object's text, with an approval) runs in place of the model's once
+        the tool's schema accepts it (else ``dex_agents.approval_refused`` and the interrupt stays
+        pending); ``arguments_sha256`` (the pending interrupt's) refuses the approval when the arguments
+        are no longer the ones the approver saw; ``approver`` and ``reason`` are kept in the record's audit.
+        A refused input raises ``WorkerInvocationError`` naming why.
 
         Retries ``RpcLockConflictError`` (``AwaitToolApproval`` may hold the lock) until ``timeout``,
         then raises the last conflict.
         """
         resolution = ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved,
-                                           rejection_message=rejection_message)
+                                           rejection_message=rejection_message, edited_arguments=edited_arguments,
+                                           arguments_sha256=arguments_sha256, approver=approver, reason=reason)
 
         def resolve() -> object:
             return self._invoke(self.flow.resolve_interrupt, session_id, resolution)
 
         return expect(repeat_lock_conflicts(resolve, self.timeout), bool, "resolve_interrupt")
+
+    def extend_interrupt_deadline(self, session_id: str, interrupt_id: str, deadline_ms: int) -> bool:
+        """Move a pending interrupt's deadline to ``deadline_ms`` milliseconds from now (the RPC
+        ``extend_interrupt_deadline``): ``False`` when it is not pending, never expires, has passed its
+        deadline, or the new one is not later."""
+        extension = ExtendInterruptDeadlineInput(interrupt_id=interrupt_id, deadline_ms=deadline_ms)
+
+        def extend() -> object:
+            return self._invoke(self.flow.extend_interrupt_deadline, session_id, extension)
+
+        return expect(repeat_lock_conflicts(extend, self.timeout), bool, "extend_interrupt_deadline")
 
     def compact(self, session_id: str) -> bool:
         """Ask the session to compact its history before its next model call (the RPC ``compact_history``):

@@ -1,0 +1,69 @@
+"""Approvals bound to their arguments and editable (issue 25, item 3), on an in-process Worker and the
+local engine through the real SDK: an edited approval runs the edit once under the same idempotency key
+with its audit; a stale ``arguments_sha256`` is refused; ``extend_interrupt_deadline`` moves a deadline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dex_agents.pure.machine.deadlines import parse_instant
+from dex_agents.pure.values.session import ToolCallStatus, text_sha256
+from dex_agents.testing import ScriptedModelCall
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
+from tests.shell.scenario_flows import (
+    WRITE_POLICY,
+    answer_tool,
+    call,
+    new_session_id,
+    of_type,
+    scripted_runner,
+    session_flow,
+    tool_log,
+)
+
+REFUND = "Refund order 42"
+SCRIPT = {REFUND: (ScriptedModelCall(tool_calls=(call("call-refund", "refund", order_id=42),)),
+                   ScriptedModelCall(text="Handled."))}
+EDITED = '{"order_id":7}'
+
+
+def test_an_edited_approval_runs_the_edit_once_with_its_audit_and_a_stale_hash_is_refused(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow = session_flow(scripted_runner(tmp_path, SCRIPT, {"refund": answer_tool("refunded")}), prefix="Edited",
+                        tool_policies={"refund": WRITE_POLICY}, interrupt_deadline_ms=3_600_000)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    session_id = new_session_id()
+    sessions.start_session(session_id, REFUND)
+    interrupt = sessions.wait_for_pending_interrupt(session_id, "refund")
+    assert interrupt.arguments_sha256 == text_sha256(interrupt.arguments)
+    client = sessions.sessions
+
+    with pytest.raises(Exception, match="the approver saw other arguments"):
+        client.resolve_interrupt(session_id, interrupt.interrupt_id, True, edited_arguments=EDITED,
+                                 arguments_sha256=text_sha256('{"order_id":4200}'), approver="ana")
+    assert [i.interrupt_id for i in client.pending_interrupts(session_id)] == [interrupt.interrupt_id]
+
+    assert interrupt.deadline is not None
+    assert client.extend_interrupt_deadline(session_id, interrupt.interrupt_id, 7_200_000) is True
+    (moved,) = client.pending_interrupts(session_id)
+    assert moved.deadline is not None and parse_instant(moved.deadline) > parse_instant(interrupt.deadline)
+
+    assert client.resolve_interrupt(session_id, interrupt.interrupt_id, True, edited_arguments=EDITED,
+                                    arguments_sha256=interrupt.arguments_sha256, approver="ana",
+                                    reason="wrong order") is True
+    sessions.wait_for_completed_turns(session_id, 1)
+    assert client.resolve_interrupt(session_id, interrupt.interrupt_id, True) is False  # consumed once
+    assert tool_log(tmp_path).entries() == [f"refund:{session_id}/turn-1/call-refund"]
+    (resolved,) = of_type(sessions.events(session_id), "interrupt_resolved")
+    payload = resolved.payload
+    assert (payload["approver"], payload["reason"], payload["edited_arguments"], payload["original_arguments"]) == (
+        "ana", "wrong order", EDITED, interrupt.arguments)
+    (result,) = [m for m in client.snapshot(session_id).messages if m.tool_call_id == "call-refund"
+                 and m.role.value == "tool"]
+    assert result.tool_output is not None and result.tool_output.startswith(
+        f"[Dex] ana edited this call's arguments before approving it; it ran with {EDITED}")
+    finished = of_type(sessions.events(session_id), "tool_call_finished")
+    assert [e.payload["status"] for e in finished] == [ToolCallStatus.SUCCEEDED.value]
