@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 from dex_agents.pure.machine.deadlines import parse_instant
-from dex_agents.pure.values.session import ToolCallStatus, text_sha256
+from dex_agents.pure.values.runner import ReconciledOutcome, ToolPolicy
+from dex_agents.pure.values.session import ToolCallStatus, ToolEffect, text_sha256
 from dex_agents.testing import ScriptedModelCall
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.shell.scenario_flows import (
     WRITE_POLICY,
     answer_tool,
     call,
+    completed_steps,
     new_session_id,
     of_type,
     scripted_runner,
@@ -67,3 +69,41 @@ def test_an_edited_approval_runs_the_edit_once_with_its_audit_and_a_stale_hash_i
         f"[Dex] ana edited this call's arguments before approving it; it ran with {EDITED}")
     finished = of_type(sessions.events(session_id), "tool_call_finished")
     assert [e.payload["status"] for e in finished] == [ToolCallStatus.SUCCEEDED.value]
+
+
+LOST = "Refund order 9"
+LOST_SCRIPT = {LOST: (ScriptedModelCall(tool_calls=(call("call-lost", "refund", order_id=9),)),
+                      ScriptedModelCall(text="Done."))}
+
+
+def test_a_write_whose_outcome_is_unknown_is_reconciled_before_the_model_sees_it(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """Item 4 (a): the tool raises an unexpected error (its one attempt fails: the outcome is unknown);
+    the policy's reconcile finds the refund by its idempotency key; the model reads it succeeded."""
+    asked: list[tuple[str, str, str, str]] = []
+
+    async def lost_refund(_call: object) -> str:
+        raise ConnectionError("connection reset after the request was sent")
+
+    def reconcile(tool_name: str, arguments: str, idempotency_key: str, error: str) -> ReconciledOutcome:
+        asked.append((tool_name, arguments, idempotency_key, error))
+        return ReconciledOutcome.succeeded(f"refund found for {idempotency_key}")
+
+    policy = ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False, reconcile=reconcile)
+    flow = session_flow(scripted_runner(tmp_path, LOST_SCRIPT, {"refund": lost_refund}), prefix="Reconciled",
+                        tool_policies={"refund": policy})
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    session_id = new_session_id()
+    sessions.start_session(session_id, LOST)
+    sessions.wait_for_completed_turns(session_id, 1)
+    key = f"{session_id}/turn-1/call-lost"
+    assert len(asked) == 1 and asked[0][:3] == ("refund", '{"order_id":9}', key)
+    assert "connection reset" in asked[0][3]
+    assert tool_log(tmp_path).entries() == [f"refund:{key}"]  # the write ran once, never again
+    (settled,) = of_type(sessions.events(session_id), "dex_agents.tool_outcome_settled")
+    assert (settled.payload["status"], settled.payload["settled_by"]) == ("succeeded", "reconcile")
+    (result,) = [m for m in sessions.snapshot(session_id).messages if m.role.value == "tool"]
+    assert result.tool_output is not None and result.tool_output.endswith(f"refund found for {key}")
+    assert "settled it as succeeded" in result.tool_output
+    assert "ReconcileToolOutcome" in completed_steps(environment.server_address, session_id)

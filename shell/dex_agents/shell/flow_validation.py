@@ -64,7 +64,10 @@ def _tool_policy(name: object, policy: object) -> ToolPolicy:
     approval = policy.requires_approval
     if approval is not None and not isinstance(approval, bool):
         raise TypeError(f"tool_policies[{name!r}].requires_approval must be a bool or None, got {approval!r}")
-    return ToolPolicy(effect=tool_effect(policy.effect, f"tool_policies[{name!r}]"), requires_approval=approval)
+    if policy.reconcile is not None and not callable(policy.reconcile):
+        raise TypeError(f"tool_policies[{name!r}].reconcile must be callable, got {policy.reconcile!r}")
+    return ToolPolicy(effect=tool_effect(policy.effect, f"tool_policies[{name!r}]"), requires_approval=approval,
+                      reconcile=policy.reconcile)
 
 
 def _interrupt_deadline(deadline_ms: object) -> int | None:
