@@ -8,6 +8,7 @@ import functools
 import inspect
 import re
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from pytest import MonkeyPatch
@@ -105,3 +106,34 @@ def test_no_module_but_sdk_private_touches_sdk_internals() -> None:
     touching = sorted(str(path.relative_to(root)) for path in root.rglob("*.py")
                       if re.search(r"^\s*(from|import) dex\._", path.read_text(encoding="utf-8"), re.MULTILINE))
     assert touching == ["shell/sdk_private.py"]
+
+
+def test_a_retry_after_survives_being_raised_through_a_context_manager() -> None:
+    """``dex.retry_after`` gives a frozen dataclass exception: a context manager that sets its
+    ``__traceback__`` fails with ``FrozenInstanceError`` and the delay is lost; ours travels."""
+    import contextlib
+    import dataclasses
+
+    import dex
+    import pytest
+
+    from dex_agents.shell.sdk_private import raisable_retry_after
+
+    @contextlib.contextmanager
+    def around() -> Iterator[None]:
+        yield
+
+    def raise_through(error: BaseException) -> BaseException:
+        try:
+            with around():
+                raise error
+        except BaseException as caught:  # noqa: BLE001 - what came out is the point
+            return caught
+        raise AssertionError("nothing was raised")
+
+    cause = RuntimeError("429 Too Many Requests")
+    assert isinstance(raise_through(dex.retry_after(3, cause)), dataclasses.FrozenInstanceError)
+    travelled = raise_through(raisable_retry_after(3, cause))
+    assert isinstance(travelled, dex.RetryAfterError) and travelled.after_seconds == 3 and travelled.cause is cause
+    with pytest.raises(ValueError, match="positive"):
+        raisable_retry_after(0, cause)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final, assert_never
 
-from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many, retry_after
+from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many
 
 from dex_agents.pure.machine.effects import (
     ReconcileToolCall,
@@ -60,6 +60,7 @@ from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT
 from dex_agents.pure.flow.step_options import movement_with_retries
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.pure.wire import encode
+from dex_agents.shell.sdk_private import raisable_retry_after
 from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, channel_map_of, channel_of, map_of
 from dex_agents.shell.dex_options import CachedLoads, dex_movement
 from dex_agents.shell.history import message_loads
@@ -136,7 +137,7 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
                 raise AttemptRejectedError(error) from cause
             rejected = AttemptRejectedError(error)
             rejected.__cause__ = cause
-            raise retry_after(max(1, seconds), rejected)
+            raise raisable_retry_after(max(1, seconds), rejected)
         case _:
             assert_never(ending)
 

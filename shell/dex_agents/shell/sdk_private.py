@@ -32,7 +32,7 @@ import dex.async_client as _async_client
 import dex.async_worker as _async_worker
 import dex.client as _client
 import dex.worker as _worker
-from dex import AsyncContext, Credential
+from dex import AsyncContext, Credential, RetryAfterError
 from dex._async_value_hydrator import AsyncValueHydrator
 from dex._credential_transport import (
     AsyncCredentialRunner,
@@ -125,6 +125,26 @@ def large_message_channels() -> Iterator[None]:
                 setattr(module, name, original)
 
 
+class RaisableRetryAfter(RetryAfterError):
+    """``dex.RetryAfterError`` that can travel as an exception: the SDK's is a frozen dataclass, so Python
+    code that sets a raised exception's ``__traceback__`` (``contextlib``'s context managers do, around
+    every Step method here) fails on it with ``FrozenInstanceError``, and the retry-after is lost. The
+    exception machinery's attributes (``__traceback__``, ``__cause__``, ...) may be set; its fields stay frozen."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+
+def raisable_retry_after(after_seconds: int, cause: BaseException) -> RetryAfterError:
+    """``dex.retry_after(after_seconds, cause)`` that survives being raised (``RaisableRetryAfter``)."""
+    if after_seconds <= 0:
+        raise ValueError("after_seconds must be positive")
+    return RaisableRetryAfter(after_seconds=after_seconds, cause=cause)
+
+
 def memoize_sdk_version() -> bool:
     """Make the pull Worker's per-stream ``sdk_version`` lookup compute once (idempotent).
 
@@ -152,11 +172,13 @@ __all__ = [
     "check_pinned_sdk",
     "installed_sdk_version",
     "invocation_output_queue",
+    "RaisableRetryAfter",
     "async_channel",
     "large_message_async_channel",
     "large_message_channel",
     "large_message_channels",
     "memoize_sdk_version",
+    "raisable_retry_after",
     "sync_channel",
     "translate_rpc_error",
 ]
