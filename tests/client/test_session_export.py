@@ -42,7 +42,7 @@ from tests.shell.agents import unique_flow_type
 
 def _console() -> tuple[Console, io.StringIO]:
     buffer = io.StringIO()
-    return Console(file=buffer, width=400, no_color=True), buffer
+    return Console(file=buffer, width=2000, no_color=True), buffer
 
 
 def test_an_exported_session_with_approvals_a_crash_and_a_failed_turn_replays_offline(
