@@ -102,8 +102,10 @@ def _describe(error: Exception, server: str | None) -> str:
     import grpc
     from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError, WorkerInvocationError
 
-    from dex_agents.client import SessionStoppedError
+    from dex_agents.client import NoWorkerError, SessionStoppedError
 
+    if isinstance(error, NoWorkerError):
+        return f"{error} (hint: {error.hint})"
     if isinstance(error, SessionStoppedError):
         return f"{error.detail} (hint: start another session: dex-agents sessions start FLOW_TYPE SESSION_ID TEXT)"
     if isinstance(error, FlowNotFoundError | FlowNotActiveOrNotFoundError):

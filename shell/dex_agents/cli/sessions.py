@@ -39,7 +39,7 @@ from dex_agents.cli.connection import open_session, require_worker
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
 from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
-from dex_agents.client import SessionClient
+from dex_agents.client import NoWorkerError, SessionClient
 from dex_agents.client.sessions import search_sessions
 from dex_agents.client.stopped import is_stopped_status, stopped_label
 from dex_agents.pure.offline.export_document import render_export
@@ -66,8 +66,14 @@ def list_sessions(server: str, flow_type: str | None, console: Console, *, limit
                   credential: Credential | None = None) -> None:
     """The sessions of ``flow_type`` (of every Flow type when ``None``), newest first."""
     entries = search_sessions(server, flow_type=flow_type, limit=limit, credential=credential)
+    if not entries and flow_type is not None:
+        # Issue 29, finding 3: a misspelt Flow type lists nothing; name the types that have sessions.
+        used = sorted({entry.flow_type for entry in search_sessions(server, limit=1000, credential=credential)})
+        console.print(f"no {flow_type} sessions: no session of that Flow type exists on {server} (is it spelt "
+                      f"right? Flow types with sessions: {', '.join(used) or 'none'})", highlight=False, markup=False)
+        return
     if not entries:
-        console.print("no sessions" if flow_type is None else f"no {flow_type} sessions", highlight=False)
+        console.print("no sessions", highlight=False)
         return
     for line in session_lines(entries, with_flow_type=flow_type is None):
         console.print(line, markup=False, highlight=False)
@@ -152,12 +158,17 @@ def start(server: str, flow_type: str, session_id: str, text: str, console: Cons
                 raise CliError(f"session {session_id} exists already",
                                hint=f"see it with: dex-agents sessions show {session_id}")
             run_id = sessions.start(session_id, text or None)
+            console.print(f"started {session_id} ({flow_type}, run {run_id})", highlight=False, markup=False)
+            try:  # Issue 29, finding 3: what start(check=True) probes, after the started line
+                sessions.check_worker(session_id)
+            except NoWorkerError as error:
+                console.print(f"warning: {error}; the session waits for one (hint: {error.hint})", highlight=False,
+                              markup=False)
     except FlowAlreadyStartedError as error:
         raise CliError(f"session {session_id} exists already",
                        hint=f"see it with: dex-agents sessions show {session_id}") from error
     except ValueError as error:
         raise CliError(str(error), exit_code=2) from error
-    console.print(f"started {session_id} ({flow_type}, run {run_id})", highlight=False, markup=False)
 
 
 def _exists(sessions: SessionClient, session_id: str) -> bool:

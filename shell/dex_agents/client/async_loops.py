@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from dex import RpcLockConflictError
 
+from dex_agents.client.errors import SessionNotFoundError
 from dex_agents.client.retries import (
     LOCK_RETRY_FIRST_SECONDS,
     LOCK_RETRY_MAX_SECONDS,
@@ -70,7 +71,7 @@ async def repeat_lock_conflicts(call: Callable[[], Awaitable[T]], seconds: float
 async def poll_until(read: Callable[[], Awaitable[V]], accept: Callable[[V], T | None], *, seconds: float,
                      poll_interval: float, session_id: str, description: str) -> T:
     """The first non-``None`` ``accept(value)`` of a successful ``read()``, reading every ``poll_interval``;
-    a failed read is read again.
+    a failed read is read again, but ``SessionNotFoundError`` is final.
 
     Raises:
         TimeoutError: Nothing accepted within ``seconds``; names the session, ``description`` and the
@@ -82,6 +83,8 @@ async def poll_until(read: Callable[[], Awaitable[V]], accept: Callable[[V], T |
     while True:
         try:
             value = await read()
+        except SessionNotFoundError:
+            raise  # final: reading again finds no session either
         except Exception as error:  # noqa: BLE001 - a failed read is retried until the deadline
             last_error = error
         else:

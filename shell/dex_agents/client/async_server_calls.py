@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TypeVar, cast, final
+from typing import Any, Literal, TypeVar, cast, final
 
 import grpc
-from dex import Attribute, AttributeMap, BlobCache, Credential, Registry
+from dex import Attribute, AttributeMap, BlobCache, Credential, Registry, RPCInvokeOptions
 from dex.dexpb import dex_pb2 as pb
 
 from dex_agents.client.channels import AsyncReadChannel
@@ -37,6 +37,7 @@ from dex_agents.client.server_requests import (
     entry_of,
     probe_outcome,
     probe_request,
+    rpc_request,
 )
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.sdk_private import AsyncValueHydrator, ValueMapper, translate_rpc_error
@@ -104,11 +105,26 @@ class AsyncServerCalls:
             return probe_outcome(error, session_id)
         return True
 
-    async def _call(self, call: Callable[[], Awaitable[T]], method: str, session_id: str) -> T:
+    async def invoke(self, method: Callable[..., Any], session_id: str, rpc_input: object,
+                     options: RPCInvokeOptions, seconds: int) -> object:
+        """``Client.invoke_rpc(method, session_id, rpc_input, options=options)`` with an RPC timeout of
+        ``seconds`` (whole, >= 1): a call no Worker took by then fails with a ``WorkerInvocationError``
+        without a ``worker_error_type``, and Dex never runs it (the SDK's errors, translated)."""
+        request, output_codec = rpc_request(self._registry, self._values, method, session_id, rpc_input, options,
+                                            seconds)
+        response = await self._call(partial(self._stub.InvokeRPC, request,
+                                            timeout=seconds + PROBE_DEADLINE_MARGIN_SECONDS),
+                                    "invoke_rpc", session_id, "active")
+        if output_codec is None:
+            return None
+        return self._values.decode(await self._hydrator.hydrate(session_id, response.output), output_codec)
+
+    async def _call(self, call: Callable[[], Awaitable[T]], method: str, session_id: str,
+                    requirement: Literal["existing", "active"] = "existing") -> T:
         try:
             return await call()
         except grpc.RpcError as error:
-            raise translate_rpc_error(error, method, session_id, "existing") from error
+            raise translate_rpc_error(error, method, session_id, requirement) from error
 
     async def hydrated(self, session_id: str, value: pb.Value) -> pb.Value:
         """``value`` itself, or the value its blob reference stands for."""

@@ -7,6 +7,13 @@ server: ``AsyncSessionClient.connect(address, "SupportAgent")`` opens its own Bl
 and ``AsyncSessionClient(client, flow)`` wraps a Client the caller owns.
 
 Invariants:
+    * Every public method follows ``errors``' rule: arguments checked first (``ValueError`` or
+      ``TypeError`` naming the argument), then only ``dex_agents.client`` errors
+      (``SessionNotFoundError``, ``SessionStoppedError``, ``NoWorkerError``, ...; never another
+      ``dex.runtime_errors`` type: ``errors.client_errors`` translates them).
+    * An RPC waits for a Worker at most its ``timeout`` (default ``self.timeout``): Dex withdraws it
+      then (its RPC timeout is the call's, ``AsyncServerCalls.invoke``), and the call raises
+      ``NoWorkerError``.
     * A stopped session (its Dex run closed: ``stop``, ``is_stopped``) refuses every RPC that writes
       with ``SessionStoppedError`` at once (Dex refuses it; the client names why), never a timeout.
     * The RPCs (``send``, ``approve``/``reject``, ``snapshot``, ``messages``, ``check_worker``) run on
@@ -24,14 +31,16 @@ Invariants:
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, cast, final
+from typing import Any, final
 
 from dex import (
     AsyncClient,
     Credential,
-    FlowInfo,
+    DexServiceError,
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
     RPCInvokeOptions,
@@ -50,9 +59,20 @@ from dex_agents.client.retries import (
     send_options,
     start_request_id,
 )
-from dex_agents.client.shared import check_positive, expect, sessions_query
+from dex_agents.client.errors import NoWorkerError, SessionExistsError, client_errors
+from dex_agents.client.server_requests import is_no_worker
+from dex_agents.client.shared import (
+    MAX_MESSAGE_PAGE,
+    check_count,
+    check_name,
+    check_positive,
+    check_seconds,
+    check_text,
+    expect,
+    sessions_query,
+)
 from dex_agents.client.stopped import SessionStoppedError, is_stopped_status
-from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS, NoWorkerError, SessionExistsError
+from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
@@ -115,8 +135,10 @@ class AsyncSessionClient(AsyncSessionReads):
 
     # Sessions (no Worker needed)
 
+    @client_errors
     async def start(self, session_id: str, initial_message: str | None = None, *,
-                    options: StartFlowOptions | None = None, request_id: str | None = None) -> str:
+                    options: StartFlowOptions | None = None, request_id: str | None = None,
+                    check: bool = False) -> str:
         """Start the session ``session_id``; with ``initial_message`` its first turn starts at once.
 
         Without ``options`` the start carries a request ID (``request_id``, or one made up here) with
@@ -130,14 +152,31 @@ class AsyncSessionClient(AsyncSessionReads):
         message returns its run, and with another first message raises ``SessionExistsError``
         instead of dropping the message.
 
+        With ``check`` the start then probes, once, whether a Worker serves the Flow type
+        (``check_worker``): Dex registers no Flow types it could be asked about, and a session of a
+        type no Worker serves (a misspelt one, say) is started all the same and never runs.
+
         Returns:
             The run ID.
 
         Raises:
             SessionExistsError: The session already exists, started by another request (another
-                first message or request ID); a ``FlowAlreadyStartedError``. With ``options``, Dex's
-                own ``FlowAlreadyStartedError`` unless they allow reuse.
+                first message or request ID); a ``FlowAlreadyStartedError``. With ``options``, also
+                when Dex refuses to start it again.
+            NoWorkerError: ``check`` and no Worker serving the Flow type answered the probe; the
+                session is started (a Worker started later runs it).
         """
+        check_name("session_id", session_id)
+        check_text("initial_message", initial_message, optional=True)
+        if request_id is not None:
+            check_name("request_id", request_id)
+        run_id = await self._start(session_id, initial_message, options, request_id)
+        if check:
+            await self.check_worker(session_id)
+        return run_id
+
+    async def _start(self, session_id: str, initial_message: str | None, options: StartFlowOptions | None,
+                     request_id: str | None) -> str:
         start_input = AgentSessionStartInput(initial_message=initial_message)
         start_options = retried_start_options(options, request_id or start_request_id(self.flow_type, session_id,
                                                                                        initial_message))
@@ -153,6 +192,7 @@ class AsyncSessionClient(AsyncSessionReads):
             raise SessionExistsError(session_id)
         return run_id
 
+    @client_errors
     async def stop(self, session_id: str, reason: str | StopFlowOptions | None = None, *,
                    options: StopFlowOptions | None = None) -> None:
         """Stop the session (Dex cancels its run unless ``options`` say otherwise), recording ``reason``
@@ -163,31 +203,40 @@ class AsyncSessionClient(AsyncSessionReads):
         ``stop(session_id, StopFlowOptions(...))``, the earlier form, still works.
 
         Raises:
-            FlowNotActiveOrNotFoundError: No such session, or it is stopped already.
+            SessionNotFoundError: No such session.
+            SessionStoppedError: It is stopped already.
         """
+        check_name("session_id", session_id)
         if isinstance(reason, StopFlowOptions):
             options, reason = reason, None
+        check_text("reason", reason, optional=True)
         stop_options = options or StopFlowOptions()
         if reason is not None:
             stop_options = replace(stop_options, reason=reason)
-        await self.client.stop_flow(session_id, stop_options)
+        try:
+            await self.client.stop_flow(session_id, stop_options)
+        except FlowNotActiveOrNotFoundError as error:
+            await self._raise_if_stopped(session_id, error)
+            raise
 
+    @client_errors
     async def is_stopped(self, session_id: str) -> bool:
         """Whether the session is stopped: its Dex run is closed (``stopped.is_stopped_status`` of its
-        ``describe`` status). ``FlowNotFoundError`` for an unknown session."""
+        ``describe`` status). ``SessionNotFoundError`` for an unknown session."""
         return is_stopped_status((await self.describe(session_id)).status)
 
-    async def describe(self, session_id: str) -> FlowInfo:
-        """The session's run: Flow type, status, start time (``FlowNotFoundError`` for an unknown one)."""
-        return await self.client.describe_flow(session_id)
-
+    @client_errors
     async def list_sessions(self, *, limit: int = 100) -> list[SearchFlowEntry]:
-        """Up to ``limit`` sessions of this Flow type, in the server's order (newest first on the local engine)."""
+        """Up to ``limit`` (>= 1) sessions of this Flow type, in the server's order (newest first on the
+        local engine); ``[]`` when there is none, also for a Flow type nobody uses (a misspelt one)."""
+        check_count("limit", limit, minimum=1)
         return list((await self.client.search_flows(sessions_query(self.flow_type), limit)).flows)
 
     # RPCs (a Worker serving the Flow type runs them)
 
-    async def send(self, session_id: str, text: str, *, message_id: str | None = None) -> bool:
+    @client_errors
+    async def send(self, session_id: str, text: str, *, message_id: str | None = None,
+                   timeout: float | None = None) -> bool:
         """Queue a user message once: ``False`` for blank text; sent during a turn, it starts the next turn.
 
         The message carries ``message_id`` (``None``: one made up for this call). A transient failure
@@ -197,85 +246,114 @@ class AsyncSessionClient(AsyncSessionReads):
 
         Raises:
             ValueError: ``message_id`` is blank, longer than 200 characters or holds ``/``.
-            WorkerInvocationError: The session refused the message (the ID was sent with another
+            NoWorkerError: No Worker took the message within ``timeout`` (default ``self.timeout``);
+                Dex withdrew it, so it is not queued.
+            SessionRefusedError: The session refused the message (the ID was sent with another
                 text, the text holds a lone surrogate).
         """
+        check_name("session_id", session_id)
+        check_text("text", text)
+        check_seconds("timeout", timeout)
         identity = checked_message_id(message_id)
         request = SendUserMessageOnceInput(message_id=identity, text=text)
-        options = send_options(identity)
+        answer = await self._rpc(self.flow.send_user_message_once, session_id, request, timeout=timeout,
+                                 options=send_options(identity), retry=repeat)
+        return expect(answer, bool, "send_user_message_once")
 
-        async def send_once() -> bool:
-            answer = await self._invoke(self.flow.send_user_message_once, session_id, request, options=options)
-            return expect(answer, bool, "send_user_message_once")
-
-        return await repeat(send_once, self.timeout)
-
-    async def approve(self, session_id: str, interrupt_id: str) -> bool:
+    @client_errors
+    async def approve(self, session_id: str, interrupt_id: str, *, timeout: float | None = None) -> bool:
         """Approve a pending interrupt: ``False`` when it is not pending or past its deadline."""
-        return await self.resolve_interrupt(session_id, interrupt_id, True)
+        return await self.resolve_interrupt(session_id, interrupt_id, True, timeout=timeout)
 
-    async def reject(self, session_id: str, interrupt_id: str, message: str | None = None) -> bool:
+    @client_errors
+    async def reject(self, session_id: str, interrupt_id: str, message: str | None = None, *,
+                     timeout: float | None = None) -> bool:
         """Reject a pending interrupt (``message`` is what the model is told): ``False`` when not pending."""
-        return await self.resolve_interrupt(session_id, interrupt_id, False, message)
+        return await self.resolve_interrupt(session_id, interrupt_id, False, message, timeout=timeout)
 
+    @client_errors
     async def resolve_interrupt(self, session_id: str, interrupt_id: str, approved: bool,
                                 rejection_message: str | None = None, *, edited_arguments: str | None = None,
                                 arguments_sha256: str | None = None, approver: str | None = None,
-                                reason: str | None = None) -> bool:
+                                reason: str | None = None, timeout: float | None = None) -> bool:
         """Approve or reject a pending interrupt: ``False`` when it is not pending or past its deadline.
 
         ``edited_arguments`` (a JSON object's text, with an approval) runs in place of the model's once
         the tool's schema accepts it (else ``dex_agents.approval_refused`` and the interrupt stays
         pending); ``arguments_sha256`` (the pending interrupt's) refuses the approval when the arguments
         are no longer the ones the approver saw; ``approver`` and ``reason`` are kept in the record's audit.
-        A refused input raises ``WorkerInvocationError`` naming why.
+        A refused input raises ``SessionRefusedError`` (a ``WorkerInvocationError``) naming why.
 
-        Retries ``RpcLockConflictError`` (``AwaitToolApproval`` may hold the lock) until ``timeout``,
-        then raises the last conflict.
+        Retries ``RpcLockConflictError`` (``AwaitToolApproval`` may hold the lock) until ``timeout``
+        (default ``self.timeout``), then raises ``SessionBusyError``.
         """
+        check_name("session_id", session_id)
+        check_name("interrupt_id", interrupt_id)
+        if not isinstance(approved, bool):
+            raise TypeError(f"approved must be a bool, got {type(approved).__name__}")
+        for name, text in (("rejection_message", rejection_message), ("edited_arguments", edited_arguments),
+                           ("arguments_sha256", arguments_sha256), ("approver", approver), ("reason", reason)):
+            check_text(name, text, optional=True)
+        check_seconds("timeout", timeout)
         resolution = ResolveInterruptInput(interrupt_id=interrupt_id, approved=approved,
                                            rejection_message=rejection_message, edited_arguments=edited_arguments,
                                            arguments_sha256=arguments_sha256, approver=approver, reason=reason)
+        answer = await self._rpc(self.flow.resolve_interrupt, session_id, resolution, timeout=timeout,
+                                 retry=repeat_lock_conflicts)
+        return expect(answer, bool, "resolve_interrupt")
 
-        async def resolve() -> object:
-            return await self._invoke(self.flow.resolve_interrupt, session_id, resolution)
-
-        return expect(await repeat_lock_conflicts(resolve, self.timeout), bool, "resolve_interrupt")
-
-    async def extend_interrupt_deadline(self, session_id: str, interrupt_id: str, deadline_ms: int) -> bool:
+    @client_errors
+    async def extend_interrupt_deadline(self, session_id: str, interrupt_id: str, deadline_ms: int, *,
+                                        timeout: float | None = None) -> bool:
         """Move a pending interrupt's deadline to ``deadline_ms`` milliseconds from now (the RPC
         ``extend_interrupt_deadline``): ``False`` when it is not pending, never expires, has passed its
         deadline, or the new one is not later."""
+        check_name("session_id", session_id)
+        check_name("interrupt_id", interrupt_id)
+        check_count("deadline_ms", deadline_ms, minimum=1)
+        check_seconds("timeout", timeout)
         extension = ExtendInterruptDeadlineInput(interrupt_id=interrupt_id, deadline_ms=deadline_ms)
+        answer = await self._rpc(self.flow.extend_interrupt_deadline, session_id, extension, timeout=timeout,
+                                 retry=repeat_lock_conflicts)
+        return expect(answer, bool, "extend_interrupt_deadline")
 
-        async def extend() -> object:
-            return await self._invoke(self.flow.extend_interrupt_deadline, session_id, extension)
-
-        return expect(await repeat_lock_conflicts(extend, self.timeout), bool, "extend_interrupt_deadline")
-
-    async def compact(self, session_id: str) -> bool:
+    @client_errors
+    async def compact(self, session_id: str, *, timeout: float | None = None) -> bool:
         """Ask the session to compact its history before its next model call (the RPC ``compact_history``):
         ``True`` when it has something to summarize, older than the turns it keeps whole; ``False`` when not.
 
         Raises:
-            WorkerInvocationError: The session's Flow does not compact (``compaction=None``).
+            SessionRefusedError: The session's Flow does not compact (``compaction=None``).
         """
-        return expect(await self._invoke(self.flow.compact_history, session_id), bool, "compact_history")
+        check_name("session_id", session_id)
+        check_seconds("timeout", timeout)
+        return expect(await self._rpc(self.flow.compact_history, session_id, timeout=timeout), bool,
+                      "compact_history")
 
-    async def snapshot(self, session_id: str) -> AgentSnapshot:
+    @client_errors
+    async def snapshot(self, session_id: str, *, timeout: float | None = None) -> AgentSnapshot:
         """The session's state, messages, pending interrupts, tool calls, usage and queued message count."""
-        return expect(await self._invoke(self.flow.get_agent_snapshot, session_id), AgentSnapshot,
+        check_name("session_id", session_id)
+        check_seconds("timeout", timeout)
+        return expect(await self._rpc(self.flow.get_agent_snapshot, session_id, timeout=timeout), AgentSnapshot,
                       "get_agent_snapshot")
 
+    @client_errors
     async def messages(self, session_id: str, *, before_sequence: int | None = None,
-                       limit: int | None = None) -> AgentMessagePage:
-        """One page of stored messages, oldest first: those before ``before_sequence`` (all when
-        ``None``), the newest ``limit`` of them (clamped to 1..200, default 50). The page's
-        ``next_before_sequence`` asks for the next older page."""
-        page_input = ListAgentMessagesInput(before_sequence=before_sequence, limit=limit)
-        return expect(await self._invoke(self.flow.list_agent_messages, session_id, page_input),
+                       limit: int | None = None, timeout: float | None = None) -> AgentMessagePage:
+        """One page of stored messages, oldest first: those before ``before_sequence`` (>= 0; all when
+        ``None``), the newest ``limit`` (>= 1; default 50, at most ``MAX_MESSAGE_PAGE`` = 200 a page) of
+        them. The page's ``next_before_sequence`` asks for the next older page."""
+        check_name("session_id", session_id)
+        check_count("before_sequence", before_sequence, minimum=0, optional=True)
+        check_count("limit", limit, minimum=1, optional=True)
+        check_seconds("timeout", timeout)
+        page_input = ListAgentMessagesInput(before_sequence=before_sequence,
+                                            limit=None if limit is None else min(limit, MAX_MESSAGE_PAGE))
+        return expect(await self._rpc(self.flow.list_agent_messages, session_id, page_input, timeout=timeout),
                       AgentMessagePage, "list_agent_messages")
 
+    @client_errors
     async def check_worker(self, session_id: str, *, seconds: int = DEFAULT_WORKER_PROBE_SECONDS) -> None:
         """Fail fast unless a Worker serving this Flow type answers for ``session_id`` within ``seconds``.
 
@@ -283,17 +361,40 @@ class AsyncSessionClient(AsyncSessionReads):
 
         Raises:
             NoWorkerError: No Worker took the probe in time.
-            FlowNotActiveOrNotFoundError: The session does not exist.
+            SessionNotFoundError: The session does not exist.
         """
+        check_name("session_id", session_id)
+        check_count("seconds", seconds, minimum=1)
         if not await self._server.worker_answers(self.flow, session_id, seconds):
             raise NoWorkerError(self.flow_type, self.server_address, seconds)
 
-    async def _invoke(self, method: Callable[..., Any], session_id: str, *rpc_input: object,
-                      options: RPCInvokeOptions | None = None) -> object:
-        """Invoke an RPC; one Dex refuses because the run is closed raises ``SessionStoppedError``."""
-        invoke = cast(Callable[..., Awaitable[object]], self.client.invoke_rpc)
+    async def _rpc(self, method: Callable[..., Any], session_id: str, rpc_input: object = None, *,
+                   timeout: float | None, options: RPCInvokeOptions | None = None,
+                   retry: Callable[[Callable[[], Awaitable[object]], float], Awaitable[object]] | None = None
+                   ) -> object:
+        """Invoke an RPC that waits for a Worker at most ``timeout`` (default ``self.timeout``), tried
+        again through ``retry`` (``repeat``, ``repeat_lock_conflicts``) until then; ``NoWorkerError``
+        when no Worker took it."""
+        seconds = self._seconds(timeout)
+        deadline = time.monotonic() + seconds
+
+        async def once() -> object:
+            rpc_seconds = max(1, math.ceil(deadline - time.monotonic()))
+            return await self._invoke(method, session_id, rpc_input, options or RPCInvokeOptions(), rpc_seconds)
+
         try:
-            return await invoke(method, session_id, *rpc_input, options=options or RPCInvokeOptions())
+            return await (once() if retry is None else retry(once, seconds))
+        except DexServiceError as error:
+            if not is_no_worker(error):
+                raise
+            raise NoWorkerError(self.flow_type, self.server_address, seconds) from error
+
+    async def _invoke(self, method: Callable[..., Any], session_id: str, rpc_input: object,
+                      options: RPCInvokeOptions, seconds: int) -> object:
+        """Invoke an RPC once (its RPC timeout ``seconds``); one Dex refuses because the run is closed
+        raises ``SessionStoppedError``."""
+        try:
+            return await self._server.invoke(method, session_id, rpc_input, options, seconds)
         except FlowNotActiveOrNotFoundError as error:
             await self._raise_if_stopped(session_id, error)
             raise

@@ -6,9 +6,17 @@ Invariants:
     * Nothing here needs a Worker: events are the Flow's Stream, state is the committed Attributes
       (``AsyncServerCalls``), an export reads the history; so all of it works while no Worker runs.
     * A cursor is the Stream resume token of the last event handed out (see ``values``).
+    * Every public method follows ``errors``' rule (arguments checked first, then only
+      ``dex_agents.client`` errors); an unknown session is ``SessionNotFoundError`` everywhere, the
+      event reads too (a Stream of no session reads empty, so an empty read asks ``describe``).
+    * A cursor is checked: one the session's retained events do not hold is asked of the server
+      (``read_stream``); one it refuses, or after which it holds nothing, is a ``ValueError``.
     * A wait returns the first committed value that satisfies it, polling every ``poll_interval``;
-      a failed read (the engine restarting, say) is read again. Its ``TimeoutError`` names the
-      session, what was awaited and the last value seen (the last read error is chained as the cause).
+      a failed read (the engine restarting, say) is read again, an unknown session fails at once.
+      Its ``TimeoutError`` names the session, what was awaited and the last value seen (the last
+      read error is chained as the cause); when then no Worker answers a probe
+      (``DEFAULT_WORKER_PROBE_SECONDS`` more), it is a ``NoWorkerError`` (a ``TimeoutError``) that
+      says so: a misspelt Flow type, or no Worker running.
     * ``close`` (idempotent) closes the read channel and what ``connect`` opened, every step even
       after one failed; a Client passed in stays open.
 """
@@ -20,16 +28,20 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Self, TypeVar
 
-from dex import AsyncClient, Attribute, LongPollTimeoutError, StreamMessage
+import grpc
+from dex import AsyncClient, Attribute, DexServiceError, FlowInfo, LongPollTimeoutError, StreamMessage
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from dex_agents.client.async_export import export_session
 from dex_agents.client.async_loops import close_all, pause, poll_until
 from dex_agents.client.async_server_calls import AsyncServerCalls
+from dex_agents.client.errors import NoWorkerError, SessionClientError, client_errors
 from dex_agents.client.retries import checked_message_id, is_transient
-from dex_agents.client.shared import EVENT_PAGE_SIZE, check_positive
+from dex_agents.client.shared import EVENT_PAGE_SIZE, check_count, check_name, check_positive, check_seconds, check_text
+from dex_agents.client.stopped import is_stopped_status
 from dex_agents.client.values import (
+    DEFAULT_WORKER_PROBE_SECONDS,
     EventPage,
     PendingInterruptOf,
     SessionEvent,
@@ -46,6 +58,8 @@ from dex_agents.shell.flow import AgentSessionFlow
 __all__ = ["AsyncSessionReads"]
 
 T = TypeVar("T")
+V = TypeVar("V")
+W = TypeVar("W")
 
 
 class AsyncSessionReads:
@@ -96,9 +110,18 @@ class AsyncSessionReads:
 
     # Events (no Worker needed)
 
+    @client_errors
     async def events(self, session_id: str, after: str = "", *, page_size: int = EVENT_PAGE_SIZE) -> EventPage:
         """The retained events after the cursor ``after`` (all retained ones for ``""``), oldest first,
-        and the cursor after the last; returns at once, without waiting for new events."""
+        and the cursor after the last; returns at once, without waiting for new events.
+
+        Raises:
+            ValueError: ``after`` is no cursor of this session's events.
+            SessionNotFoundError: No session ``session_id`` exists.
+        """
+        check_name("session_id", session_id)
+        check_text("after", after)
+        check_count("page_size", page_size, minimum=1)
         newest_first: list[StreamMessage[AgentEvent]] = []
         page_token = ""
         while True:
@@ -108,17 +131,56 @@ class AsyncSessionReads:
                     return page_after(newest_first, after, found=True)
                 newest_first.append(message)
             if not page.next_page_token:
-                return page_after(newest_first, after, found=False)
+                break
             page_token = page.next_page_token
+        if not newest_first:
+            await self.describe(session_id)  # an unknown session reads as an empty Stream
+        if after:
+            await self._check_cursor(session_id, after)
+        return page_after(newest_first, after, found=False)
 
+    async def _check_cursor(self, session_id: str, after: str) -> None:
+        """Raise ``ValueError`` unless the server reads events after the cursor ``after`` (one the
+        retained events no longer hold: older events were dropped)."""
+        try:
+            await self.client.read_stream(session_id, self.flow.agent_events, after, timedelta(seconds=1))
+        except LongPollTimeoutError as error:
+            raise ValueError(f"after: {after!r} is no cursor of the events of session {session_id!r}") from error
+        except DexServiceError as error:
+            if error.code is not grpc.StatusCode.INVALID_ARGUMENT:
+                raise
+            raise ValueError(f"after: {after!r} is no cursor of the events of session {session_id!r} "
+                             f"({error.detail})") from error
+
+    @client_errors
+    async def describe(self, session_id: str) -> FlowInfo:
+        """The session's run: Flow type, status, start time (``SessionNotFoundError`` for an unknown one)."""
+        check_name("session_id", session_id)
+        return await self.client.describe_flow(session_id)
+
+    @client_errors
     async def next_event(self, session_id: str, after: str = "", *, wait: float = 1.0) -> SessionEvent | None:
         """The first event after the cursor ``after``, waiting up to ``wait`` seconds (whole seconds,
-        at least 1, on the server) for one to be written; ``None`` when none came."""
+        at least 1, on the server) for one to be written; ``None`` when none came.
+
+        Raises:
+            ValueError: The server refused the cursor ``after``.
+            SessionNotFoundError: No session ``session_id`` exists (asked when no event came).
+        """
+        check_name("session_id", session_id)
+        check_text("after", after)
+        check_seconds("wait", wait, optional=False)
         try:
             message = await self.client.read_stream(session_id, self.flow.agent_events, after,
                                                     timedelta(seconds=max(1, round(wait))))
         except LongPollTimeoutError:
+            await self.describe(session_id)  # an unknown session's Stream is only empty
             return None
+        except DexServiceError as error:
+            if error.code is not grpc.StatusCode.INVALID_ARGUMENT:
+                raise
+            raise ValueError(f"after: {after!r} is no cursor of the events of session {session_id!r} "
+                             f"({error.detail})") from error
         return SessionEvent.of(message)
 
     async def follow(self, session_id: str, after: str = "", *,
@@ -126,6 +188,8 @@ class AsyncSessionReads:
         """Every event after ``after`` as it is written, forever; ``None`` after each ``wait`` without
         one (or after a transient failure, such as a restarting engine, which it reads through), so
         the caller can check its own conditions (break out of the loop to stop)."""
+        check_name("session_id", session_id)
+        check_seconds("wait", wait, optional=False)
         while True:
             try:
                 event = await self.next_event(session_id, after, wait=wait)
@@ -140,19 +204,24 @@ class AsyncSessionReads:
 
     # Committed state (no Worker needed)
 
+    @client_errors
     async def read_attribute(self, session_id: str, attribute: Attribute[T]) -> T | None:
         """The committed value of ``attribute`` (a definition of the Flow's schema), ``None`` when unset."""
+        check_name("session_id", session_id)
         return await self._server.read_attribute(session_id, attribute, timeout=self.timeout)
 
+    @client_errors
     async def state(self, session_id: str) -> AgentState | None:
         """The committed ``AgentState``; ``None`` before ``StartAgentSession`` committed."""
         return await self.read_attribute(session_id, self.flow.agent_state)
 
+    @client_errors
     async def pending_interrupts(self, session_id: str) -> PVector[AgentInterrupt]:
         """The committed ``PendingInterrupts`` (empty before the session started)."""
         pending = await self.read_attribute(session_id, self.flow.pending_interrupts)
         return pvector() if pending is None else pending
 
+    @client_errors
     async def message_receipt(self, session_id: str, message_id: str) -> UserMessageReceipt | None:
         """The committed receipt of the message ``message_id`` (``send(..., message_id=...)``): not
         ``None`` once the session queued it, when a send with that ID queues nothing more. Its
@@ -161,56 +230,100 @@ class AsyncSessionReads:
         Raises:
             ValueError: ``message_id`` cannot be a message ID.
         """
+        check_name("session_id", session_id)
+        check_name("message_id", message_id)
         identity = checked_message_id(message_id)
         return await self._server.read_map_instance(session_id, self.flow.user_message_receipts, identity,
                                                     timeout=self.timeout)
 
+    @client_errors
     async def export(self, session_id: str) -> ExportDocument:
         """The session as one self-describing document (``dex_agents.pure.offline.export_document``): committed
         values, retained events, Step history and the inputs the reducers saw, rebuilt from the history.
         Reads the server only (no Worker); ``render_export`` gives its JSON text.
 
         Raises:
-            FlowNotFoundError: No session ``session_id`` exists.
+            SessionNotFoundError: No session ``session_id`` exists.
             RuntimeError: The session kept changing while it was read, or a stored value is unreadable.
         """
+        check_name("session_id", session_id)
         return await export_session(self.client, self._server, self.flow, session_id, await self.events(session_id),
                                     timeout=self.timeout)
 
     # Waits on committed state (no Worker needed to observe them)
 
+    @client_errors
     async def wait_for(self, session_id: str, condition: StateCondition, *,
                        timeout: float | None = None) -> AgentState:
         """Wait until the committed ``AgentState`` satisfies ``condition``, and return it.
 
         Raises:
             TimeoutError: Not within ``timeout`` (default ``self.timeout``); names the condition.
+            NoWorkerError: Not within ``timeout``, and no Worker serving the Flow type answers.
+            SessionNotFoundError: No session ``session_id`` exists.
         """
-        return await poll_until(lambda: self.state(session_id), condition.accept, session_id=session_id,
-                                description=condition.description, seconds=self._seconds(timeout),
-                                poll_interval=self.poll_interval)
+        check_name("session_id", session_id)
+        if not isinstance(condition, StateCondition):
+            raise TypeError(f"condition must be a StateCondition, got {type(condition).__name__}")
+        check_seconds("timeout", timeout)
+        return await self._wait(session_id, lambda: self.state(session_id), condition.accept,
+                                condition.description, timeout)
 
+    async def _wait(self, session_id: str, read: Callable[[], Awaitable[V]], accept: Callable[[V], W | None],
+                    description: str, timeout: float | None) -> W:
+        """``poll_until``; at its timeout, ``NoWorkerError`` when no Worker answers a probe."""
+        try:
+            return await poll_until(read, accept, session_id=session_id, description=description,
+                                    seconds=self._seconds(timeout), poll_interval=self.poll_interval)
+        except TimeoutError as timed_out:
+            replacement = await self._timed_out(session_id, timed_out)
+            if replacement is timed_out:
+                raise
+            raise replacement from timed_out
+
+    async def _timed_out(self, session_id: str, timed_out: TimeoutError) -> TimeoutError:
+        """What a wait that timed out raises: ``timed_out``, or a ``NoWorkerError`` that says no
+        Worker answers (a stopped session says so instead: no Worker will move it)."""
+        try:
+            status = (await self.describe(session_id)).status
+            if is_stopped_status(status):
+                return TimeoutError(f"{timed_out}; the session is stopped ({status.value})")
+            if await self._server.worker_answers(self.flow, session_id, DEFAULT_WORKER_PROBE_SECONDS):
+                return timed_out
+        except (SessionClientError, DexServiceError):
+            return timed_out  # the server cannot tell now: the timeout stands as it is
+        return NoWorkerError(self.flow_type, self.server_address, DEFAULT_WORKER_PROBE_SECONDS, waited=str(timed_out))
+
+    @client_errors
     async def wait_for_turns(self, session_id: str, count: int, *, timeout: float | None = None) -> AgentState:
         """Wait until ``count`` turns ended (completed or failed) and no turn runs."""
+        check_count("count", count, minimum=0)
         return await self.wait_for(session_id, turns_ended(count), timeout=timeout)
 
+    @client_errors
     async def wait_for_completed_turns(self, session_id: str, count: int, *,
                                        timeout: float | None = None) -> AgentState:
         """Wait until ``count`` turns completed (a failed turn does not count)."""
+        check_count("count", count, minimum=0)
         return await self.wait_for(session_id, turns_completed(count), timeout=timeout)
 
+    @client_errors
     async def wait_for_status(self, session_id: str, status: AgentStatus | str, *,
                               timeout: float | None = None) -> AgentState:
         """Wait until ``AgentState.status`` is ``status`` (``ValueError`` for an unknown status)."""
         return await self.wait_for(session_id, status_is(status), timeout=timeout)
 
+    @client_errors
     async def wait_for_pending_interrupt(self, session_id: str, tool_name: str | None = None, *,
                                          timeout: float | None = None) -> AgentInterrupt:
-        """Wait until an interrupt (of a ``tool_name`` call, when given) is pending; return the first."""
+        """Wait until an interrupt (of a ``tool_name`` call, when given) is pending; return the first
+        (raises as ``wait_for``)."""
+        check_name("session_id", session_id)
+        check_text("tool_name", tool_name, optional=True)
+        check_seconds("timeout", timeout)
         wanted = PendingInterruptOf(tool_name=tool_name)
-        return await poll_until(lambda: self.pending_interrupts(session_id), wanted.accept, session_id=session_id,
-                                description=wanted.description, seconds=self._seconds(timeout),
-                                poll_interval=self.poll_interval)
+        return await self._wait(session_id, lambda: self.pending_interrupts(session_id), wanted.accept,
+                                wanted.description, timeout)
 
     def _seconds(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout

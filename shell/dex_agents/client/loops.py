@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from dex import RpcLockConflictError
 
+from dex_agents.client.errors import SessionNotFoundError
 from dex_agents.client.retries import (
     LOCK_RETRY_FIRST_SECONDS,
     LOCK_RETRY_MAX_SECONDS,
@@ -69,7 +70,7 @@ def repeat_lock_conflicts(call: Callable[[], T], seconds: float) -> T:
 def poll_until(read: Callable[[], V], accept: Callable[[V], T | None], *, seconds: float,
                      poll_interval: float, session_id: str, description: str) -> T:
     """The first non-``None`` ``accept(value)`` of a successful ``read()``, reading every ``poll_interval``;
-    a failed read is read again.
+    a failed read is read again, but ``SessionNotFoundError`` is final.
 
     Raises:
         TimeoutError: Nothing accepted within ``seconds``; names the session, ``description`` and the
@@ -81,6 +82,8 @@ def poll_until(read: Callable[[], V], accept: Callable[[V], T | None], *, second
     while True:
         try:
             value = read()
+        except SessionNotFoundError:
+            raise  # final: reading again finds no session either
         except Exception as error:  # noqa: BLE001 - a failed read is retried until the deadline
             last_error = error
         else:

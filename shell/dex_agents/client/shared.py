@@ -1,5 +1,8 @@
 """What the sync and the async session client share besides their loops: argument checks, the
-visibility query of a Flow type's sessions, and ``run_all`` (the synchronous ``loops.close_all``)."""
+visibility query of a Flow type's sessions, and ``run_all`` (the synchronous ``loops.close_all``).
+
+Invariants: an argument check raises ``TypeError`` (a value of the wrong type) or ``ValueError`` (a
+value out of range), its message naming the argument, before anything is sent (``errors``' rule)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,12 @@ from dex_agents.client.loops import close_all as run_all
 
 __all__ = [
     "EVENT_PAGE_SIZE",
+    "MAX_MESSAGE_PAGE",
+    "check_count",
+    "check_name",
     "check_positive",
+    "check_seconds",
+    "check_text",
     "expect",
     "run_all",
     "sessions_query",
@@ -19,6 +27,49 @@ T = TypeVar("T")
 
 EVENT_PAGE_SIZE: Final = 100
 """Stream messages per ``list_stream_messages`` page."""
+
+MAX_MESSAGE_PAGE: Final = 200
+"""The most messages ``list_agent_messages`` returns in one page (a larger ``limit`` gets this many)."""
+
+
+def check_name(name: str, value: object) -> str:
+    """``value``, a non-blank string (a session ID, an interrupt ID, a request ID)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{name} must not be blank, got {value!r}")
+    return value
+
+
+def check_text(name: str, value: object, *, optional: bool = False) -> str | None:
+    """``value``, a string (``None`` too when ``optional``)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string{' or None' if optional else ''}, got {type(value).__name__}")
+    return value
+
+
+def check_count(name: str, value: object, *, minimum: int, optional: bool = False) -> int | None:
+    """``value``, an ``int`` (not a ``bool``) of at least ``minimum`` (``None`` too when ``optional``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int{' or None' if optional else ''}, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def check_seconds(name: str, value: object, *, optional: bool = True) -> float | None:
+    """``value``, a positive number of seconds (``None`` too when ``optional``: the default)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return float(value)
 
 
 def expect(value: object, expected: type[T], rpc_name: str) -> T:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from dex import FlowNotActiveOrNotFoundError, FlowStatus
+from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowStatus
+
+from dex_agents.client.errors import SessionClientError
 
 OPEN_STATUSES: Final = frozenset({FlowStatus.RUNNING, FlowStatus.CONTINUED_AS_NEW})
 """Flow statuses of a session that is not stopped (a run that continued as new goes on in the next)."""
@@ -30,7 +32,7 @@ def stopped_label(status: FlowStatus) -> str:
     return f"stopped ({name})" if is_stopped_status(status) else name
 
 
-class SessionStoppedError(FlowNotActiveOrNotFoundError):
+class SessionStoppedError(SessionClientError, FlowNotActiveOrNotFoundError):
     """The session is stopped (its Dex run is closed), so it takes no message, approval or other
     write; raised at once instead of waiting. A ``FlowNotActiveOrNotFoundError``, as Dex reports it.
 
@@ -39,7 +41,7 @@ class SessionStoppedError(FlowNotActiveOrNotFoundError):
         status: Its run's Flow status (``canceled``, ``terminated``, ``failed``, ``completed``).
     """
 
-    def __init__(self, session_id: str, status: FlowStatus, cause: FlowNotActiveOrNotFoundError) -> None:
+    def __init__(self, session_id: str, status: FlowStatus, cause: DexServiceError) -> None:
         super().__init__(cause.code, cause.sub_status,
                          f"session {session_id} is stopped (its run is {status.value}); it takes no more input",
                          cause.operation, session_id)

@@ -1,4 +1,5 @@
-"""What the session clients return besides the spec's values, and the error for a missing Worker.
+"""What the session clients return besides the spec's values (``NoWorkerError`` and
+``SessionExistsError`` are ``errors``', named here too).
 
 Invariants:
     * A cursor is the Dex Stream resume token of the last event handed out (``""``: before the
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, cast, final
 
-import grpc
-from dex import ErrorSubStatus, FlowAlreadyStartedError, StreamMessage
+from dex import StreamMessage
 from pyrsistent import thaw
 
+from dex_agents.client.errors import NoWorkerError, SessionExistsError
 from dex_agents.pure.machine.keys import turn_number_of
 from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
 
@@ -165,33 +166,6 @@ def status_is(status: AgentStatus | str) -> StateCondition:
     """
     wanted = AgentStatus(status)
     return StateCondition(description=f"status {wanted.value!r}", predicate=lambda state: state.status is wanted)
-
-
-class NoWorkerError(RuntimeError):
-    """No Worker serving the session's Flow type took a request within the wait.
-
-    Attributes:
-        flow_type: The Flow type nobody serves.
-        server_address: The Dex server asked.
-        seconds: How long the request waited for a Worker.
-    """
-
-    def __init__(self, flow_type: str, server_address: str, seconds: float) -> None:
-        super().__init__(f"no Worker serving {flow_type} answered on {server_address} within {seconds:g} s")
-        self.flow_type = flow_type
-        self.server_address = server_address
-        self.seconds = seconds
-
-
-class SessionExistsError(FlowAlreadyStartedError):
-    """The session already exists, started by another request: another first message (or request ID)
-    than this start's, which is not queued. Attributes: ``flow_id``, the session."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(grpc.StatusCode.ALREADY_EXISTS, ErrorSubStatus.FLOW_ALREADY_STARTED,
-                         f"session {session_id!r} already exists, started with another first message or request "
-                         f"ID; this start's message was not queued (send it with send(), or use another session ID)",
-                         "start_flow", session_id)
 
 
 def timeout_message(session_id: str, description: str, seconds: float, last_seen: object,
