@@ -68,9 +68,13 @@ def test_message_pages_clamp_the_limit_and_page_oldest_first(agent_environment: 
     default = sessions.list_messages(session_id)
     assert (sequences(default), default.next_before_sequence) == (list(range(202, 252)), 202)
     assert list(default.messages) == list(snapshot.messages[-50:])
-    smallest = sessions.list_messages(session_id, limit=0)
+    # The RPC clamps a limit below 1; the client refuses one (issue 29, finding 10: it returned a message).
+    smallest = environment.client.invoke_rpc(flow.list_agent_messages, session_id,
+                                             ListAgentMessagesInput(before_sequence=None, limit=0))
     assert (sequences(smallest), smallest.next_before_sequence) == ([251], 251)
-    assert sequences(sessions.list_messages(session_id, limit=-3)) == [251]
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="limit must be at least 1"):
+            sessions.list_messages(session_id, limit=bad)
     largest = sessions.list_messages(session_id, limit=500)
     assert (sequences(largest), largest.next_before_sequence) == (list(range(52, 252)), 52)
     assert sequences(sessions.list_messages(session_id, limit=200)) == sequences(largest)
@@ -109,7 +113,8 @@ def test_a_negative_before_sequence_gives_an_empty_page(agent_environment: Agent
     page = environment.client.invoke_rpc(flow.list_agent_messages, session_id,
                                          ListAgentMessagesInput(before_sequence=-5, limit=None))
     assert page == AgentMessagePage(messages=pvector(), next_before_sequence=None)
-    assert sessions.list_messages(session_id, before_sequence=-5, limit=-5) == page
+    with pytest.raises(ValueError, match="before_sequence must be at least 0"):  # the client checks it first
+        sessions.list_messages(session_id, before_sequence=-5, limit=-5)
 
 
 def test_the_snapshot_before_the_session_starts_has_no_state(agent_environment: AgentEnvironmentFactory,

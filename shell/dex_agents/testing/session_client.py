@@ -83,7 +83,7 @@ class AgentSessionTestClient:
 
     def list_messages(self, session_id: str, before_sequence: int | None = None,
                       limit: int | None = None) -> AgentMessagePage:
-        """One page of stored messages, oldest first (``limit`` clamped to 1..200, default 50)."""
+        """One page of stored messages, oldest first (``limit`` >= 1, default 50, at most 200 a page)."""
         return self.sessions.messages(session_id, before_sequence=before_sequence, limit=limit)
 
     # Server calls and reads (no Worker needed)
