@@ -88,7 +88,9 @@ class Results:
 
 def _start_worker(address: str, state: Path, flow_type: str, no_confirm: bool) -> WorkerProcess:
     """A ready Worker child; one that a re-run tool killed before it was ready is replaced."""
-    environment = {STATE_ENV: str(state), FLOW_TYPE_ENV: flow_type, NO_CONFIRM_ENV: "1" if no_confirm else "0"}
+    # TMPDIR: a killed Worker cannot remove its scratch directory; it goes under the run's own directory
+    environment = {STATE_ENV: str(state), FLOW_TYPE_ENV: flow_type, NO_CONFIRM_ENV: "1" if no_confirm else "0",
+                   "TMPDIR": str(state)}
     for _ in range(5):
         try:
             return WorkerProcess.start(["-m", "dex_agents.cli", "worker", "--agent",

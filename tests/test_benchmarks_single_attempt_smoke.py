@@ -4,6 +4,9 @@ call ``outcome_unknown`` and no second run (the 200-session run is the README's)
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from benchmarks import single_attempt_cost, single_attempt_sigkill
@@ -16,8 +19,14 @@ def test_the_cost_benchmark_prints_the_confirmation_and_both_turns(capsys: pytes
         assert label in out, out
 
 
-def test_a_tool_that_sigkills_its_worker_first_runs_once(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tool_that_sigkills_its_worker_first_runs_once(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
     assert single_attempt_sigkill.main(["--quick"]) == 0
+    assert list(scratch.iterdir()) == [], "the run (or a killed Worker child) left files behind"
     out = capsys.readouterr().out
     assert "sessions: 4 on 2 lanes" in out, out
     assert "second runs of the tool: 0" in out, out
