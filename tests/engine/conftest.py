@@ -118,7 +118,7 @@ def engine() -> Iterator[EngineEndpoint]:
         return
     with launch_api().start_engine(timing=session_timing()) as running:
         yield EngineEndpoint(address=running.address, local=True)
-        core = cast(Any, running).engine.core
+        core = cast(Any, running).engine
         with core.lock:
             stale = core.rows.differences()
         assert not stale, f"the engine's row cache differs from the database after the session: {stale[:20]}"

@@ -98,9 +98,9 @@ def test_releasing_a_holders_locks_does_not_walk_every_held_lock(tmp_path: Path)
     store = Store(tmp_path / "engine.db")
     try:
         engine = Engine(store)
-        locks = engine.core.attribute_locks
+        locks = engine.attribute_locks
         locks.owners = _NoWalk()
-        with engine.core.lock:
+        with engine.lock:
             for uid in range(1, BACKLOG):
                 locks.acquire(uid, ["K"], "step:S-1")
                 locks.wait(uid, "S-2")
@@ -147,7 +147,7 @@ def test_a_restart_serves_at_once_and_recovers_the_backlog_in_batches(
     try:
         assert launched_by_start == 2, f"start recovered {launched_by_start} runs before serving, not one batch"
         assert server.recovered.wait(10), "the rest of the backlog was never recovered"
-        with server.engine.core.lock:
-            assert len(server.engine.core.running) == runs, "a recovered run has no queued task"
+        with server.engine.lock:
+            assert len(server.engine.running) == runs, "a recovered run has no queued task"
     finally:
         server.stop(grace=0)

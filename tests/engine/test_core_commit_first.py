@@ -101,34 +101,34 @@ def test_a_failed_outcome_commit_leaves_the_task_its_deadline_and_its_locks(
         return None
 
     eventually(first_attempt, what="the first attempt", timeout=WAIT)
-    with engine.core.lock:
-        run = engine.core.current_flow(flow_id)
+    with engine.lock:
+        run = engine.current_flow(flow_id)
         assert run is not None
         key = (run.uid, "Holder-1")
-        task = engine.core.running[key]
+        task = engine.running[key]
         deadline, heartbeat_deadline = task.deadline, task.heartbeat_deadline
-        failing = FailingCommit.install(engine.core.store)
+        failing = FailingCommit.install(engine.store)
     try:
         flow.gate.open()
         assert failing.failed.wait(WAIT), "the outcome's commit was attempted"
-        with engine.core.lock:  # the reader thread that hit the failure is done with it
-            failing.remove(engine.core.store)
-            assert engine.core.running.get(key) is task, "the task is still in flight"
+        with engine.lock:  # the reader thread that hit the failure is done with it
+            failing.remove(engine.store)
+            assert engine.running.get(key) is task, "the task is still in flight"
             assert not task.done
             assert (task.deadline, task.heartbeat_deadline) == (deadline, heartbeat_deadline)
-            assert engine.core.locks.get((run.uid, "Counter")) == "step:Holder-1", "the lock is still held"
-            step = engine.core.step(run.uid, "Holder-1")
+            assert engine.locks.get((run.uid, "Counter")) == "step:Holder-1", "the lock is still held"
+            step = engine.step(run.uid, "Holder-1")
             assert step is not None and step.attempt == 1
             assert step.phase == ("wait_for" if method == "wait_for" else "execute")
     finally:
-        with engine.core.lock:
-            failing.remove(engine.core.store)
+        with engine.lock:
+            failing.remove(engine.store)
 
     clock.advance(61.0)  # past the attempt's heartbeat timeout (1 min)
 
     def retry_scheduled() -> bool:
-        with engine.core.lock:
-            current = engine.core.step(run.uid, "Holder-1")
+        with engine.lock:
+            current = engine.step(run.uid, "Holder-1")
             return current is not None and current.attempt == 2
 
     eventually(retry_scheduled, what="the attempt to time out", timeout=WAIT)
@@ -138,8 +138,8 @@ def test_a_failed_outcome_commit_leaves_the_task_its_deadline_and_its_locks(
     assert flow.probe.values("attempt") == [1, 2]
     execute_attempt = 1 if method == "wait_for" else 2
     assert (result.status, result.single_output(int)) == (FlowStatus.COMPLETED, execute_attempt)
-    with engine.core.lock:
-        assert not engine.core.locks and not engine.core.running
+    with engine.lock:
+        assert not engine.locks and not engine.running
 
 
 class Beats(Step[str]):
@@ -178,24 +178,24 @@ def test_a_failed_heartbeat_commit_changes_nothing_in_memory(
     flow_id = dex.flow_id()
     harness.client.start_flow(flow, flow_id, "x")
     flow.probe.wait("started")
-    with engine.core.lock:
-        run = engine.core.current_flow(flow_id)
+    with engine.lock:
+        run = engine.current_flow(flow_id)
         assert run is not None
-        task = engine.core.running[(run.uid, "Beats-1")]
+        task = engine.running[(run.uid, "Beats-1")]
         heartbeat_deadline = task.heartbeat_deadline
-        failing = FailingCommit.install(engine.core.store)
+        failing = FailingCommit.install(engine.store)
     try:
         flow.gate.open()
         assert failing.failed.wait(WAIT), "the heartbeat's commit was attempted"
-        with engine.core.lock:
-            failing.remove(engine.core.store)
+        with engine.lock:
+            failing.remove(engine.store)
             assert not task.output_seen, "no output frame was recorded"
             assert task.heartbeat_deadline == heartbeat_deadline
-            step = engine.core.step(run.uid, "Beats-1")
+            step = engine.step(run.uid, "Beats-1")
             assert step is not None and not step.output_seen and step.heartbeat is None
     finally:
-        with engine.core.lock:
-            failing.remove(engine.core.store)
+        with engine.lock:
+            failing.remove(engine.store)
     flow.second.open()
     assert harness.result(flow_id).single_output(int) == 1
 

@@ -156,7 +156,7 @@ class _RecordingService(WorkerTaskService):
 
     def __init__(self) -> None:
         lock = threading.RLock()
-        self.engine = SimpleNamespace(core=SimpleNamespace(locked=lambda: lock, stopped=False))  # type: ignore[assignment]
+        self.engine = SimpleNamespace(locked=lambda: lock, stopped=False)  # type: ignore[assignment]
         self.closed: list[bool] = []
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:

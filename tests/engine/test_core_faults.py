@@ -191,7 +191,7 @@ def test_search_queries_are_bounded_and_parsed_outside_the_engine_lock(own_engin
     error = cast(grpc.Call, raised.value)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert f"the limit is {MAX_QUERY_CHARS}" in (error.details() or "")
-    with own_engine.engine.core.lock:  # a busy engine still refuses a bad query at once
+    with own_engine.engine.lock:  # a busy engine still refuses a bad query at once
         with pytest.raises(grpc.RpcError) as refused:
             stub.SearchFlows(pb.SearchFlowsRequest(query="FlowType ~~ nonsense"), timeout=WAIT)
     assert cast(grpc.Call, refused.value).code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -202,7 +202,7 @@ def test_a_search_runs_without_the_engine_lock(own_engine: EngineServer, own_cha
     stub = dex_pb2_grpc.FlowServiceStub(own_channel)
     for index in range(3):
         stub.StartFlow(pb.StartFlowRequest(flow_id=f"s{index}", flow_type="Searched", request_id=f"r{index}"))
-    with own_engine.engine.core.lock:  # a busy engine still answers searches
+    with own_engine.engine.lock:  # a busy engine still answers searches
         found = stub.SearchFlows(pb.SearchFlowsRequest(
             query="FlowType = 'Searched' AND FlowId != 's1'", page_size=1), timeout=WAIT)
         assert [entry.flow_id for entry in found.flow_runs] == ["s2"] and found.next_page_token
@@ -225,4 +225,4 @@ def test_an_rpc_too_large_for_the_worker_is_refused_before_dispatch(own_engine: 
     error = cast(grpc.Call, raised.value)
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "4194304-byte message limit" in (error.details() or "")
-    assert not own_engine.engine.core.locks, "the RPC's lock keys are released"
+    assert not own_engine.engine.locks, "the RPC's lock keys are released"

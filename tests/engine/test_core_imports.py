@@ -17,14 +17,14 @@ SOURCES = Path(dex_agents.engine.__file__).parent
 LAYERS: dict[str, frozenset[str]] = {
     "package": frozenset({"__init__"}),
     "leaves": frozenset({"errors", "durability", "timing", "lock_discipline", "blobs", "policy", "rows",
-                         "step_phase", "waits", "reset_replay", "attribute_locks", "request_checks", "auth", "performers",
+                         "step_phase", "waits", "reset_replay", "attribute_locks", "request_checks", "auth",
                          "child_group"}),
     "storage": frozenset({"repository"}),
     "offline": frozenset({"run_history"}),
     "scheduling": frozenset({"tasks", "pending", "scheduler", "dispatch", "long_polls"}),
     "core": frozenset({"core"}),
     "operations": frozenset({"history", "step_creation", "streams", "channels", "queries", "flow_state", "flows",
-                             "subflows", "step_waits", "outcomes", "steps", "flow_rpcs", "reset", "continue_as_new"}),
+                             "subflows", "outcomes", "steps", "flow_rpcs", "reset", "continue_as_new"}),
     "top": frozenset({"engine", "recovery", "backup"}),
     "adapters": frozenset({"grpc_service", "worker_service", "server", "launch", "cli"}),
 }
@@ -154,7 +154,7 @@ def test_the_checker_sees_local_and_type_checking_imports() -> None:
 
 def test_the_core_imports_no_operation() -> None:
     graph = import_graph()
-    operations = {"flows", "steps", "step_waits", "outcomes", "flow_rpcs", "streams", "queries", "step_creation", "subflows",
+    operations = {"flows", "steps", "outcomes", "flow_rpcs", "streams", "queries", "step_creation", "subflows",
                   "flow_state", "reset", "continue_as_new", "engine", "recovery", "grpc_service", "worker_service", "server"}
     reachable: set[str] = set()
     frontier = ["core"]

@@ -69,8 +69,8 @@ class InboxFlow(NamedFlow[None]):
 
 def _events(server: EngineServer, flow_id: str) -> list[tuple[str, str, int]]:
     """(event kind, Step execution id, transaction) of the run's history, in order."""
-    with server.engine.core.lock:
-        rows = server.engine.core.store.db.execute(
+    with server.engine.lock:
+        rows = server.engine.store.db.execute(
             "SELECT h.event, h.txn FROM history h JOIN flows f ON f.uid = h.uid WHERE f.flow_id=? "
             "ORDER BY h.event_id", (flow_id,)).fetchall()
     out: list[tuple[str, str, int]] = []

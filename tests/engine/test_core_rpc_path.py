@@ -27,14 +27,14 @@ def test_a_writing_rpc_commits_and_launches_on_the_stream_reader_thread(tmp_path
             flow_id = unique_name("ledger")
             harness.client.start_flow(flow, flow_id, 5, StartFlowOptions())
             writers: list[tuple[str, str]] = []
-            with server.engine.core.lock:
-                server.engine.core.store.db.set_trace_callback(
+            with server.engine.lock:
+                server.engine.store.db.set_trace_callback(
                     lambda sql: writers.append((threading.current_thread().name, sql)))
             try:
                 assert harness.client.invoke_rpc(flow.deposit, flow_id, 5) == 5
             finally:
-                with server.engine.core.lock:
-                    server.engine.core.store.db.set_trace_callback(None)
+                with server.engine.lock:
+                    server.engine.store.db.set_trace_callback(None)
             assert harness.result(flow_id).single_output(str) == "balance 5"
         finally:
             harness.close()

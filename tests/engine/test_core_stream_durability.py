@@ -114,13 +114,13 @@ def test_stream_appends_skip_the_fsync_but_a_single_attempt_methods_first_output
         flow = StreamStepFlow(unique_name("durability"), step)
         harness = open_harness([flow], address=server.address, cache_dir=tmp_path / "cache", async_worker=True)
         try:
-            with server.engine.core.lock:
-                server.engine.core.store.db.set_trace_callback(statements.append)
+            with server.engine.lock:
+                server.engine.store.db.set_trace_callback(statements.append)
             flow_id = unique_name("flow")
             harness.client.start_flow(flow, flow_id, "w", StartFlowOptions())
             harness.result(flow_id)
-            with server.engine.core.lock:
-                server.engine.core.store.db.set_trace_callback(None)
+            with server.engine.lock:
+                server.engine.store.db.set_trace_callback(None)
         finally:
             harness.close()
     finally:

@@ -80,9 +80,9 @@ def test_a_retry_waits_on_the_engine_clock_not_on_real_time(
     harness.client.start_flow(flow, flow_id, "x")
 
     def retry_scheduled() -> bool:
-        with server.engine.core.lock:
-            run = server.engine.core.current_flow(flow_id)
-            step = server.engine.core.step(run.uid, "RetriesInAnHour-1") if run is not None else None
+        with server.engine.lock:
+            run = server.engine.current_flow(flow_id)
+            step = server.engine.step(run.uid, "RetriesInAnHour-1") if run is not None else None
             return step is not None and step.attempt == 2
 
     eventually(retry_scheduled, what="the first attempt's failure to be committed")

@@ -216,9 +216,9 @@ def test_the_async_fallback_starts_at_once_and_later_retries_back_off(
         "three local attempts and the regular fallback ran without the clock moving"
 
     def fifth_scheduled() -> bool:
-        with server.engine.core.lock:
-            run = server.engine.core.current_flow(flow_id)
-            step = server.engine.core.step(run.uid, "FailsThrice-1") if run is not None else None
+        with server.engine.lock:
+            run = server.engine.current_flow(flow_id)
+            step = server.engine.step(run.uid, "FailsThrice-1") if run is not None else None
             return step is not None and step.attempt == 5
 
     eventually(fifth_scheduled, what="the fallback's failure to be committed", timeout=WAIT)
@@ -320,9 +320,9 @@ def test_a_retry_reuses_its_first_attempts_snapshot(dex: DexFixture, clocked: tu
     harness.client.start_flow(flow, flow_id, "x", StartFlowOptions().with_attribute(level, 1))
 
     def retry_scheduled() -> bool:
-        with server.engine.core.lock:
-            run = server.engine.core.current_flow(flow_id)
-            step = server.engine.core.step(run.uid, "ReadsLevel-1") if run is not None else None
+        with server.engine.lock:
+            run = server.engine.current_flow(flow_id)
+            step = server.engine.step(run.uid, "ReadsLevel-1") if run is not None else None
             return step is not None and step.attempt == 2
 
     eventually(retry_scheduled, what="the first attempt's failure to be committed", timeout=WAIT)

@@ -42,10 +42,10 @@ def test_given_database_is_kept(tmp_path: Path, in_process: bool) -> None:
 def test_the_process_crash_level_is_opt_in_and_reported(tmp_path: Path) -> None:
     with start_engine(in_process=True) as engine:
         assert isinstance(engine, EngineServer)
-        assert engine.engine.core.store.synchronous() == 2, "fsync per commit by default (synchronous=FULL)"
+        assert engine.engine.store.synchronous() == 2, "fsync per commit by default (synchronous=FULL)"
     with start_engine(in_process=True, durability=Durability.PROCESS_CRASH) as engine:
         assert isinstance(engine, EngineServer)
-        assert engine.engine.core.store.synchronous() == 1, "synchronous=NORMAL"
+        assert engine.engine.store.synchronous() == 1, "synchronous=NORMAL"
         assert engine_is_healthy(engine.address, tmp_path)
     log = tmp_path / "engine.log"
     with start_engine(tmp_path / "child.sqlite3", in_process=False, durability=Durability.PROCESS_CRASH) as child:

@@ -42,7 +42,7 @@ class ChannelOps:
         with self.engine.store.transaction() as db:
             state.publish(db, flow.uid, messages)
             history.channel_published(db, flow.uid, messages)
-        self.engine.after_commit(Effects(wait_checks={flow.uid}))
+        self.engine.apply(Effects(wait_checks={flow.uid}))
 
     def read(self, request: pb.GetChannelMessagesRequest) -> pb.GetChannelMessagesResponse:
         """The pending messages of one Channel (instance), oldest first."""
@@ -66,4 +66,4 @@ class ChannelOps:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND, f"channel message not found: {request.message_id}",
                                    pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND)
             history.channel_deleted(db, flow.uid, [deletion])
-        self.engine.after_commit(Effects(touched={flow.uid}))
+        self.engine.apply(Effects(touched={flow.uid}))

@@ -70,7 +70,7 @@ class ContinueAsNewOps:
         effects = Effects()
         with self.engine.store.transaction() as db:
             self.roll_over(db, flow, effects)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
 
     def update_config(self, request: pb.UpdateFlowConfigRequest) -> None:
         """Merge the given fields into the active run's config (later decisions use it); a history
@@ -88,7 +88,7 @@ class ContinueAsNewOps:
                     setattr(config, name, getattr(request.flow_config, name))
         with self.engine.store.transaction() as db:
             self.engine.rows.update_flow(db, flow.uid, config=config.SerializeToString())
-        self.engine.after_commit(Effects(touched={flow.uid}))
+        self.engine.apply(Effects(touched={flow.uid}))
         self.continue_if_due(flow.uid, stored_events.last_event_id(self.engine.store.db, flow.uid))
 
     def continue_if_due(self, uid: int, events: int) -> None:
@@ -103,7 +103,7 @@ class ContinueAsNewOps:
         effects = Effects()
         with self.engine.store.transaction() as db:
             self.roll_over(db, flow, effects)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
 
     def roll_over(self, db: sqlite3.Connection, flow: FlowRow, effects: Effects) -> str:
         """End ``flow``'s run as continued-as-new and go on in a new run (see the module docstring);

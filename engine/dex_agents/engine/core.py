@@ -1,20 +1,14 @@
 """The engine core: the state every operation shares (one lock, the store, the clock and timing,
 the scheduler, the dispatcher, the tasks in flight, Attribute locks and long-poll waiters) and the
-one loop that performs the after-commit effects. It imports no operation module: the effects that
-act on Steps (launch, drop a task, re-check Waits, fire a Timer), on Flows (arm a Flow timeout) and
-on runs (continue as new) are performed by the components the top module (``engine``) gives it once
-(:meth:`EngineCore.wire`).
+after-commit effects. It imports no operation module: the effects that act on Steps (launch, drop a
+task, re-check Waits, fire a Timer) and on Flows (arm a Flow timeout) are performed by the operations
+the top module (``engine``) gives it once (:meth:`EngineCore.wire`).
 
 Concurrency model: callers from outside enter through :meth:`EngineCore.locked`; every state change
-runs under ``EngineCore.lock`` inside one SQLite transaction, and memory changes only after its commit.
-An operation never performs its after-commit effects: it hands them over as data
-(:meth:`EngineCore.after_commit`), and the loop (:meth:`EngineCore.perform_pending`) performs them
-when the ``locked()`` block ends and after every scheduler callback, still holding the lock, so a
-Step's successor is handed to an idle worker stream directly after its decision is durable. A
-performer's own follow-ups (a launch that fails at once, a Timer that completes a Wait) are handed
-over the same way and performed before the rest of the effects that caused them (depth first, the
-order of a nested call). Nothing but the loop performs an effect, and the loop refuses to be
-re-entered (``EffectsLoopReentered``). A long poll waits on its own
+runs under ``EngineCore.lock`` inside one SQLite transaction, and memory changes only after its commit;
+after the commit, :meth:`EngineCore.apply` performs the effects (dispatch the next tasks, cancel
+running ones, arm Timers) while still holding the lock, so a Step's successor is handed to an
+idle worker stream directly after its decision is durable. A long poll waits on its own
 ``long_polls.LongPoll`` (a condition over the same lock) registered under the key of what it waits
 for (a run's close, a run's state, one Stream of one Flow) in :attr:`EngineCore.long_polls`; a commit
 wakes only the waiters of the runs it touched, and a client's cancel wakes its waiter at once.
@@ -29,8 +23,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -40,7 +35,6 @@ from .dispatch import Dispatcher
 from .errors import flow_not_found, invalid
 from .lock_discipline import assert_engine_lock_held
 from .long_polls import LongPolls
-from .performers import EffectsLoopReentered, FlowEffects, RunEffects, StepEffects, WaitEffects
 from .rows import Effects, FlowRow, StepRow
 from .repository import runs
 from .repository.row_cache import RowCache
@@ -48,6 +42,39 @@ from .scheduler import Scheduler
 from .repository.store import Store
 from .tasks import Task
 from .timing import Clock, EngineTiming, SystemClock
+
+
+class StepEffects(Protocol):
+    """What the after-commit effects ask of the Step operations (``steps.StepOps``)."""
+
+    def launch(self, uid: int, seid: str) -> None:
+        """Dispatch the Step's current method."""
+
+    def drop_task(self, uid: int, seid: str) -> None:
+        """Stop the task of a canceled or closed Step execution."""
+
+    def check_waits(self, uid: int) -> None:
+        """Re-evaluate the run's waiting Steps."""
+
+    def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
+        """Complete, in the open transaction, the run's Waits its publishes satisfied."""
+
+    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
+        """A Timer's time came."""
+
+
+class FlowEffects(Protocol):
+    """What the after-commit effects ask of the Flow operations (``flows.FlowOps``)."""
+
+    def arm_timeout(self, uid: int, timeout_ms: int, timeout_policy: int) -> None:
+        """Close the run when its Flow timeout passes."""
+
+
+class RunEffects(Protocol):
+    """What the after-commit effects ask of the continue-as-new operations (``continue_as_new``)."""
+
+    def continue_if_due(self, uid: int, events: int) -> None:
+        """Roll the run over if its history (``events`` long) exceeds its threshold."""
 
 
 class EngineCore:
@@ -65,7 +92,7 @@ class EngineCore:
         self.stopped = False
         self.long_polls = LongPolls(self.lock, self.assert_locked, lambda: self.stopped)
         """The long polls waiting on this engine's commits (see ``long_polls``)."""
-        self.scheduler = Scheduler(self.lock, self.clock, after=self._after_callback)
+        self.scheduler = Scheduler(self.lock, self.clock)
         self.blobs = Blobs()
         """The large values delivered tasks reference, for ``LoadBlobs`` (``blobs``)."""
         self.dispatcher = Dispatcher(self.scheduler.call_later, self.timing, self.clock, guard=self.assert_locked,
@@ -75,26 +102,20 @@ class EngineCore:
         self.attribute_locks = AttributeLocks(guard=self.assert_locked)
         """Attribute locks of Steps and RPCs (see ``attribute_locks``)."""
         self._steps: StepEffects | None = None
-        self._waits: WaitEffects | None = None
         self._flows: FlowEffects | None = None
         self._runs: RunEffects | None = None
-        self._queued: list[Iterator[None]] = []
-        """Work handed to the loop and not started yet, oldest first (see :meth:`perform_pending`)."""
-        self._stack: list[Iterator[None]] = []
-        """The work the loop has started, innermost last (empty between runs of the loop)."""
-        self._performing = False
 
-    def wire(self, steps: StepEffects, waits: WaitEffects, flows: FlowEffects, runs: RunEffects | None = None) -> None:
-        """Give the effects loop its performers, once (the top module ``engine`` does, right after
-        building the components); without ``runs`` no run continues as new by itself."""
+    def wire(self, steps: StepEffects, flows: FlowEffects, runs: RunEffects | None = None) -> None:
+        """Give the after-commit effects their performers, once (the top module ``engine`` does,
+        right after building the operations); without ``runs`` no run continues as new by itself."""
         if self._steps is not None or self._flows is not None:
             raise RuntimeError("the engine core is wired already")
-        self._steps, self._waits, self._flows, self._runs = steps, waits, flows, runs
+        self._steps, self._flows, self._runs = steps, flows, runs
 
-    def _performers(self) -> tuple[StepEffects, WaitEffects, FlowEffects]:
-        if self._steps is None or self._waits is None or self._flows is None:
+    def _performers(self) -> tuple[StepEffects, FlowEffects]:
+        if self._steps is None or self._flows is None:
             raise RuntimeError("the engine core is not wired (see EngineCore.wire)")
-        return self._steps, self._waits, self._flows
+        return self._steps, self._flows
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -103,11 +124,7 @@ class EngineCore:
         holding the engine lock. Operations and effects assert the lock (:meth:`assert_locked`);
         they never take it."""
         with self.lock:
-            try:
-                yield
-            finally:
-                if self._queued and not self._performing:
-                    self.perform_pending()
+            yield
 
     def assert_locked(self) -> None:
         """Raise ``EngineLockNotHeld`` unless the calling thread holds :attr:`lock`."""
@@ -183,97 +200,40 @@ class EngineCore:
         return self.attribute_locks.owners
 
     def release(self, uid: int, holder: str) -> None:
-        """Free every key ``holder`` holds; the run's Steps that waited for a key are handed to the
-        loop to launch (in their waiting order)."""
+        """Free every key ``holder`` holds and launch the run's Steps that waited for a key."""
         self.assert_locked()
         waiters = self.attribute_locks.release(uid, holder)
         if waiters:
-            self._queued.append(self._launch_each(uid, waiters))
+            steps, _ = self._performers()
+            for seid in waiters:
+                steps.launch(uid, seid)
 
     def _timer_callback(self, uid: int, seid: str, idx: int) -> Callable[[], None]:
-        _, waits, _ = self._performers()
-        return lambda: waits.fire_timer(uid, seid, idx)
+        steps, _ = self._performers()
+        return lambda: steps.fire_timer(uid, seid, idx)
 
     def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
         """Complete the run's Waits a publish satisfied inside the transaction that publishes (lock
         held), so the publish and the Waits it satisfies commit together: one commit, not two."""
         self.assert_locked()
-        _, waits, _ = self._performers()
-        waits.complete_waits(db, uid, effects)
+        steps, _ = self._performers()
+        steps.complete_waits(db, uid, effects)
 
-    # ---- effects: handed over as data, performed by the one loop
-    def after_commit(self, effects: Effects) -> None:
-        """Hand the loop a committed transaction's effects (lock held). Nothing is performed here:
-        the loop does it when the ``locked()`` block or the scheduler callback ends, or, when this is
-        a performer's follow-up, right after that performer (before the rest of its own batch)."""
-        self._queued.append(self._perform(effects))
-
-    def later(self, job: Callable[[], None]) -> None:
-        """Hand the loop a job to run in turn (one recovered run, one overdue task): the follow-ups of
-        each job are performed before the next job runs, as when the jobs ran one after the other."""
-        self._queued.append(self._run_job(job))
-
-    def _after_callback(self) -> None:
-        if self._queued and not self._performing:
-            self.perform_pending()
-
-    def perform_pending(self) -> None:
-        """The effects loop: perform what was handed over, depth first (lock held). Called only when
-        a ``locked()`` block ends and after each scheduler callback; an operation or a performer
-        that calls it raises ``EffectsLoopReentered``. An exception from a performer drops the
-        rest of the work, as it would leave a chain of nested calls, and propagates."""
+    # ---- effects
+    def apply(self, effects: Effects) -> None:
+        """Perform the after-commit effects of a transaction (lock held)."""
         self.assert_locked()
-        if self._performing:
-            raise EffectsLoopReentered("the effects loop was re-entered: hand effects over with after_commit")
-        queued, stack = self._queued, self._stack
-        self._performing = True
-        try:
-            while True:
-                if queued:
-                    stack.extend(reversed(queued))
-                    queued.clear()
-                if not stack:
-                    return
-                for _ in stack[-1]:  # each step of the work on top yields; new work goes first
-                    if queued:
-                        break
-                else:
-                    stack.pop()
-        except BaseException:
-            queued.clear()
-            stack.clear()
-            raise
-        finally:
-            self._performing = False
-
-    @staticmethod
-    def _run_job(job: Callable[[], None]) -> Iterator[None]:
-        job()
-        yield
-
-    def _launch_each(self, uid: int, seids: Iterable[str]) -> Iterator[None]:
-        steps, _, _ = self._performers()
-        for seid in seids:
-            steps.launch(uid, seid)
-            yield
-
-    def _perform(self, effects: Effects) -> Iterator[None]:
-        """Perform one transaction's after-commit effects, yielding after each performer call (the
-        loop then performs that call's follow-ups first)."""
-        steps, waits, flows = self._performers()
+        steps, flows = self._performers()
         for uid, seid in effects.cancels:
             steps.drop_task(uid, seid)
-            yield
         for fire_at, uid, seid, idx in effects.timers:
             self.scheduler.call_at(fire_at, self._timer_callback(uid, seid, idx))
         for uid, timeout_ms, timeout_policy in effects.flow_timeouts:
             flows.arm_timeout(uid, timeout_ms, timeout_policy)
         for uid, seid in effects.launches:
             steps.launch(uid, seid)
-            yield
         for uid in effects.wait_checks:
-            waits.check_waits(uid)
-            yield
+            steps.check_waits(uid)
         for uid in effects.closed:
             self.attribute_locks.forget_run(uid)
         polls = self.long_polls
@@ -293,4 +253,3 @@ class EngineCore:
         if self.store.recorded and self._runs is not None:
             for uid, events in self.store.take_recorded().items():
                 self._runs.continue_if_due(uid, events)
-                yield

@@ -152,11 +152,11 @@ class FlowRpcOps:
             return
         effects = self._settle(pending, frame, stream.app_worker_id if stream is not None else "")
         if effects is not None:
-            self.engine.after_commit(effects)
+            self.engine.apply(effects)
 
     def _settle(self, pending: _Pending, frame: pb.PollWorkerTaskFrame, worker_id: str) -> Effects | None:
         """Commit the call's outcome, free its task and keys and wake the call; returns the effects
-        still to hand to the loop."""
+        still to apply."""
         try:
             pending.response, effects = self._commit(pending.task.uid, pending.request, frame, worker_id)
             return effects
@@ -170,7 +170,7 @@ class FlowRpcOps:
 
     def _commit(self, uid: int, request: pb.InvokeRPCRequest, frame: pb.PollWorkerTaskFrame,
                 worker_id: str) -> tuple[pb.InvokeRPCResponse, Effects | None]:
-        """Commit the RPC's effects; returns its answer and the effects for the loop (None if none)."""
+        """Commit the RPC's effects; returns its answer and the effects to apply (None if none)."""
         engine = self.engine
         if frame.HasField("worker_error"):
             error = frame.worker_error

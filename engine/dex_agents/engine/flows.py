@@ -80,7 +80,7 @@ class FlowOps:
                         return existing.run_id
                     raise already_started(request.flow_id)
             run_id, _ = self.insert_run(db, request, effects)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
         return run_id
 
     def insert_run(self, db: sqlite3.Connection, request: pb.StartFlowRequest, effects: Effects, *,
@@ -138,7 +138,7 @@ class FlowOps:
                     self.close(db, flow, pb.FLOW_STATUS_CANCELED, pb.FLOW_ERROR_TYPE_UNSPECIFIED, "", effects)
                 else:
                     self.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, message, effects)
-            self.engine.after_commit(effects)
+            self.engine.apply(effects)
 
         self.engine.scheduler.call_at(timeout_ms / 1000, expire)
 
@@ -161,7 +161,7 @@ class FlowOps:
         with self.engine.store.transaction() as db:
             message = request.reason if status == pb.FLOW_STATUS_FAILED else ""
             self.close(db, flow, status, error_type, message, effects)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
 
     def set_attributes(self, request: pb.SetAttributesRequest) -> None:
         """Write Attributes into the active run from outside (Dex's ``SetAttributes``): applied
@@ -179,7 +179,7 @@ class FlowOps:
             state.upsert_attributes(db, flow.uid, request.attributes)
             history.attributes_set(db, flow.uid, request.attributes)
         effects.written.update((flow.uid, write.key) for write in request.attributes)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
 
     def apply_decision(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, decision: pb.StepDecision,
                        effects: Effects) -> None:

@@ -54,8 +54,8 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.queries = Queries(engine.core)
-        self.flow_state = FlowStateQuery(engine.core)
+        self.queries = Queries(engine)
+        self.flow_state = FlowStateQuery(engine)
         self._admission = Admission(MAX_LONG_POLLS)
 
     def _long_poll(self, context: grpc.ServicerContext, body: Callable[[LongPoll], R]) -> R:
@@ -63,8 +63,8 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         preemption for a lighter client, wakes it at once."""
         engine = self.engine
         try:
-            with admitted(engine.core.long_polls, self._admission, context.peer(), context.add_callback,
-                          engine.core.scheduler.call_later) as poll:
+            with admitted(engine.long_polls, self._admission, context.peer(), context.add_callback,
+                          engine.scheduler.call_later) as poll:
                 return self._run(context, lambda: body(poll))
         except ServiceError as refused:  # at the bound: RESOURCE_EXHAUSTED (the body's errors are aborted)
             _abort(context, refused)
@@ -73,7 +73,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         try:
             if not locked:
                 return body()
-            with self.engine.core.locked():
+            with self.engine.locked():
                 return body()
         except ServiceError as error:
             _abort(context, error)
@@ -133,14 +133,14 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
 
     def SkipTimer(self, request: pb.SkipTimerRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:  # noqa: N802
         def skip() -> None:
-            flow = self.engine.core.require_flow(request.flow_id, request.run_id)
+            flow = self.engine.require_flow(request.flow_id, request.run_id)
             if not flow.running:
                 raise ServiceError(grpc.StatusCode.NOT_FOUND, f"flow {request.flow_id} is not active",
                                    pb.ERROR_SUB_STATUS_FLOW_NOT_EXISTS)
             has_index = request.HasField("timer_condition_index")
             if not request.step_execution_id or (not request.timer_condition_id and not has_index):
                 raise invalid("step_execution_id and a timer condition id or index are required")
-            self.engine.waits.skip_timer(flow, request.step_execution_id, request.timer_condition_id,
+            self.engine.steps.skip_timer(flow, request.step_execution_id, request.timer_condition_id,
                                          request.timer_condition_index if has_index else None)
         self._run(context, skip)
         return empty_pb2.Empty()
@@ -204,7 +204,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             for entry in request.entries:
                 kind = entry.blob_value.WhichOneof("kind")
                 blob_id = getattr(entry.blob_value, kind) if kind else ""
-                value = self.engine.core.blobs.load(entry.flow_id, entry.blob_value)
+                value = self.engine.blobs.load(entry.flow_id, entry.blob_value)
                 if value is None:
                     raise ServiceError(grpc.StatusCode.NOT_FOUND, f"blob not found: {blob_id} (the engine keeps the "
                                        "large values of the tasks it delivered, the least recently used first out)")

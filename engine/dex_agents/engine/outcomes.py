@@ -1,10 +1,10 @@
-"""Outcomes of Step methods: results, failures and retries (the Waits they store are ``step_waits``).
+"""Outcomes of Step methods: results, failures and retries, and Wait satisfaction.
 
 Each outcome commits in one transaction: the handler's writes (Attributes, Step-execution locals,
 Channel publishes and deletes), the Step's new phase, the decision's new Steps or the Flow's close,
-the Waits its publishes satisfied, and the history events. Only after that commit is the task
-settled (forgotten, its Attribute locks freed); the effects are handed to the core's loop
-(``EngineCore.after_commit``), never performed here.
+the Waits its publishes satisfied, and the history events. Channel messages a satisfied Wait
+consumes are removed in the same transaction that moves the Step to ``execute`` and stores them as
+its ConditionResults.
 """
 
 from __future__ import annotations
@@ -12,27 +12,41 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+import grpc
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import history, policy, waits
 from .repository import state
+from .repository import steps as stored_steps
 from .core import EngineCore
 from .errors import ServiceError
 from .flows import FlowOps
+from .repository.row_cache import StepValue
 from .rows import Effects, FlowRow, StepRow
 from .step_creation import create_step
-from .step_waits import StepWaits, method_reset, pending_execute
+from .subflows import SubFlows
 from .tasks import Task
+
+def _method_reset(started_ms: int, results: pb.ConditionResults | None,
+                  recovery: pb.RecoveryErrorInfo | None = None) -> dict[str, StepValue]:
+    """The changes that start a Step execution's ``execute`` at attempt 1 (a ``recovery`` of None
+    keeps the stored one)."""
+    changes: dict[str, StepValue] = {"phase": "execute", "attempt": 1, "first_attempt_ms": started_ms,
+                                     "results": results, "heartbeat": None, "output_seen": False, "not_before_ms": 0,
+                                     "last_failure": None}
+    if recovery is not None:
+        changes["recovery"] = recovery
+    return changes
 
 
 class Outcomes:
-    """Results and failures of Step methods (engine lock held); their Waits go to ``waits``."""
+    """Result, failure and Wait handling for Step executions (engine lock held)."""
 
-    def __init__(self, engine: EngineCore, flows: FlowOps, waits: StepWaits) -> None:
+    def __init__(self, engine: EngineCore, flows: FlowOps) -> None:
         self.engine = engine
         self.flows = flows
-        self.waits = waits
+        self.sub_flows = SubFlows(engine, flows)
         self.snapshots: dict[tuple[int, str], tuple[str, bytes]] = {}
         """(run, Step execution) -> (method, its first attempt's request, whose context is replaced): kept
         while the method retries, so every retry gets the first attempt's snapshot of the state;
@@ -87,14 +101,29 @@ class Outcomes:
             history.wait_for_completed(db, step, response, flow.config)
             now = self.engine.now_ms()
             if has_wait:
-                self.waits.start(db, flow, step, response.waiting_condition, now, effects)
+                self._start_wait(db, flow, step, response.waiting_condition, now, effects)
             else:
-                self.engine.rows.update_step(db, step.uid, step.seid, **method_reset(now, None))
-                pending_execute(self.engine, db, step, effects)
+                self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(now, None))
+                self._pending_execute(db, step, effects)
             if published:
-                self.waits.complete_waits(db, step.uid, effects)
+                self.complete_waits(db, step.uid, effects)
 
         self._commit_result(task, "wait_for", commit)
+
+    def _start_wait(self, db: sqlite3.Connection, flow: FlowRow, step: StepRow, waiting: pb.WaitingCondition,
+                    now: int, effects: Effects) -> None:
+        """Store the Wait, its Timers (a zero-second Timer is fired at once) and its SubFlows (started
+        or reused), then evaluate it."""
+        self.engine.rows.update_step(db, step.uid, step.seid, phase="waiting", waiting=waiting)
+        if waiting.sub_flow_conditions:
+            self.sub_flows.start_all(db, flow, step, waiting, effects)
+        for idx, timer in enumerate(waiting.timer_conditions):
+            fire_ms = now + timer.duration_seconds * 1000
+            status = pb.INTERNAL_TIMER_STATUS_FIRED if timer.duration_seconds <= 0 else pb.INTERNAL_TIMER_STATUS_PENDING
+            stored_steps.put_timer(db, step.uid, step.seid, idx, timer.condition_id, fire_ms, status)
+            if status == pb.INTERNAL_TIMER_STATUS_PENDING:
+                effects.timers.append((fire_ms / 1000, step.uid, step.seid, idx))
+        self.try_complete_wait(db, step.uid, step.seid, effects)
 
     def on_execute_result(self, task: Task, response: pb.InvokeExecuteMethodResponse) -> None:
         """``execute`` returned its decision: apply writes and decision atomically."""
@@ -105,14 +134,14 @@ class Outcomes:
             self.engine.rows.update_step(db, step.uid, step.seid, phase="done")
             self.flows.apply_decision(db, flow, step, response.step_decision, effects)
             if published:
-                self.waits.complete_waits(db, step.uid, effects)
+                self.complete_waits(db, step.uid, effects)
 
         self._commit_result(task, "execute", commit)
 
     def _commit_result(self, task: Task, method: str,
                        commit: Callable[[sqlite3.Connection, FlowRow, StepRow, Effects], None]) -> None:
         """Commit a method's result with ``commit`` (skipped when the attempt is no longer current),
-        then settle the task and hand its effects to the loop. An overdue result is a method timeout; one that
+        then settle the task and apply the effects. An overdue result is a method timeout; one that
         ``commit`` finds invalid (``ValueError``, ``ServiceError``) fails the attempt and commits nothing."""
         self.engine.assert_locked()
         if self._overdue(task):
@@ -129,7 +158,7 @@ class Outcomes:
             return
         self.snapshots.pop((task.uid, task.seid), None)
         self.settle(task)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
 
     def on_failure(self, task: Task, detail: str, error_type: str, retry_after: int, *,
                    cancel: bool = False, worker_error: pb.WorkerErrorResponse | None = None) -> None:
@@ -151,7 +180,7 @@ class Outcomes:
                 retried = self._record_failure(db, task, current, failure, retry_after, effects)
         self._keep_snapshot(task, retried)
         self.settle(task, cancel=cancel)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
 
     def _keep_snapshot(self, task: Task, retried: bool) -> None:
         """After the failure's commit: keep the attempt's snapshot for the retry, or drop it."""
@@ -185,8 +214,8 @@ class Outcomes:
         history.method_failed(db, step, method, failure, flow.config)
         if method == "wait_for" and step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
             results = pb.ConditionResults(wait_for_failed=True)
-            self.engine.rows.update_step(db, step.uid, step.seid, **method_reset(int(now * 1000), results, recovery))
-            pending_execute(self.engine, db, step, effects)
+            self.engine.rows.update_step(db, step.uid, step.seid, **_method_reset(int(now * 1000), results, recovery))
+            self._pending_execute(db, step, effects)
         elif (method == "execute" and step.options.execute_failure_policy
               == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
               and step.options.execute_failure_proceed_step_type):
@@ -199,6 +228,13 @@ class Outcomes:
             self.engine.rows.update_step(db, step.uid, step.seid, phase="failed")
             self.flows.close(db, flow, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_WORKER_API_FAIL, detail, effects)
         return False
+
+    def _pending_execute(self, db: sqlite3.Connection, step: StepRow, effects: Effects) -> None:
+        moved = self.engine.step(step.uid, step.seid)
+        flow = self.engine.flow(step.uid)
+        assert moved is not None and flow is not None
+        history.method_pending(db, moved, "execute", flow.config)
+        effects.launches.append((step.uid, step.seid))
 
     def _apply_writes(self, db: sqlite3.Connection, step: StepRow,
                       response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
@@ -218,3 +254,77 @@ class Outcomes:
             state.delete_messages(db, step.uid, response.delete_from_channel)
         return bool(response.publish_to_channel)
 
+    # ---- Waits
+    def try_complete_wait(self, db: sqlite3.Connection, uid: int, seid: str, effects: Effects) -> bool:
+        """Complete the Step's Wait if it is satisfied now (consuming its messages)."""
+        self.engine.assert_locked()
+        step = self.engine.step(uid, seid)
+        if step is None or step.phase != "waiting" or step.waiting is None:
+            return False
+        waiting = step.waiting
+        statuses = stored_steps.timer_statuses(db, uid, seid)
+        if len(statuses) != len(waiting.timer_conditions):
+            statuses = [pb.INTERNAL_TIMER_STATUS_PENDING] * len(waiting.timer_conditions)
+        sizes = state.channel_sizes(db, uid, [c.channel_name for c in waiting.channel_conditions])
+        sub_flows = state.sub_flow_results(db, uid, seid) if waiting.sub_flow_conditions else {}
+        done = [index in sub_flows for index in range(len(waiting.sub_flow_conditions))]
+        selection = waits.evaluate(waiting, statuses, sizes, done)
+        if selection is None:
+            return False
+        consumed = {idx: state.consume(db, uid, waiting.channel_conditions[idx].channel_name, count)
+                    for idx, count in selection.consume.items()}
+        results = waits.results(waiting, statuses, selection, consumed, sub_flows)
+        stored_steps.delete_timers(db, uid, seid)
+        self.engine.rows.update_step(db, uid, seid, **_method_reset(self.engine.now_ms(), results))
+        self._pending_execute(db, step, effects)
+        return True
+
+    def complete_waits(self, db: sqlite3.Connection, uid: int, effects: Effects) -> None:
+        """Complete, in the open transaction, every Wait of the run that is satisfied now, oldest first
+        (after a publish of the same transaction: the publish and the Waits it satisfies commit as one)."""
+        self.engine.assert_locked()
+        flow = self.engine.flow(uid)
+        if flow is None or not flow.running:
+            return
+        for seid in stored_steps.waiting_seids(db, uid):
+            self.try_complete_wait(db, uid, seid, effects)
+
+    def check_waits(self, uid: int) -> None:
+        """Re-evaluate the run's waiting Steps (after a publish or a Timer), oldest first."""
+        self.engine.assert_locked()
+        seids = stored_steps.waiting_seids(self.engine.store.db, uid)
+        if not seids:
+            return
+        effects = Effects()
+        with self.engine.store.transaction() as db:
+            for seid in seids:
+                self.try_complete_wait(db, uid, seid, effects)
+        if effects.launches:
+            self.engine.apply(effects)
+
+    def fire_timer(self, uid: int, seid: str, idx: int) -> None:
+        """A Timer's time came (scheduler callback)."""
+        self.engine.assert_locked()
+        self._finish_timer(uid, seid, idx, pb.INTERNAL_TIMER_STATUS_FIRED)
+
+    def _finish_timer(self, uid: int, seid: str, idx: int, status: int) -> bool:
+        effects = Effects(touched={uid})
+        with self.engine.store.transaction() as db:
+            if not stored_steps.finish_timer(db, uid, seid, idx, status):
+                return False
+            self.try_complete_wait(db, uid, seid, effects)
+        self.engine.apply(effects)
+        return True
+
+    def skip_timer(self, flow: FlowRow, seid: str, condition_id: str, index: int | None) -> None:
+        """Make one waiting Timer ready now (by condition id or zero-based index)."""
+        self.engine.assert_locked()
+        step = self.engine.step(flow.uid, seid)
+        if step is None:
+            raise ServiceError(grpc.StatusCode.NOT_FOUND, f"step execution not found: {seid}")
+        rows = stored_steps.timers(self.engine.store.db, flow.uid, seid)
+        match = [i for i, cid, _, _ in rows if (index is not None and i == index) or (condition_id and cid == condition_id)]
+        if step.phase != "waiting" or not match:
+            raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"timer {condition_id or index} of step execution {seid} does not exist or is not pending")
+        self._finish_timer(flow.uid, seid, match[0], pb.INTERNAL_TIMER_STATUS_SKIPPED)

@@ -8,8 +8,7 @@
   re-evaluated against the Channels.
 
 Runs are recovered in batches of ``RECOVERY_BATCH``, oldest first: the first batch before the
-engine serves, the rest on the scheduler thread, each batch under the engine lock and each run as
-one job of the engine's effects loop (its effects are performed before the next run is looked at), so the engine
+engine serves, the rest on the scheduler thread, each batch under the engine lock, so the engine
 is ready in a moment however large its backlog and serves calls between batches. Every step of
 recovery is idempotent against what calls did meanwhile (a launch skips a running or closed
 Step, a Timer fires once), so a run touched before its batch comes is recovered all the same.
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from functools import partial
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -37,21 +35,18 @@ RECOVERY_BATCH = 200
 def recover(engine: Engine) -> threading.Event:
     """Recover the first batch of open runs now and schedule the rest (engine lock held); the
     returned event is set once every open run is recovered."""
-    engine.core.assert_locked()
-    db = engine.core.store.db
+    engine.assert_locked()
+    db = engine.store.db
     running = deque(runs.running_uids(db))
     done = threading.Event()
 
     def next_batch() -> None:
-        if engine.core.stopped:
+        if engine.stopped:
             return
         for _ in range(min(RECOVERY_BATCH, len(running))):
-            engine.core.later(partial(_recover_run, engine, running.popleft()))  # its effects before the next run
-        engine.core.later(after_batch)
-
-    def after_batch() -> None:
+            _recover_run(engine, running.popleft())
         if running:
-            engine.core.scheduler.call_later(engine.core.timing.recovery_batch_gap, next_batch)
+            engine.scheduler.call_later(engine.timing.recovery_batch_gap, next_batch)
         else:
             done.set()
 
@@ -60,25 +55,25 @@ def recover(engine: Engine) -> threading.Event:
 
 
 def _recover_run(engine: Engine, uid: int) -> None:
-    db = engine.core.store.db
-    flow = engine.core.flow(uid)
+    db = engine.store.db
+    flow = engine.flow(uid)
     if flow is not None and flow.running:
         if flow.timeout_ms:
             start = runs.start_request(db, uid)
             engine.flows.arm_timeout(uid, flow.timeout_ms, start.flow_timeout_policy)
         effects = Effects()
-        for step in engine.core.active_steps(uid):
-            if (uid, step.seid) in engine.core.running:
+        for step in engine.active_steps(uid):
+            if (uid, step.seid) in engine.running:
                 continue  # launched by a call since the restart
             if step.phase == "waiting":
                 for idx, fire_ms in stored_steps.pending_timers(db, uid, step.seid):
-                    effects.timers.append((max(fire_ms / 1000, engine.core.clock.time()), uid, step.seid, idx))
+                    effects.timers.append((max(fire_ms / 1000, engine.clock.time()), uid, step.seid, idx))
                 effects.wait_checks.add(uid)
             elif step.output_seen:
                 lost = Task(task_id="recovered", kind=step.phase if step.phase == "wait_for" else "execute",
                             flow_type=flow.flow_type, message=pb.PollWorkerTask(), uid=uid, seid=step.seid,
                             attempt=step.attempt)
-                engine.outcomes.on_failure(lost, "engine restarted while the attempt was running", "dex.EngineRestart", 0)
+                engine.steps.on_failure(lost, "engine restarted while the attempt was running", "dex.EngineRestart", 0)
             else:
                 effects.launches.append((uid, step.seid))
-        engine.core.after_commit(effects)
+        engine.apply(effects)

@@ -77,7 +77,7 @@ class ResetOps:
             if not request.skip_writes_reapply:
                 for event in reset_replay.writes_after(events, cut):
                     self._reapply(db, flow, event, effects)
-        self.engine.after_commit(effects)
+        self.engine.apply(effects)
         return pb.ResetFlowResponse(run_id=run_id, run_attempt=1)
 
     def _insert_run(self, db: sqlite3.Connection, old: FlowRow, start: pb.StartFlowRequest, replayed: ReplayedRun,

@@ -2,9 +2,7 @@
 timeouts, back-offs).
 
 Callbacks run under the engine lock and must re-check the state they act on (a callback may
-outlive the thing it was scheduled for); they are never run twice and never early. After each one,
-still under the lock and even when it raised, the ``after`` hook runs (the engine's effects loop,
-which performs what the callback handed over).
+outlive the thing it was scheduled for); they are never run twice and never early.
 """
 
 from __future__ import annotations
@@ -23,10 +21,8 @@ _LOGGER = logging.getLogger(__name__)
 class Scheduler:
     """A min-heap of (due time, callback) served by one daemon thread."""
 
-    def __init__(self, lock: threading.RLock, clock: Clock | None = None,
-                 after: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, lock: threading.RLock, clock: Clock | None = None) -> None:
         self._lock = lock
-        self._after = after
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
@@ -68,9 +64,6 @@ class Scheduler:
                 _, _, callback = heapq.heappop(self._heap)
             try:
                 with self._lock:
-                    try:
-                        callback()
-                    finally:
-                        self._after()
+                    callback()
             except Exception:
                 _LOGGER.exception("scheduled engine callback failed")

@@ -112,9 +112,9 @@ class EngineServer:
         dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(self._worker_service, server)
         server.add_generic_rpc_handlers((UnknownMethods(),))
         self._port = port
-        engine.core.scheduler.start()
+        engine.scheduler.start()
         self._schedule_deadline_checks(engine)
-        with engine.core.locked():
+        with engine.locked():
             self.recovered = recover(engine)
         server.start()
         self._engine = engine
@@ -124,33 +124,33 @@ class EngineServer:
     def _schedule_deadline_checks(engine: Engine) -> None:
         def check() -> None:
             """Re-armed before the work, so one failing pass never ends the checks."""
-            if engine.core.stopped:
+            if engine.stopped:
                 return
-            engine.core.scheduler.call_later(engine.core.timing.deadline_check_interval, check)
+            engine.scheduler.call_later(engine.timing.deadline_check_interval, check)
             try:
                 engine.steps.check_deadlines()
             finally:
-                engine.core.dispatcher.offer_pending()
+                engine.dispatcher.offer_pending()
 
-        engine.core.scheduler.call_later(engine.core.timing.deadline_check_interval, check)
+        engine.scheduler.call_later(engine.timing.deadline_check_interval, check)
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, end worker streams and long polls, and close the database."""
         server, engine = self._server, self._engine
         if server is None or engine is None:
             return
-        with engine.core.locked():
-            engine.core.stopped = True
+        with engine.locked():
+            engine.stopped = True
             engine.flow_rpcs.abort_all()
-            for stream in list(engine.core.dispatcher.streams):
+            for stream in list(engine.dispatcher.streams):
                 stream.close()
-            engine.core.long_polls.notify_all()
+            engine.long_polls.notify_all()
         server.stop(grace).wait()
         if self._worker_service is not None:
             self._worker_service.close()
-        engine.core.scheduler.stop()
-        with engine.core.locked():
-            engine.core.store.close()
+        engine.scheduler.stop()
+        with engine.locked():
+            engine.store.close()
         self._server = None
 
     def wait_for_termination(self) -> None:

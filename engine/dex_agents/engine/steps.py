@@ -11,7 +11,6 @@ are handled in :mod:`outcomes`.
 from __future__ import annotations
 
 import logging
-from functools import partial
 
 from dex.dexpb import dex_pb2 as pb
 
@@ -19,6 +18,7 @@ from . import history, policy
 from .repository import state
 from .core import EngineCore
 from .errors import ServiceError
+from .flows import FlowOps
 from .outcomes import Outcomes
 from .rows import FlowRow, StepRow
 from .step_creation import TIMEOUT_HANDLER
@@ -28,13 +28,11 @@ from .tasks import Task, new_task_id
 _LOGGER = logging.getLogger(__name__)
 
 
-class StepOps:
-    """Step lifecycle operations; every method runs under the engine lock. A method's result or
-    failure is the business of ``outcomes``, a component given here (never a parent class)."""
+class StepOps(Outcomes):
+    """Step lifecycle operations; every method runs under the engine lock."""
 
-    def __init__(self, engine: EngineCore, outcomes: Outcomes, streams: StreamOps) -> None:
-        self.engine = engine
-        self.outcomes = outcomes
+    def __init__(self, engine: EngineCore, flows: FlowOps, streams: StreamOps) -> None:
+        super().__init__(engine, flows)
         self.streams = streams
 
     def launch(self, uid: int, seid: str) -> None:
@@ -73,7 +71,7 @@ class StepOps:
             task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
         too_large = policy.oversized_task(message)
         if too_large is not None:  # fails before it takes a lock or a slot
-            self.outcomes.on_failure(task, too_large, "dex.TaskTooLarge", 0)
+            self.on_failure(task, too_large, "dex.TaskTooLarge", 0)
             return
         if keys:
             engine.attribute_locks.acquire(uid, keys, holder)
@@ -86,7 +84,7 @@ class StepOps:
         reuse its first snapshot"), else a new one."""
         db = self.engine.store.db
         options = step.options
-        snapshot = self.outcomes.snapshots.get((step.uid, step.seid)) if step.attempt > 1 else None
+        snapshot = self.snapshots.get((step.uid, step.seid)) if step.attempt > 1 else None
         context = pb.Context(
             flow_id=flow.flow_id, run_id=flow.run_id, flow_started_timestamp=flow.start_ms // 1000,
             step_execution_id=step.seid, first_attempt_timestamp=step.first_attempt_ms // 1000,
@@ -170,30 +168,22 @@ class StepOps:
 
     def check_deadlines(self) -> None:
         """Fail Step attempts past their method or heartbeat deadline (run every quarter second, over
-        the delivered tasks only). Each overdue attempt is one job of the effects loop, so its
-        failure's effects are performed before the next one is looked at; one attempt whose failure
-        cannot be applied is logged and never keeps the others from timing out (it is tried again
-        at the next check)."""
+        the delivered tasks only); one attempt whose failure cannot be applied is logged and never
+        keeps the others from timing out (it is tried again at the next check)."""
         self.engine.assert_locked()
         now = self.engine.clock.time()
         for task in self.engine.dispatcher.delivered():
-            if task.kind != "rpc" and ((task.deadline and now >= task.deadline) or (
-                    task.heartbeat_timeout is not None and now >= task.heartbeat_deadline)):
-                self.engine.later(partial(self._time_out, task, now))
-
-    def _time_out(self, task: Task, now: float) -> None:
-        """Fail the overdue attempt (a job of the effects loop) unless it ended meanwhile."""
-        if self.engine.tasks.get(task.task_id) is not task:
-            return
-        try:
-            if task.deadline and now >= task.deadline:
-                self.outcomes.method_timeout(task)
-            else:
-                seconds = (task.heartbeat_timeout or 0.0) / self.engine.timing.policy_second
-                self.outcomes.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
-                                "dex.HeartbeatTimeout", 0, cancel=True)
-        except Exception:
-            _LOGGER.exception("timing out %s failed", task.seid)
+            if task.kind == "rpc" or self.engine.tasks.get(task.task_id) is not task:
+                continue
+            try:
+                if task.deadline and now >= task.deadline:
+                    self.method_timeout(task)
+                elif task.heartbeat_timeout is not None and now >= task.heartbeat_deadline:
+                    seconds = task.heartbeat_timeout / self.engine.timing.policy_second
+                    self.on_failure(task, f"heartbeat timeout: no heartbeat within {seconds:.0f}s",
+                                    "dex.HeartbeatTimeout", 0, cancel=True)
+            except Exception:
+                _LOGGER.exception("timing out %s failed", task.seid)
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
@@ -207,7 +197,7 @@ class StepOps:
         detail = "worker stream broke while the task was running"
         if task.redeliveries >= policy.MAX_REDELIVERIES and not task.output_seen:
             detail = f"worker stream broke on each of {task.redeliveries + 1} deliveries of the task"
-        self.outcomes.on_failure(task, detail, "dex.WorkerLost", 0)
+        self.on_failure(task, detail, "dex.WorkerLost", 0)
 
     def no_worker_available(self, task: Task, since: float) -> None:
         """Scheduled a dispatch wait after a Worker first refused the task (an unknown Step type) or
@@ -218,7 +208,7 @@ class StepOps:
                 or task.unavailable_since != since):
             return
         step_type = task.seid.rsplit("-", 1)[0]
-        self.outcomes.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
+        self.on_failure(task, f"{policy.NO_WORKER_AVAILABLE}: no Worker of flow type {task.flow_type} accepted "
                         f"step type {step_type} within the dispatch wait "
                         f"({self.engine.timing.dispatch_wait:g} s)", policy.NO_WORKER_AVAILABLE, 0, cancel=True)
 
@@ -231,7 +221,7 @@ class StepOps:
         self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
         self.engine.attribute_locks.stop_waiting(uid, seid)
-        self.outcomes.snapshots.pop((uid, seid), None)
+        self.snapshots.pop((uid, seid), None)
         if task is None:
             return
         self.engine.dispatcher.cancel(task, tell_worker=task.local_phase)

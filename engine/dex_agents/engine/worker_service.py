@@ -66,7 +66,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if not arrived.is_set():
                 context.cancel()
 
-        self.engine.core.scheduler.call_later(self.engine.core.timing.first_frame_timeout, cancel_if_silent)
+        self.engine.scheduler.call_later(self.engine.timing.first_frame_timeout, cancel_if_silent)
         try:
             first = next(request_iterator)
         except (StopIteration, grpc.RpcError):
@@ -79,10 +79,10 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         register = first.register
         stream = WorkerStream(register.queue, register.app_worker_id or f"anonymous-{id(context)}")
         context.add_callback(stream.close)
-        with self.engine.core.locked():
-            if self.engine.core.stopped:
+        with self.engine.locked():
+            if self.engine.stopped:
                 return
-            self.engine.core.dispatcher.register(stream)
+            self.engine.dispatcher.register(stream)
         self._readers.submit(self._read, request_iterator, stream)
         while True:
             response = stream.outbox.get()
@@ -94,13 +94,13 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         clean_close = False  # the Worker half-closed its side (rather than the stream breaking)
         try:
             for request in requests:
-                try:
-                    with self.engine.core.locked():  # the frame's effects are performed as the block ends
-                        if self.engine.core.stopped:
-                            break
+                with self.engine.locked():
+                    if self.engine.stopped:
+                        break
+                    try:
                         self._on_request(stream, request)
-                except Exception:
-                    _LOGGER.exception("worker frame could not be applied; the frame is dropped")
+                    except Exception:
+                        _LOGGER.exception("worker frame could not be applied; the frame is dropped")
             else:
                 clean_close = True
         except grpc.RpcError:
@@ -108,7 +108,7 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
         except Exception:
             _LOGGER.exception("worker stream reader failed")
         finally:
-            with self.engine.core.locked():
+            with self.engine.locked():
                 self._on_closed(stream, clean_close)
             stream.close()
 
@@ -122,62 +122,62 @@ class WorkerTaskService(dex_pb2_grpc.WorkerTaskServiceServicer):
             if task is not None and task.task_id == reject.task_id and task.kind == "rpc" and (
                 reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC
             ):
-                self.engine.core.dispatcher.finish(task)
+                self.engine.dispatcher.finish(task)
                 self.engine.flow_rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                     detail=f"worker does not know this rpc of flow type {task.flow_type}",
                     error_type="dex.UnknownRpc", grpc_status=grpc.StatusCode.NOT_FOUND.value[0])), stream)
                 return
             if reject.reason == pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP and task is not None and (
                     task.task_id == reject.task_id and task.kind != "rpc"):
-                started = self.engine.core.dispatcher.refuse(stream, reject.task_id)
+                started = self.engine.dispatcher.refuse(stream, reject.task_id)
             else:
-                started = self.engine.core.dispatcher.reject(stream, reject.task_id)
+                started = self.engine.dispatcher.reject(stream, reject.task_id)
             if started is not None:
                 steps, (unavailable, since) = self.engine.steps, started
-                self.engine.core.scheduler.call_later(self.engine.core.timing.dispatch_wait,
+                self.engine.scheduler.call_later(self.engine.timing.dispatch_wait,
                                                  lambda: steps.no_worker_available(unavailable, since))
 
     def _on_frame(self, stream: WorkerStream, frame: pb.PollWorkerTaskFrame) -> None:
         task = stream.task
         if task is None or task.task_id != frame.task_id:
             return
-        steps, outcomes = self.engine.steps, self.engine.outcomes
+        steps = self.engine.steps
         kind = frame.WhichOneof("output")
         if kind in ("wait_for", "execute"):
             output = frame.wait_for if kind == "wait_for" else frame.execute
             which = output.WhichOneof("output")
             if which == "heartbeat" or which == "stream_write":
-                self.engine.core.dispatcher.progress(task)
+                self.engine.dispatcher.progress(task)
                 if not task.done and task.kind != "rpc":
                     steps.on_progress(task, output.heartbeat if which == "heartbeat" else None,
                                       output.stream_write if which == "stream_write" else None)
                 return
         task.unavailable_since = None
-        self.engine.core.dispatcher.finish(task)
+        self.engine.dispatcher.finish(task)
         if task.done:
             return
         if task.kind == "rpc":
             self.engine.flow_rpcs.on_frame(task, frame, stream)
         elif kind == "worker_error":
             error = frame.worker_error
-            outcomes.on_failure(task, error.detail, error.error_type, error.retry_after_seconds, worker_error=error)
+            steps.on_failure(task, error.detail, error.error_type, error.retry_after_seconds, worker_error=error)
         elif kind == "wait_for" and task.kind == "wait_for" and frame.wait_for.HasField("result"):
-            outcomes.on_wait_for_result(task, frame.wait_for.result)
+            steps.on_wait_for_result(task, frame.wait_for.result)
         elif kind == "execute" and task.kind == "execute" and frame.execute.HasField("result"):
-            outcomes.on_execute_result(task, frame.execute.result)
+            steps.on_execute_result(task, frame.execute.result)
         else:
-            outcomes.on_failure(task, f"worker sent an unexpected {kind} frame for a {task.kind} task",
+            steps.on_failure(task, f"worker sent an unexpected {kind} frame for a {task.kind} task",
                              "dex.InvalidWorkerFrame", 0)
 
     def _on_closed(self, stream: WorkerStream, clean_close: bool) -> None:
-        task = self.engine.core.dispatcher.stream_closed(stream, clean=clean_close)
-        if task is None or task.done or self.engine.core.stopped:
+        task = self.engine.dispatcher.stream_closed(stream, clean=clean_close)
+        if task is None or task.done or self.engine.stopped:
             return
         if task.kind != "rpc":
             self.engine.steps.worker_lost(task, clean_close=clean_close)
-        elif task.may_redeliver(self.engine.core.timing.dispatch_wait, now=self.engine.core.clock.monotonic(),
+        elif task.may_redeliver(self.engine.timing.dispatch_wait, now=self.engine.clock.monotonic(),
                                 clean_close=clean_close):
-            self.engine.core.dispatcher.requeue(task)
+            self.engine.dispatcher.requeue(task)
         else:
             self.engine.flow_rpcs.on_frame(task, pb.PollWorkerTaskFrame(task_id=task.task_id, worker_error=pb.WorkerErrorResponse(
                 detail="worker stream broke while the rpc was running", error_type="dex.WorkerLost",
