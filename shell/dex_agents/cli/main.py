@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, TypeVar
 
@@ -88,21 +88,13 @@ def _run(body: Callable[[], T], *, debug: bool = False, server: str | None = Non
         raise typer.Exit(1) from None
 
 
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def _describe(error: Exception, server: str | None) -> str:
     """One line for an unexpected failure, with a hint where the cause is recognisable."""
     import grpc
     from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError, WorkerInvocationError
 
     from dex_agents.client import NoWorkerError, SessionStoppedError
+    from dex_agents.shell.error_chain import error_chain
 
     if isinstance(error, NoWorkerError):
         return f"{error} (hint: {error.hint})"
@@ -118,7 +110,7 @@ def _describe(error: Exception, server: str | None) -> str:
         session = f"session {error.flow_id}" if error.flow_id else "the session"
         return f"{session} refused the request: {_one_line(Exception(error.worker_error_detail or error.detail))}"
     unavailable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-    for cause in _causes(error):
+    for cause in error_chain(error):
         code = cause.code if isinstance(cause, DexServiceError) else (
             cause.code() if isinstance(cause, grpc.RpcError) and callable(getattr(cause, "code", None)) else None)
         if code in unavailable:

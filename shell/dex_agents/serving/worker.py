@@ -33,6 +33,7 @@ import grpc
 from dex import AsyncWorker, BlobCacheConfig, Credential, open_blob_cache
 
 from dex_agents.logs import server_back
+from dex_agents.shell.error_chain import error_chain
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.worker import DEFAULT_MAX_CONCURRENT_TASKS, session_registry, session_worker
 
@@ -68,17 +69,13 @@ class WorkerCredentialError(RuntimeError):
 def _refused_credential(error: BaseException, server_address: str, credential: Credential | None
                         ) -> WorkerCredentialError | None:
     """The credential error behind a failed start (the SDK reports it as a protocol mismatch), if it is one."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in error_chain(error):
         code = getattr(current, "code", None)
         if isinstance(current, grpc.RpcError) and callable(code) and code() in (
                 grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
             details = getattr(current, "details", None)
             detail = str(details() if callable(details) else current)
             return WorkerCredentialError(server_address, missing=credential is None, detail=detail)
-        current = current.__cause__ or current.__context__
     return None
 
 

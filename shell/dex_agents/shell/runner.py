@@ -52,6 +52,7 @@ from dex_agents.pure.values.session import (
     ToolCallStatus,
     ToolEffect,
 )
+from dex_agents.shell.error_chain import error_chain
 
 
 class AgentEventWriter(Protocol):
@@ -233,16 +234,12 @@ def retry_after_of(error: BaseException) -> int | None:
     """The whole seconds ``error`` asks to wait before the next attempt (rounded up, at least 1, at most
     ``MAX_RETRY_AFTER_SECONDS``), from a ``retry_after_seconds`` attribute or a ``Retry-After`` header of
     its ``response``, in ``error`` or its causes; ``None`` when none says."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in error_chain(error):
         seconds = _seconds_of(getattr(current, "retry_after_seconds", None))
         if seconds is None:
             seconds = _header_retry_after(current)
         if seconds is not None:
             return min(MAX_RETRY_AFTER_SECONDS, max(1, math.ceil(seconds)))
-        current = current.__cause__ or current.__context__
     return None
 
 

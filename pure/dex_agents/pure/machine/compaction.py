@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, assert_never, final
 
-from dex_agents.pure.values.session import AgentMessage, MessageRole
+from dex_agents.pure.values.session import AgentMessage, MessageRole, item_refers_to
 
 CHARACTERS_PER_TOKEN: Final = 4
 """The estimate's ratio: about four characters of stored JSON per token (English text, most tokenizers)."""
@@ -105,7 +105,7 @@ def estimated_input_tokens(summary: str | None, messages: Sequence[AgentMessage]
 
 def _refers(message: AgentMessage, field: str) -> int:
     """1 when the stored item holds ``field`` by reference (a long text stored once), else 0."""
-    return 1 if f'"$dex_agents_ref":"{field}"' in message.framework_item else 0
+    return 1 if item_refers_to(message.framework_item, field) else 0
 
 
 def summary_message_text(summary: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import final
+from typing import Final, final
 
 from dex_agents.pure.wire.json_value import JsonObject
 
@@ -188,6 +188,20 @@ class ToolCallSettlement:
     unknown_error: str | None = None
 
 
+REFERENCE_KEY: Final = "$dex_agents_ref"
+"""The key of the object that stands, inside a stored ``framework_item``, for a display field of its message
+(``{"$dex_agents_ref": "text"}``): a long text is stored once (``dex_agents.adapters.kit.messages``)."""
+
+
+def item_refers_to(framework_item: str, field: str) -> bool:
+    """Whether ``framework_item`` (compact JSON) holds its message's ``field`` by reference.
+
+    >>> item_refers_to('[{"content":{"$dex_agents_ref":"text"}}]', "text")
+    True
+    """
+    return f'"{REFERENCE_KEY}":"{field}"' in framework_item
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentToolCall:
@@ -344,6 +358,8 @@ class AgentEvent:
 
 
 __all__ = [
+    "REFERENCE_KEY",
+    "item_refers_to",
     "CompactionTrigger",
     "AgentEvent",
     "AgentInterrupt",

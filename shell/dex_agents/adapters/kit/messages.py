@@ -16,10 +16,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from dex_agents.pure.values.session import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents.pure.values.session import REFERENCE_KEY, AgentMessage, FrameworkMessage, MessageRole
 
-REFERENCE_KEY: Final = "$dex_agents_ref"
-"""The key of the object standing for a display field inside a stored ``framework_item``."""
 
 REFERENCE_THRESHOLD_CHARACTERS: Final = 1024
 """Texts at least this long are stored once (see the module docstring)."""

@@ -12,8 +12,9 @@ body's ``error.code``) is OpenAI's ``context_length_exceeded``, or Anthropic's "
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Final
+
+from dex_agents.shell.error_chain import error_chain
 
 RETRYABLE_CLIENT_STATUSES: Final = frozenset({408, 409, 425, 429})
 
@@ -31,17 +32,6 @@ def is_final_client_status(status: int) -> bool:
     [True, False, False]
     """
     return 400 <= status < 500 and status not in RETRYABLE_CLIENT_STATUSES
-
-
-def error_chain(error: BaseException) -> Iterator[BaseException]:
-    """``error``, then each error it was raised from (``__cause__``) or while handling (``__context__``),
-    each once."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
 
 
 def error_code(error: BaseException) -> object:

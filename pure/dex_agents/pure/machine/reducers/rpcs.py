@@ -52,7 +52,13 @@ from dex_agents.pure.machine.step_inputs import (
 )
 from dex_agents.pure.machine.transition import RpcTransition, answer, refuse
 from dex_agents.pure.machine.validation import json_object_problem, lone_surrogate_problem
-from dex_agents.pure.values.session import AgentInterruptResolution, AgentUserMessage, UserMessageReceipt, text_sha256
+from dex_agents.pure.values.session import (
+    AgentInterrupt,
+    AgentInterruptResolution,
+    AgentUserMessage,
+    UserMessageReceipt,
+    text_sha256,
+)
 
 
 def reduce_send_user_message(state: SessionState, called: SendUserMessageCalled) -> RpcTransition:
@@ -108,6 +114,19 @@ def _resolution_problem(request: ResolveInterruptInput) -> str | None:
     return json_object_problem(request.edited_arguments, "edited_arguments")
 
 
+def _live_interrupt(state: SessionState, interrupt_id: str, now_ms: int) -> tuple[AgentInterrupt, int | None] | None:
+    """The pending interrupt ``interrupt_id`` and its deadline (``None``: it never expires), when its
+    deadline is readable and not passed at ``now_ms``; else ``None``."""
+    interrupt = state.pending_interrupt(interrupt_id)
+    if interrupt is None:
+        return None
+    try:
+        deadline = interrupt_deadline(interrupt)
+    except ValueError:
+        return None
+    return None if is_late(now_ms, deadline) else (interrupt, deadline)
+
+
 def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled) -> RpcTransition:
     """``resolve_interrupt``: refuse an unusable input (``_resolution_problem``) or a stale
     ``arguments_sha256``; ``false`` unless pending and before a readable deadline; else resolve
@@ -116,15 +135,10 @@ def reduce_resolve_interrupt(state: SessionState, called: ResolveInterruptCalled
     problem = _resolution_problem(request)
     if problem is not None:
         return refuse(state, problem)
-    interrupt = state.pending_interrupt(request.interrupt_id)
-    if interrupt is None:
+    live = _live_interrupt(state, request.interrupt_id, called.now_ms)
+    if live is None:
         return answer(state, False)
-    try:
-        deadline = interrupt_deadline(interrupt)
-    except ValueError:
-        return answer(state, False)
-    if is_late(called.now_ms, deadline):
-        return answer(state, False)
+    interrupt, _deadline = live
     if request.arguments_sha256 is not None and request.arguments_sha256 != text_sha256(interrupt.arguments):
         return refuse(state, stale_arguments_message(request.interrupt_id, request.arguments_sha256,
                                                      text_sha256(interrupt.arguments)))
@@ -164,16 +178,11 @@ def reduce_extend_interrupt_deadline(state: SessionState, called: ExtendInterrup
     request = called.input
     if not 1 <= request.deadline_ms <= MAX_TIMER_MS:
         return refuse(state, f"deadline_ms must be within 1..{MAX_TIMER_MS}, got {request.deadline_ms}")
-    interrupt = state.pending_interrupt(request.interrupt_id)
-    if interrupt is None:
-        return answer(state, False)
-    try:
-        deadline = interrupt_deadline(interrupt)
-    except ValueError:
-        return answer(state, False)
+    live = _live_interrupt(state, request.interrupt_id, called.now_ms)
     new_deadline = called.now_ms + request.deadline_ms
-    if deadline is None or is_late(called.now_ms, deadline) or new_deadline <= deadline:
+    if live is None or live[1] is None or new_deadline <= live[1]:
         return answer(state, False)
+    interrupt = live[0]
     moved = replace(interrupt, deadline=format_instant(new_deadline))
     extended = replace(state, pending_interrupts=pvector(
         moved if pending.interrupt_id == moved.interrupt_id else pending for pending in state.pending_interrupts))
