@@ -138,3 +138,23 @@ def test_a_context_window_error_is_recognised_anywhere_in_its_chain_and_nothing_
     for error in (_ProviderError("400", code="invalid_value"), _ProviderError("500", body={"error": "x"}),
                   _FrameworkOverflow("too long"), ValueError("the prompt is fine")):
         assert not says_context_window_exceeded(error), error
+
+
+def test_a_json_schema_validator_names_every_error_with_its_path() -> None:
+    from dex_agents.adapters.kit import json_schema_validator
+    from dex_agents.adapters.kit.arguments import arguments_problem
+
+    schema = {"type": "object", "properties": {"order_id": {"type": "integer"}, "amount": {"type": "integer"}},
+              "required": ["order_id", "amount"], "additionalProperties": False}
+    validate = json_schema_validator(schema)
+    assert validate('{"order_id":1,"amount":2}') == {"order_id": 1, "amount": 2}
+    with pytest.raises(ValueError, match=r"\$\.amount: 'lots' is not of type 'integer'"):
+        validate('{"order_id":1,"amount":"lots"}')
+    with pytest.raises(ValueError, match="'amount' is a required property"):
+        validate('{"order_id":1}')
+    with pytest.raises(ValueError):
+        validate("not json")
+    assert arguments_problem("refund", validate, '{"order_id":1,"amount":2}') is None
+    assert arguments_problem("refund", validate, '{"order_id":1}') == (
+        "Invalid arguments for tool 'refund': $: 'amount' is a required property")
+    assert arguments_problem("refund", None, "{}") == "the agent has no tool 'refund'"

@@ -118,21 +118,23 @@ async def perform_request(request: Request, run: StepRun) -> FollowUp:
         case ValidateToolArguments():
             return FollowUp(input=ToolArgumentsValidated(invocation=run.now(), tool_call_id=request.tool_call_id,
                                                          resolution=request.resolution,
-                                                         problem=_validate(run, request)))
+                                                         problem=await _validate(run, request)))
         case ReconcileToolCall():
             return await _reconcile(run, request)
         case _:
             assert_never(request)
 
 
-def _validate(run: StepRun, request: ValidateToolArguments) -> str | None:
-    """``runner.validate_tool_arguments(tool_name, arguments)``: ``None`` (valid) or the validation
-    error; a runner without the hook accepts every JSON object."""
+async def _validate(run: StepRun, request: ValidateToolArguments) -> str | None:
+    """``runner.validate_tool_arguments(tool_name, arguments)`` (awaited when it returns an awaitable):
+    ``None`` (valid) or the validation error; a runner without the hook accepts every JSON object."""
     runner = run.runtime.runner
     validate = getattr(runner, "validate_tool_arguments", None)
     if validate is None:
         return None
     problem: object = validate(request.tool_name, request.arguments)
+    if inspect.isawaitable(problem):
+        problem = await problem
     if problem is not None and not isinstance(problem, str):
         raise RunnerDefectError(f"runner defect: validate_tool_arguments returned {type(problem).__name__}, "
                                 "not a str or None")

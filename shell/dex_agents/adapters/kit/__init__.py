@@ -12,11 +12,14 @@
 * ``RETRYABLE_CLIENT_STATUSES``, ``is_final_client_status``: the 4xx statuses a model-call retry can or
   cannot pass, for every adapter's ``is_non_retryable``; ``says_context_window_exceeded``: the errors
   that say the input exceeds the context window (``error_chain``: an error and those behind it).
+* ``ArgumentsValidator``, ``json_schema_validator``, ``checked_arguments``: a tool's arguments checked
+  by the framework's own schema (an approver's edit before it runs; ``kit.arguments``).
 * ``kit.turn``: the turn template (``TurnBinding``, ``TurnRunner``, ``create_session_flow``).
 * ``SessionFlowOptions``: the typed options an adapter's Flow factory passes through to
   ``create_agent_session_flow`` (``**options: Unpack[SessionFlowOptions]``).
 """
 
+from dex_agents.adapters.kit.arguments import ArgumentsValidator, checked_arguments, json_schema_validator
 from dex_agents.adapters.kit.messages import assistant_message, tool_message, user_message
 from dex_agents.adapters.kit.model_errors import (
     RETRYABLE_CLIENT_STATUSES,
@@ -32,6 +35,7 @@ from dex_agents.adapters.kit.tool_results import ToolOutcome, ToolResult, latest
 from dex_agents.adapters.kit.usage import model_call_usage
 
 __all__ = [
+    "ArgumentsValidator",
     "DEX_EFFECT_METADATA_KEY",
     "RETRYABLE_CLIENT_STATUSES",
     "RunState",
@@ -40,11 +44,13 @@ __all__ = [
     "ToolOutcome",
     "ToolResult",
     "assistant_message",
+    "checked_arguments",
     "decode_run_state",
     "encode_run_state",
     "error_chain",
     "invalid_arguments_error",
     "is_final_client_status",
+    "json_schema_validator",
     "latest_round_results",
     "model_call_usage",
     "says_context_window_exceeded",

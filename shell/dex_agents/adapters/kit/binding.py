@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Generic, Protocol, TypeVar, final
 
+from dex_agents.adapters.kit.arguments import ArgumentsValidator
 from dex_agents.adapters.kit.run_state import RunState, RunStateError, decode_run_state
 from dex_agents.adapters.kit.tool_results import ToolOutcome
 from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEffect
@@ -171,6 +172,11 @@ class TurnBinding(Protocol[M]):
     async def run_tool(self, run: ToolRun[M]) -> str:
         """Run one deferred call's tool; its output as text. Raise ``ToolExecutionError`` for a failure
         the model should see (``kit.unknown_tool_error``, ``kit.invalid_arguments_error``)."""
+        ...
+
+    async def arguments_validator(self, tool_name: str) -> ArgumentsValidator | None:
+        """The framework's own validator of ``tool_name``'s arguments (from the tool's schema; see
+        ``kit.arguments``), or ``None`` when the agent has no such tool. Checks an approver's edit."""
         ...
 
     async def summarize(self, instructions: str, transcript: str, events: AgentEventWriter) -> HistorySummaryResult:

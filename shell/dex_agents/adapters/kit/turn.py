@@ -20,6 +20,8 @@ say the context window is exceeded). ``TurnRunner(binding)`` is then the session
 * the error mapping: the binding's context-window errors become ``ContextWindowExceededError``, its
   final errors ``NonRetryableModelError``, a run state or stored message it cannot read (decoding is
   deterministic) ``NonRetryableModelError``; everything else is retried by ``RunModel``;
+* an approver's edited arguments checked by the framework's own schema of the tool
+  (``validate_tool_arguments``: ``kit.arguments`` over the binding's ``arguments_validator``);
 * compaction's summarization (``summarize_history``) over the transcript ``pure.compaction`` renders.
 
 Invariants: a model step makes exactly the one model call of ``binding.call_model`` and runs no tool;
@@ -34,6 +36,7 @@ from typing import Generic, TypeVar, Unpack, final
 
 from pyrsistent import pvector
 
+from dex_agents.adapters.kit.arguments import arguments_problem
 from dex_agents.adapters.kit.binding import OUTPUT_NOT_PROCESSED as OUTPUT_NOT_PROCESSED
 from dex_agents.adapters.kit.binding import CallRef as CallRef
 from dex_agents.adapters.kit.binding import ModelAnswer as ModelAnswer
@@ -94,6 +97,11 @@ class TurnRunner(Generic[M]):
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         return ToolExecutionResult(output=await self.binding.run_tool(ToolRun(call=call, binding=self.binding)))
+
+    async def validate_tool_arguments(self, tool_name: str, arguments: str) -> str | None:
+        """``None`` when ``arguments`` (an approver's edit) validate against the framework's schema of
+        ``tool_name``; else the framework's validation error (the approval is refused, nothing runs)."""
+        return arguments_problem(tool_name, await self.binding.arguments_validator(tool_name), arguments)
 
     async def summarize_history(self, request: HistorySummaryRequest) -> HistorySummaryResult:
         transcript = render_transcript(request.previous_summary, request.messages)

@@ -35,7 +35,7 @@ from pydantic.v1 import ValidationError as ValidationErrorV1
 
 from dex_agents.adapters.kit import RETRYABLE_CLIENT_STATUSES, ToolOutcome, assistant_message, invalid_arguments_error
 from dex_agents.adapters.kit import is_final_client_status, model_call_usage, tool_effect_from_metadata, tool_message
-from dex_agents.adapters.kit import unknown_tool_error, user_message
+from dex_agents.adapters.kit import ArgumentsValidator, json_schema_validator, unknown_tool_error, user_message
 from dex_agents.adapters.kit.model_errors import says_context_window_exceeded
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
 from dex_agents.pure.values.session import AgentUsage, FrameworkMessage, ToolEffect
@@ -280,6 +280,13 @@ class LangChainBinding:
         if isinstance(output, ToolMessage) and output.status == "error":
             raise ToolExecutionError(text)
         return text
+
+    async def arguments_validator(self, tool_name: str) -> ArgumentsValidator | None:
+        """The tool's ``tool_call_schema`` (its ``args_schema`` less injected arguments), a model or a dict."""
+        schema = None if (tool := self.tools.get(tool_name)) is None else tool.tool_call_schema
+        if schema is None or isinstance(schema, dict):
+            return None if schema is None else json_schema_validator(schema)
+        return schema.model_validate_json if issubclass(schema, BaseModel) else schema.parse_raw
 
     async def summarize(self, instructions: str, transcript: str, events: AgentEventWriter) -> HistorySummaryResult:
         response = await self.model.ainvoke([SystemMessage(content=instructions), HumanMessage(content=transcript)])

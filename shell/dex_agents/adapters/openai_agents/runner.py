@@ -154,6 +154,9 @@ class OpenAIAgentsBinding:
     async def run_tool(self, run: ToolRun[Items]) -> str:
         return await tools.run_tool(self.agent, self.context, self.config, run)
 
+    async def arguments_validator(self, tool_name: str) -> tools.ArgumentsValidator | None:
+        return await tools.arguments_validator(self.agent, self.context, tool_name)
+
     async def summarize(self, instructions: str, transcript: str, events: AgentEventWriter) -> HistorySummaryResult:
         return await model.summarize(self.agent, self.config, instructions, transcript)
 

@@ -32,7 +32,7 @@ from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailDa
 from openai.types.responses import ResponseFunctionToolCall
 from pydantic import ValidationError
 
-from dex_agents.adapters.kit import invalid_arguments_error, unknown_tool_error
+from dex_agents.adapters.kit import ArgumentsValidator, invalid_arguments_error, json_schema_validator, unknown_tool_error
 from dex_agents.adapters.kit.turn import ToolRun
 from dex_agents.adapters.openai_agents.model import Items, sdk_usage
 from dex_agents.shell.runner import ToolExecutionError
@@ -121,6 +121,11 @@ def output_text(tool: FunctionTool, raw_call: ResponseFunctionToolCall, output: 
     return json.dumps(parts, default=str)  # images and files: their JSON, since a record holds text
 
 
+async def arguments_validator(agent: Agent[Any], user_context: object, tool_name: str) -> ArgumentsValidator | None:
+    found = {tool.name: tool for tool in await agent.get_all_tools(RunContextWrapper(context=user_context))}.get(tool_name)
+    return json_schema_validator(found.params_json_schema) if isinstance(found, FunctionTool) else None
+
+
 async def run_tool(agent: Agent[Any], user_context: object, config: RunConfig, run: ToolRun[Items]) -> str:
     """Run the function tool ``run`` names (see the module docstring)."""
     record = run.call.tool_call
@@ -136,4 +141,4 @@ async def run_tool(agent: Agent[Any], user_context: object, config: RunConfig, r
     return output_text(tool, raw_call, await _run_checked(agent, tool, context, record.arguments))
 
 
-__all__ = ["output_text", "run_tool"]
+__all__ = ["ArgumentsValidator", "arguments_validator", "output_text", "run_tool"]

@@ -12,10 +12,10 @@ from typing import Any, NamedTuple, TypeVar, final, get_type_hints
 
 from openai import APIStatusError, AsyncOpenAI, OpenAIError
 from openai.types import CompletionUsage
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 from pydantic_core import to_json
 
-from dex_agents.adapters.kit import (DEX_EFFECT_METADATA_KEY, assistant_message, invalid_arguments_error,
+from dex_agents.adapters.kit import (DEX_EFFECT_METADATA_KEY, ArgumentsValidator, assistant_message, checked_arguments,
                                      is_final_client_status, model_call_usage, tool_effect_from_metadata,
                                      says_context_window_exceeded, tool_message, unknown_tool_error, user_message)
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
@@ -180,15 +180,16 @@ class OpenAIChatBinding:
         found = self.tools.get(record.tool_name)
         if found is None:
             raise unknown_tool_error(record.tool_name, self.tools)
-        try:
-            values = dict(found.arguments.model_validate_json(record.arguments or "{}"))
-        except ValidationError as error:
-            raise invalid_arguments_error(record.tool_name, str(error)) from error
+        values = dict(checked_arguments(record.tool_name, found.arguments.model_validate_json, record.arguments))
         if inspect.iscoroutinefunction(found.function):
             output = await found.function(**values)
         else:  # a sync tool runs on a thread, so it does not hold up the Worker
             output = await asyncio.to_thread(found.function, **values)
         return output if isinstance(output, str) else to_json(output, fallback=str).decode()
+
+    async def arguments_validator(self, tool_name: str) -> ArgumentsValidator | None:
+        found = self.tools.get(tool_name)
+        return None if found is None else found.arguments.model_validate_json
 
     async def summarize(self, instructions: str, transcript: str, events: AgentEventWriter) -> HistorySummaryResult:
         settings = {key: value for key, value in self.settings.items()

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final, final
@@ -31,9 +32,10 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
 from pydantic_core import to_jsonable_python
 
-from dex_agents.adapters.kit import (ToolOutcome, invalid_arguments_error, is_final_client_status, model_call_usage,
+from dex_agents.adapters.kit import (ArgumentsValidator, ToolOutcome, invalid_arguments_error, is_final_client_status, model_call_usage,
                                     tool_effect_from_metadata, unknown_tool_error)
 from dex_agents.adapters.kit.model_errors import CONTEXT_LENGTH_EXCEEDED, error_chain, says_context_window_exceeded
 from dex_agents.adapters.kit.turn import CallRef, ModelAnswer, ModelCall, RequestedCall, RoundAnswer, ToolRun
@@ -203,6 +205,13 @@ class PydanticAIBinding:
                 return output if isinstance(output, str) else ToolReturnPart(record.tool_name,
                                                                               output).model_response_str()
         raise unknown_tool_error(record.tool_name, known)
+
+    async def arguments_validator(self, tool_name: str) -> ArgumentsValidator | None:
+        """A function tool's schema validator; a tool of another toolset (e.g. MCP) takes any JSON object."""
+        for toolset in self.agent.toolsets:
+            if isinstance(toolset, FunctionToolset) and (tool := toolset.tools.get(tool_name)) is not None:
+                return tool.function_schema.validator.validate_json
+        return None if len(self.agent.toolsets) == 1 else json.loads
 
     async def summarize(self, instructions: str, transcript: str, events: AgentEventWriter) -> HistorySummaryResult:
         settings = self.agent.model_settings

@@ -84,9 +84,17 @@ class ConformanceSession:
     def wait_for_interrupt(self, tool_name: str) -> AgentInterrupt:
         return self.sessions.wait_for_pending_interrupt(self.session_id, tool_name)
 
-    def resolve(self, interrupt: AgentInterrupt, approved: bool, rejection_message: str | None = None) -> bool:
-        return self.sessions.resolve_interrupt(self.session_id, interrupt.interrupt_id, approved,
-                                               rejection_message=rejection_message)
+    def resolve(self, interrupt: AgentInterrupt, approved: bool, rejection_message: str | None = None, *,
+                edited_arguments: str | None = None, arguments_sha256: str | None = None,
+                approver: str | None = None, reason: str | None = None) -> bool:
+        """``resolve_interrupt`` (an edit, the hash the approver saw and the audit fields optional)."""
+        return self.sessions.sessions.resolve_interrupt(
+            self.session_id, interrupt.interrupt_id, approved, rejection_message, edited_arguments=edited_arguments,
+            arguments_sha256=arguments_sha256, approver=approver, reason=reason)
+
+    def pending_interrupts(self) -> list[AgentInterrupt]:
+        """The committed pending interrupts."""
+        return list(self.sessions.sessions.pending_interrupts(self.session_id))
 
     # What the suite asserts on
 
