@@ -334,6 +334,8 @@ class Dispatcher:
         task.stream = chosen
         task.delivered_at = now
         self._delivered[task.task_id] = task
+        if task.local_phase:
+            task.local_deadline = self._clock.time() + task.local_seconds
         if task.timeout:
             wall = self._clock.time()
             task.deadline = wall + task.timeout

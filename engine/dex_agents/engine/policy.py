@@ -35,8 +35,9 @@ NO_WORKER_AVAILABLE = "NO_WORKER_AVAILABLE"
 """Error type of an attempt no Worker accepted within the dispatch wait (Dex's dispatch error reason)."""
 ASYNC_LOCAL_ATTEMPTS = 3
 """ASYNC durability, Dex's local phase: the first attempts within ASYNC_LOCAL_SECONDS of the first
-retry at once, ignore method and heartbeat timeouts (bounded by the phase's end instead) and do
-not keep heartbeat checkpoints; later retries continue the backoff sequence."""
+retry at once, ignore method and heartbeat timeouts and do not keep heartbeat checkpoints; an
+attempt still running at the phase's end falls back in place to a regular attempt (not run again);
+later retries continue the backoff sequence."""
 ASYNC_LOCAL_SECONDS = 7.0
 MAX_BACKOFF_EXPONENT = 64
 """Retries past this many back-offs wait as long as the 64th (the delay is capped long before)."""

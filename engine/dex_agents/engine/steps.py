@@ -65,10 +65,13 @@ class StepOps(Outcomes):
         if (history.durability(flow.config, step.options, method) == pb.STEP_DURABILITY_ASYNC
                 and step.attempt <= policy.ASYNC_LOCAL_ATTEMPTS and elapsed < policy.ASYNC_LOCAL_SECONDS):
             task.local_phase = True
-            task.timeout = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0) * second
+            task.local_seconds = max(policy.ASYNC_LOCAL_SECONDS - elapsed, 1.0) * second
+            task.fallback_timeout = policy.method_timeout(step.options, method) * second
+            task.fallback_heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
         else:
             task.timeout = policy.method_timeout(step.options, method) * second
             task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
+        task.cancel_at_once = task.local_phase or step.options.heartbeat_timeout_seconds > 0
         too_large = policy.oversized_task(message)
         if too_large is not None:  # fails before it takes a lock or a slot
             self.on_failure(task, too_large, "dex.TaskTooLarge", 0)
@@ -175,6 +178,8 @@ class StepOps(Outcomes):
         for task in self.engine.dispatcher.delivered():
             if task.kind == "rpc" or self.engine.tasks.get(task.task_id) is not task:
                 continue
+            if task.local_phase and now >= task.local_deadline:
+                self.fall_back(task, now)
             try:
                 if task.deadline and now >= task.deadline:
                     self.method_timeout(task)
@@ -184,6 +189,18 @@ class StepOps(Outcomes):
                                     "dex.HeartbeatTimeout", 0, cancel=True)
             except Exception:
                 _LOGGER.exception("timing out %s failed", task.seid)
+
+    @staticmethod
+    def fall_back(task: Task, now: float) -> None:
+        """A local-phase attempt still running at the phase's end becomes a regular attempt in place,
+        as in Dex: the invocation is neither failed nor started again; from now on its method and
+        heartbeat timeouts apply (it is told of a cancellation as any regular attempt)."""
+        task.local_phase = False
+        task.timeout = task.fallback_timeout
+        task.deadline = now + task.fallback_timeout
+        task.heartbeat_timeout = task.fallback_heartbeat_timeout
+        if task.heartbeat_timeout is not None:
+            task.heartbeat_deadline = now + task.heartbeat_timeout
 
     def worker_lost(self, task: Task, *, clean_close: bool = False) -> None:
         """The task's stream ended: re-deliver the same attempt or fail it (see ``Task.may_redeliver``)."""
@@ -217,13 +234,14 @@ class StepOps(Outcomes):
 
         As in Dex, a regular attempt learns of it only when it records a heartbeat (or writes to a
         Stream), completes or fails: a handler that never heartbeats runs to its end and its result
-        is discarded. An ASYNC local-phase attempt is told at once."""
+        is discarded. An ASYNC local-phase attempt, or one of a Step with a heartbeat timeout of its
+        own, is told at once (``Task.cancel_at_once``)."""
         self.engine.assert_locked()
         task = self.engine.running.get((uid, seid))
         self.engine.attribute_locks.stop_waiting(uid, seid)
         self.snapshots.pop((uid, seid), None)
         if task is None:
             return
-        self.engine.dispatcher.cancel(task, tell_worker=task.local_phase)
+        self.engine.dispatcher.cancel(task, tell_worker=task.cancel_at_once)
         self.engine.untrack(task)
         self.engine.release(uid, f"step:{seid}")

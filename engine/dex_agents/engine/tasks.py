@@ -78,6 +78,16 @@ class Task:
     output_seen: bool = False
     timeout: float = 0.0
     local_phase: bool = False
+    """An ASYNC attempt in Dex's local phase: no method or heartbeat deadline until ``local_deadline``;
+    still running then, it falls back in place to a regular attempt (the same invocation goes on
+    under ``fallback_timeout`` and ``fallback_heartbeat_timeout``, see ``StepOps.fall_back``)."""
+    local_seconds: float = 0.0
+    local_deadline: float = 0.0
+    fallback_timeout: float = 0.0
+    fallback_heartbeat_timeout: float | None = None
+    cancel_at_once: bool = False
+    """Its Worker is told of a cancellation at once (a local-phase attempt, or a Step with a heartbeat
+    timeout of its own); else only with the attempt's next heartbeat or Stream write."""
     declines: int = 0
     queue_order: int | None = None
     """Set while the task waits in its queue (see ``PendingTasks``)."""
