@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dex_agents.client import AsyncSessionClient, NoWorkerError, SessionEvent
+from dex_agents.client import AsyncSessionClient, NoWorkerError, SessionEvent, SessionOverview
 from dex_agents.testing.private_engine import PrivateDexEngine
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory
 from tests.shell.agents import LOOKUP_ANSWER, LOOKUP_MESSAGE, REFUND_MESSAGE, build_support_flow, unique_flow_type
@@ -48,6 +48,12 @@ def test_an_asyncio_application_runs_a_session(
             assert all(call.tool_name == "lookup_order" for call in snapshot.tool_calls)
             assert (await sessions.messages(session_id, limit=1)).messages == snapshot.messages[-1:]
             assert (await sessions.state(session_id)) is not None
+            overview = await sessions.overview(session_id)  # the three values, in one read
+            usage = await sessions.read_attribute(session_id, sessions.flow.agent_usage)
+            assert overview == SessionOverview(state=await sessions.state(session_id),
+                                               pending_interrupts=await sessions.pending_interrupts(session_id),
+                                               usage=usage)
+            assert overview.usage is not None and overview.usage.requests >= 1
             assert session_id in [entry.flow_id for entry in await sessions.list_sessions()]
             await sessions.stop(session_id)
 

@@ -48,6 +48,7 @@ UNKNOWN_SESSION_CALLS: Final[dict[str, Call]] = {
     "read_attribute": lambda c, s: c.read_attribute(s, c.flow.agent_state),
     "state": lambda c, s: c.state(s),
     "pending_interrupts": lambda c, s: c.pending_interrupts(s),
+    "overview": lambda c, s: c.overview(s),
     "message_receipt": lambda c, s: c.message_receipt(s, "m-1"),
     "export": lambda c, s: c.export(s),
     "wait_for": lambda c, s: c.wait_for(s, turns_ended(1), timeout=5),
@@ -82,6 +83,7 @@ BAD_ARGUMENTS: Final[list[tuple[str, Call, type[Exception], str]]] = [
     ("read_attribute", lambda c, s: c.read_attribute("", c.flow.agent_state), ValueError, "session_id"),
     ("state", lambda c, s: c.state(""), ValueError, "session_id"),
     ("pending_interrupts", lambda c, s: c.pending_interrupts(""), ValueError, "session_id"),
+    ("overview", lambda c, s: c.overview(" "), ValueError, "session_id"),
     ("message_receipt", lambda c, s: c.message_receipt(s, "a/b"), ValueError, "message_id must not contain '/'"),
     ("export", lambda c, s: c.export(""), ValueError, "session_id"),
     ("wait_for", lambda c, s: c.wait_for(s, "done"), TypeError, "condition must be a StateCondition"),  # type: ignore[arg-type]

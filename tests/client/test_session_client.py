@@ -13,9 +13,11 @@ from dex_agents.client import (
     NoWorkerError,
     SessionClient,
     SessionNotFoundError,
+    SessionOverview,
     session_flow_definition,
     turns_ended,
 )
+from pyrsistent import pvector
 from dex_agents.pure.values.session import AgentStatus, MessageRole
 from dex_agents.serving.worker import check_servable
 from dex_agents.testing import AgentSessionTestClient
@@ -98,6 +100,7 @@ def test_without_a_worker_check_worker_fails_and_the_waits_still_read(dex_engine
         assert (raised.value.flow_type, raised.value.seconds) == (flow_type, 1)
         assert str(raised.value) == f"no Worker serving {flow_type} answered on {dex_engine.server_address} within 1 s"
         assert sessions.state(session_id) is None and list(sessions.pending_interrupts(session_id)) == []
+        assert sessions.overview(session_id) == SessionOverview(state=None, pending_interrupts=pvector(), usage=None)
         # Issue 29, finding 3: a wait that times out while no Worker serves the Flow type says so (a
         # misspelt type looks the same), instead of a bare TimeoutError; it is still a TimeoutError.
         with pytest.raises(NoWorkerError, match=f"session '{session_id}': timed out after 0.2 s waiting for 1 "

@@ -92,6 +92,15 @@ def test_a_demo_session_through_the_api(dex_engine: PrivateDexEngine, agent_envi
         assert detail["turn_usage"]["turn-1"]["requests"] == 2
         listed = (await http.get(f"/api/sessions?flow_type={flow.get_flow_type()}")).json()["sessions"]
         assert [(item["session_id"], item["turns"]) for item in listed] == [("api-1", 1)]
+        assert "last_activity" not in listed[0]  # a second read per session: only on request
+        with_activity = (await http.get(f"/api/sessions?flow_type={flow.get_flow_type()}"
+                                        f"&include=last_activity")).json()["sessions"][0]
+        events = (await http.get("/api/sessions/api-1/events?follow=0")).text
+        assert with_activity["last_activity"] > with_activity["started_at"] and with_activity["tokens"] > 0
+        assert json.loads(parse_sse(events)[-1][1])["created_at"] == with_activity["last_activity"]
+        unknown = await http.get("/api/sessions?include=last_activity,secrets")
+        assert (unknown.status_code, unknown.json()["error"]["code"]) == (400, "bad_request")
+        assert "secrets" in unknown.json()["error"]["message"]
 
         sent = await http.post("/api/sessions/api-1/messages", json={"text": DEMO_TURNS[1], "message_id": "m-2"})
         again = await http.post("/api/sessions/api-1/messages", json={"text": DEMO_TURNS[1], "message_id": "m-2"})

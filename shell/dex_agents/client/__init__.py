@@ -23,6 +23,7 @@ from dex_agents.client.stopped import SessionStoppedError as SessionStoppedError
 from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS as DEFAULT_WORKER_PROBE_SECONDS
 from dex_agents.client.values import EventPage as EventPage
 from dex_agents.client.values import SessionEvent as SessionEvent
+from dex_agents.client.values import SessionOverview as SessionOverview
 from dex_agents.client.values import StateCondition as StateCondition
 from dex_agents.client.values import status_is as status_is
 from dex_agents.client.values import turn_ended as turn_ended
@@ -42,6 +43,7 @@ __all__ = [
     "SessionEvent",
     "SessionExistsError",
     "SessionNotFoundError",
+    "SessionOverview",
     "SessionRefusedError",
     "SessionServerError",
     "SessionStoppedError",

@@ -22,7 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar, cast, final
 
@@ -34,7 +34,7 @@ from dex_agents.client.channels import AsyncReadChannel
 from dex_agents.client.server_requests import (
     PROBE_DEADLINE_MARGIN_SECONDS,
     attributes_request,
-    entry_of,
+    entries_of,
     probe_outcome,
     probe_request,
     rpc_request,
@@ -66,14 +66,19 @@ class AsyncServerCalls:
             DexServiceError: The server refused the read (an unknown session, say).
             ValueMappingError: The stored value does not decode as the attribute's type.
         """
-        request = attributes_request(session_id, attribute)
+        (value,) = await self.read_attributes(session_id, (attribute,), timeout=timeout)
+        return cast(T | None, value)
+
+    async def read_attributes(self, session_id: str, attributes: Sequence[Attribute[Any]], *,
+                              timeout: float) -> list[object | None]:
+        """The committed value of each of ``attributes`` (``None`` when unset), in their order, read
+        in one ``GetAttributes`` (raises as ``read_attribute``)."""
+        request = attributes_request(session_id, attributes)
         response = await self._call(partial(self._stub.GetAttributes, request, timeout=timeout), "get_attributes",
                                     session_id)
-        value = entry_of(response, attribute)
-        if value is None:
-            return None
-        hydrated = await self._hydrator.hydrate(session_id, value)
-        return cast(T | None, self._values.decode(hydrated, self._values.codec(attribute.value_type)))
+        return [None if value is None else self._values.decode(await self._hydrator.hydrate(session_id, value),
+                                                               self._values.codec(attribute.value_type))
+                for attribute, value in zip(attributes, entries_of(response, attributes), strict=True)]
 
     async def read_map_instance(self, session_id: str, attribute_map: AttributeMap[T], instance: str, *,
                                 timeout: float) -> T | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Self, TypeVar, cast
 
 import grpc
 from dex import AsyncClient, Attribute, DexServiceError, FlowInfo, LongPollTimeoutError, StreamMessage
@@ -45,6 +45,7 @@ from dex_agents.client.values import (
     EventPage,
     PendingInterruptOf,
     SessionEvent,
+    SessionOverview,
     StateCondition,
     page_after,
     status_is,
@@ -52,7 +53,14 @@ from dex_agents.client.values import (
     turns_ended,
 )
 from dex_agents.pure.offline.export_document import ExportDocument
-from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus, UserMessageReceipt
+from dex_agents.pure.values.session import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentState,
+    AgentStatus,
+    AgentUsage,
+    UserMessageReceipt,
+)
 from dex_agents.shell.flow import AgentSessionFlow
 
 __all__ = ["AsyncSessionReads"]
@@ -214,6 +222,18 @@ class AsyncSessionReads:
     async def state(self, session_id: str) -> AgentState | None:
         """The committed ``AgentState``; ``None`` before ``StartAgentSession`` committed."""
         return await self.read_attribute(session_id, self.flow.agent_state)
+
+    @client_errors
+    async def overview(self, session_id: str) -> SessionOverview:
+        """The committed ``AgentState``, ``PendingInterrupts`` and ``AgentUsage``, in one read of the
+        server (what a list of sessions shows of each)."""
+        check_name("session_id", session_id)
+        flow = self.flow
+        state, pending, usage = await self._server.read_attributes(
+            session_id, (flow.agent_state, flow.pending_interrupts, flow.agent_usage), timeout=self.timeout)
+        return SessionOverview(state=cast(AgentState | None, state),
+                               pending_interrupts=pvector() if pending is None else cast(PVector[AgentInterrupt], pending),
+                               usage=cast(AgentUsage | None, usage))
 
     @client_errors
     async def pending_interrupts(self, session_id: str) -> PVector[AgentInterrupt]:

@@ -10,7 +10,7 @@ Worker took it (``probe_outcome``) or raises what is not about Workers.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import grpc
@@ -21,19 +21,21 @@ from dex_agents.pure.values.rpc import ListAgentMessagesInput
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.sdk_private import ValueMapper, translate_rpc_error
 
-__all__ = ["PROBE_DEADLINE_MARGIN_SECONDS", "attributes_request", "entry_of", "is_no_worker", "probe_outcome",
+__all__ = ["PROBE_DEADLINE_MARGIN_SECONDS", "attributes_request", "entries_of", "is_no_worker", "probe_outcome",
            "probe_request", "rpc_request"]
 
 PROBE_DEADLINE_MARGIN_SECONDS: Final = 5.0
 """Added to the probe's RPC timeout for the gRPC deadline, a backstop if the server ignores it."""
 
 
-def attributes_request(session_id: str, attribute: Attribute[Any]) -> pb.GetAttributesRequest:
-    return pb.GetAttributesRequest(flow_id=session_id, keys=[attribute.name])
+def attributes_request(session_id: str, attributes: Sequence[Attribute[Any]]) -> pb.GetAttributesRequest:
+    return pb.GetAttributesRequest(flow_id=session_id, keys=[attribute.name for attribute in attributes])
 
 
-def entry_of(response: pb.GetAttributesResponse, attribute: Attribute[Any]) -> pb.Value | None:
-    return next((entry.value for entry in response.attributes if entry.key == attribute.name), None)
+def entries_of(response: pb.GetAttributesResponse, attributes: Sequence[Attribute[Any]]) -> list[pb.Value | None]:
+    """The value of each of ``attributes`` in ``response`` (``None`` when unset), in their order."""
+    found = {entry.key: entry.value for entry in response.attributes}
+    return [found.get(attribute.name) for attribute in attributes]
 
 
 def rpc_request(registry: Registry, values: ValueMapper, method: Callable[..., Any], session_id: str,

@@ -25,7 +25,7 @@ from pyrsistent import thaw
 
 from dex_agents.client.errors import NoWorkerError, SessionExistsError
 from dex_agents.pure.machine.keys import turn_number_of
-from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus
+from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus, AgentUsage
 
 __all__ = [
     "DEFAULT_WORKER_PROBE_SECONDS",
@@ -34,6 +34,7 @@ __all__ = [
     "NoWorkerError",
     "PendingInterruptOf",
     "SessionEvent",
+    "SessionOverview",
     "SessionExistsError",
     "StateCondition",
     "page_after",
@@ -81,6 +82,17 @@ class SessionEvent:
         return {"cursor": self.cursor, "type": event.type, "turn_id": event.turn_id, "attempt": event.attempt,
                 "step_execution_id": event.step_execution_id, "payload": self.payload,
                 "created_at": self.created_at.isoformat()}
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionOverview:
+    """A session's committed ``AgentState``, ``PendingInterrupts`` and ``AgentUsage``, read at once
+    (``state`` and ``usage`` are ``None`` before they were first written)."""
+
+    state: AgentState | None
+    pending_interrupts: Sequence[AgentInterrupt]
+    usage: AgentUsage | None
 
 
 @final

@@ -38,6 +38,8 @@ __all__ = ["api_routes", "backend_of", "json_route", "list_sessions", "session_d
 
 MAX_PAGE: Final = 1000
 DEFAULT_PAGE: Final = 50
+INCLUDABLE: Final = frozenset({"last_activity"})
+"""The list's optional fields (``include=``): each costs a read per session more."""
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -95,12 +97,14 @@ def optional_text(body: dict[str, Any], name: str) -> str | None:
 
 
 async def list_sessions(backend: ConsoleBackend, flow_type: str | None, status: str | None, limit: int,
-                        page_token: str) -> Json:
+                        page_token: str, *, last_activity: bool) -> Json:
     """A page of sessions (newest first) with their summaries; ``status`` filters this page by the
-    agent status or the run status."""
+    agent status or the run status; ``last_activity`` adds each one's latest event time (a second
+    read per session, so only on request)."""
     page = await backend.search(flow_type, limit, page_token)
     now = datetime.now(UTC)
-    sessions = [summary_json(summary, now) for summary in await backend.summaries(page.flows)]
+    summaries = await backend.summaries(page.flows, last_activity=last_activity)
+    sessions = [summary_json(summary, now, last_activity=last_activity) for summary in summaries]
     if status:
         sessions = [item for item in sessions if status in (item["status"], item["run_status"])]
     return {"sessions": sessions, "next_page_token": page.next_page_token or None}
@@ -112,7 +116,16 @@ async def get_sessions(request: Request) -> Response:
     assert limit is not None
     query = request.query_params
     return JSONResponse(await list_sessions(backend_of(request), query.get("flow_type") or None,
-                                            query.get("status") or None, limit, query.get("page_token", "")))
+                                            query.get("status") or None, limit, query.get("page_token", ""),
+                                            last_activity="last_activity" in included(request)))
+
+
+def included(request: Request) -> set[str]:
+    """The optional fields the query's ``include`` names (comma-separated; 400 for an unknown one)."""
+    names = {name.strip() for name in request.query_params.get("include", "").split(",") if name.strip()}
+    if unknown := names - INCLUDABLE:
+        raise ApiError("bad_request", f"include: unknown field(s) {sorted(unknown)}; known: {sorted(INCLUDABLE)}")
+    return names
 
 
 @json_route
@@ -135,8 +148,8 @@ async def session_detail(backend: ConsoleBackend, session_id: str) -> Json:
     rows, cursor, _ = await backend.events_after(client, session_id, "")
     now = datetime.now(UTC)
     if snapshot is None:
-        state, pending = await client.state(session_id), await client.pending_interrupts(session_id)
-        usage = await backend.usage(client, session_id)
+        overview = await client.overview(session_id)
+        state, pending, usage = overview.state, overview.pending_interrupts, overview.usage
         messages: tuple[AgentMessage, ...] = ()
     else:
         state, pending, usage, messages = snapshot.state, snapshot.pending_interrupts, snapshot.usage, tuple(

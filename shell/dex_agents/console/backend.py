@@ -25,7 +25,9 @@ from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentStat
 
 __all__ = ["ConsoleBackend", "ConsoleSettings", "SessionSummary"]
 
-_READS_AT_ONCE: Final = 64
+_ROWS_AT_ONCE: Final = 16
+"""Sessions summarized at once. More calls in flight only queue on the server (and on a local
+engine make each dearer); fewer leave it idle between answers (see ``benchmarks/console.py``)."""
 
 
 @final
@@ -47,6 +49,7 @@ class SessionSummary:
     pending: Sequence[AgentInterrupt]
     usage: AgentUsage | None
     last_event_at: str | None
+    """The latest event's time (ISO-8601), when it was read and there is one."""
 
 
 @final
@@ -60,7 +63,7 @@ class ConsoleBackend:
         self._bare = AsyncClient(Registry([]), self._cache.blob_cache, client_options(server_address, credential))
         self._clients: dict[str, AsyncSessionClient] = {}
         self._lock = asyncio.Lock()
-        self._reads = asyncio.Semaphore(_READS_AT_ONCE)
+        self._reads = asyncio.Semaphore(_ROWS_AT_ONCE)
 
     async def describe(self, session_id: str) -> FlowInfo:
         """The session's run (``FlowNotFoundError`` when there is none)."""
@@ -84,22 +87,21 @@ class ConsoleBackend:
         query = "" if flow_type is None else sessions_query(flow_type)
         return await self._bare.search_flows(query, limit, page_token)
 
-    async def summaries(self, entries: Sequence[SearchFlowEntry]) -> list[SessionSummary]:
-        """The committed summary of each entry, read concurrently (at most 64 reads at once)."""
-        return list(await asyncio.gather(*(self._summary(entry) for entry in entries)))
+    async def summaries(self, entries: Sequence[SearchFlowEntry], *, last_activity: bool) -> list[SessionSummary]:
+        """The committed summary of each entry: its values in one ``GetAttributes``, and with
+        ``last_activity`` its latest event too (a second read each); ``_ROWS_AT_ONCE`` entries at a time."""
+        return list(await asyncio.gather(*(self._summary(entry, last_activity) for entry in entries)))
 
-    async def _summary(self, entry: SearchFlowEntry) -> SessionSummary:
+    async def _summary(self, entry: SearchFlowEntry, last_activity: bool) -> SessionSummary:
         client = await self.client_for(entry.flow_type)
         async with self._reads:
-            state, pending, usage, last = await asyncio.gather(
-                client.state(entry.flow_id), client.pending_interrupts(entry.flow_id),
-                self.usage(client, entry.flow_id), self._last_event(client, entry.flow_id))
-        return SessionSummary(entry=entry, state=state, pending=pending, usage=usage, last_event_at=last)
-
-    async def usage(self, client: AsyncSessionClient, session_id: str) -> AgentUsage | None:
-        """The session's committed usage (``None`` before its first model call)."""
-        usage: AgentUsage | None = await client.read_attribute(session_id, client.flow.agent_usage)
-        return usage
+            if last_activity:
+                overview, last = await asyncio.gather(client.overview(entry.flow_id),
+                                                      self._last_event(client, entry.flow_id))
+            else:
+                overview, last = await client.overview(entry.flow_id), None
+        return SessionSummary(entry=entry, state=overview.state, pending=overview.pending_interrupts,
+                              usage=overview.usage, last_event_at=last)
 
     async def _last_event(self, client: AsyncSessionClient, session_id: str) -> str | None:
         page = await client.client.list_stream_messages(session_id, client.flow.agent_events, 1)

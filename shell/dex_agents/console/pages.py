@@ -33,7 +33,8 @@ async def list_body(request: Request) -> Response:
     query = request.query_params
     flow_type, status = query.get("flow_type") or None, query.get("status") or None
     backend = backend_of(request)
-    page = await list_sessions(backend, flow_type, status, DEFAULT_PAGE, query.get("page_token", ""))
+    page = await list_sessions(backend, flow_type, status, DEFAULT_PAGE, query.get("page_token", ""),
+                               last_activity=True)
     known = (await backend.search(None, 1000, "")).flows
     flow_types = sorted({entry.flow_type for entry in known})
     return HTMLResponse(list_fragment(page, flow_types, flow_type, status), headers=_NO_STORE)

@@ -69,7 +69,9 @@ def interrupt_json(interrupt: AgentInterrupt, now: datetime) -> Json:
             "seconds_left": _seconds_left(interrupt.deadline, now)}
 
 
-def summary_json(summary: SessionSummary, now: datetime) -> Json:
+def summary_json(summary: SessionSummary, now: datetime, *, last_activity: bool) -> Json:
+    """One row of the list; with ``last_activity`` (its latest event was read) that too: the latest
+    event's time, or the start's when it has none."""
     entry = summary.entry
     deadlines = sorted(interrupt.deadline for interrupt in summary.pending if interrupt.deadline is not None)
     usage = usage_json(summary.usage)
@@ -84,8 +86,7 @@ def summary_json(summary: SessionSummary, now: datetime) -> Json:
         "pending_approvals": len(summary.pending),
         "next_deadline": deadlines[0] if deadlines else None,
         "seconds_left": _seconds_left(deadlines[0], now) if deadlines else None,
-        "last_activity": summary.last_event_at or entry.started_at.isoformat(),
-    }
+    } | ({"last_activity": summary.last_event_at or entry.started_at.isoformat()} if last_activity else {})
 
 
 def event_json(row: EventRow) -> Json:
