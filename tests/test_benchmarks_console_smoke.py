@@ -9,7 +9,8 @@ from benchmarks import console
 
 pytestmark = pytest.mark.slow
 
-LABELS = ("list API, 3 sessions in one answer: p50=", "list API, first page of 50 of 3 sessions", "list page fragment (first 50 of 3)",
+LABELS = ("list API, 3 sessions in one answer: p50=", "list API with last activity, 3 sessions in one answer: p50=",
+          "list API, first page of 50 of 3 sessions", "list page fragment (first 50 of 3)",
           "session API, 6 messages", "session page fragment, 6 messages",
           "streamed chunk to the page's event handler, 3 chunks: p50=")
 
