@@ -62,6 +62,9 @@ UNKNOWN_SESSION_CALLS: Final[dict[str, Call]] = {
     "resolve_interrupt": lambda c, s: c.resolve_interrupt(s, "i-1", True, timeout=5),
     "extend_interrupt_deadline": lambda c, s: c.extend_interrupt_deadline(s, "i-1", 60_000, timeout=5),
     "compact": lambda c, s: c.compact(s, timeout=5),
+    "rewind": lambda c, s: c.rewind(s, 1, "undo", timeout=5),
+    "rewind_preview": lambda c, s: c.rewind_preview(s, 1),
+    "fork": lambda c, s: c.fork(s, 1, s + "-fork"),
     "snapshot": lambda c, s: c.snapshot(s, timeout=5),
     "messages": lambda c, s: c.messages(s, limit=1, timeout=5),
     "check_worker": lambda c, s: c.check_worker(s),
@@ -103,6 +106,12 @@ BAD_ARGUMENTS: Final[list[tuple[str, Call, type[Exception], str]]] = [
     ("extend_interrupt_deadline", lambda c, s: c.extend_interrupt_deadline(s, "i-1", 0), ValueError,
      "deadline_ms must be at least 1"),
     ("compact", lambda c, s: c.compact(""), ValueError, "session_id"),
+    ("rewind", lambda c, s: c.rewind(s, -1), ValueError, "to_turn must be at least 0"),
+    ("rewind", lambda c, s: c.rewind(s, 1, 7), TypeError, "reason must be a string"),  # type: ignore[arg-type]
+    ("rewind_preview", lambda c, s: c.rewind_preview(s, "1"), TypeError, "to_turn"),  # type: ignore[arg-type]
+    ("fork", lambda c, s: c.fork(s, 1, ""), ValueError, "new_session_id must not be blank"),
+    ("fork", lambda c, s: c.fork(s, 1, s), ValueError, "new_session_id must differ from session_id"),
+    ("fork", lambda c, s: c.fork(s, -2, s + "-fork"), ValueError, "at_turn must be at least 0"),
     ("snapshot", lambda c, s: c.snapshot(s, timeout=0), ValueError, "timeout must be positive"),
     ("messages", lambda c, s: c.messages(s, limit=0), ValueError, "limit must be at least 1"),
     ("messages", lambda c, s: c.messages(s, limit=-1), ValueError, "limit must be at least 1"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pyrsistent import pmap, pvector
 
+from dex_agents.pure.machine.reducers.time_travel import session_rewound_event
+from dex_agents.pure.values.time_travel import RewoundToolCall, SessionRewind
 from dex_agents.pure.wire.json_value import JsonObject, JsonValue
 from dex_agents.pure.values.session import (
     text_sha256,
@@ -190,6 +192,14 @@ def usage_object(usage: AgentUsage) -> JsonValue:
     )
 
 
+REWOUND_CHARGE = RewoundToolCall(tool_call_id="call_charge_2", turn_id=TURN, tool_name="charge_card",
+                                 effect=ToolEffect.NON_IDEMPOTENT_WRITE, status=ToolCallStatus.SUCCEEDED,
+                                 idempotency_key=f"{FLOW_ID}/{TURN}/call_charge_2")
+SESSION_REWIND = SessionRewind(to_turn=1, reason="the charge was a mistake — refund it by hand",
+                               previous_run_id="3d668783-8885-4ba4-aba6-94be206f6577", removed_turn_count=1,
+                               tool_calls=pvector([REWOUND_CHARGE]), rewound_at="2026-11-30T18:31:02.125Z")
+"""The audit of a rewind to turn 1 that removed turn-2, whose charge had run."""
+
 SPEC_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
     "turn_started": frozenset({"sequence"}),
     "turn_completed": frozenset({"message_count"}),
@@ -214,6 +224,8 @@ SESSION_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
     "dex_agents.approval_refused": frozenset({"interrupt_id", "tool_call_id", "error", "approver", "edited_arguments"}),
     "dex_agents.tool_outcome_settled": frozenset({"tool_call_id", "tool_name", "status", "settled_by", "resolver",
                                                   "reason"}),
+    "dex_agents.session_rewound": frozenset({"to_turn", "reason", "previous_run_id", "run_id", "removed_turn_count",
+                                             "rewound_at", "tool_calls"}),
 }
 """Every event the session itself writes: the spec's, plus ours (prefixed ``dex_agents.``, docs/wire.md)."""
 
@@ -264,6 +276,7 @@ EVENTS: dict[str, AgentEvent] = {
         {"tool_call_id": "call_refund_3", "tool_name": "refund", "status": "succeeded", "settled_by": "reconcile",
          "resolver": None, "reason": None},
     ),
+    "dex_agents.session_rewound": session_rewound_event(SESSION_REWIND, "0b7e5c1e-2f7a-4c35-9b1d-5d3f2a1c9e04"),
     "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": usage_object(CALL_USAGE), "session": usage_object(SESSION_USAGE)}),
     "dex_agents.model_call_failed": _event(
         "dex_agents.model_call_failed", "se-model-9", {"error": "429 Too Many Requests: retry after 20 s", "retrying": True}

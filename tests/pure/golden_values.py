@@ -42,6 +42,7 @@ from dex_agents.pure.values.session import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentSessionFork,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
@@ -67,8 +68,11 @@ from dex_agents.pure.wire import (
     vector_type,
 )
 
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput, RewoundToolCall, SessionRewind
 from tests.pure.golden_fixtures import (
     ANSWER_MESSAGE,
+    REWOUND_CHARGE,
+    SESSION_REWIND,
     CALL_USAGE,
     CHARGE_CALL,
     EVENTS,
@@ -131,9 +135,30 @@ def _case(stem: str, value: T, wire_type: WireType[T]) -> GoldenCase:
     )
 
 
+FORK = AgentSessionFork(
+    source_session_id="session-41", at_turn=1,
+    state=AgentState(status=AgentStatus.WAITING_FOR_USER_MESSAGE, turn_count=1, current_turn_id=None,
+                     current_turn_sequence=None, message_count=2, completed_turn_count=1, failed_turn_count=0,
+                     last_turn_error=None),
+    messages=SNAPSHOT_MESSAGES[:2], usage=CALL_USAGE, history_summary=None)
+"""A fork of ``session-41`` after its turn 1 (its question and answer)."""
+
 GOLDEN_CASES: list[GoldenCase] = [
     _case("agent_session_start_input", AgentSessionStartInput(initial_message="Où est la commande 42 ? 📦"), record_type(AgentSessionStartInput)),
     _case("agent_session_start_input.empty", AgentSessionStartInput(initial_message=None), record_type(AgentSessionStartInput)),
+    _case("agent_session_start_input.fork", AgentSessionStartInput(initial_message=None, fork=FORK),
+          record_type(AgentSessionStartInput)),
+    _case("agent_session_fork", FORK, record_type(AgentSessionFork)),
+    _case("rewound_tool_call", REWOUND_CHARGE, record_type(RewoundToolCall)),
+    _case("session_rewind", SESSION_REWIND, record_type(SessionRewind)),
+    _case(
+        "record_session_rewind_input",
+        RecordSessionRewindInput(to_turn=SESSION_REWIND.to_turn, reason=SESSION_REWIND.reason,
+                                 previous_run_id=SESSION_REWIND.previous_run_id,
+                                 removed_turn_count=SESSION_REWIND.removed_turn_count,
+                                 tool_calls=SESSION_REWIND.tool_calls),
+        record_type(RecordSessionRewindInput),
+    ),
     _case("agent_usage", SESSION_USAGE, record_type(AgentUsage)),
     _case(
         "history_summary",

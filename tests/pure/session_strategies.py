@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
-from pyrsistent import pmap
+from pyrsistent import pmap, pvector
 
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.rpc import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.values.runner import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import (
@@ -33,6 +34,7 @@ from dex_agents.pure.machine.step_inputs import (
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
     SessionInput,
+    SessionRewindRecorded,
     SessionStarted,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,
@@ -213,6 +215,10 @@ rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
         now_ms=times_ms,
     ),
     st.builds(AgentSnapshotRequested),
+    st.builds(SessionRewindRecorded, now_ms=times_ms, input=st.builds(
+        RecordSessionRewindInput, to_turn=st.integers(min_value=-1, max_value=3), reason=st.none() | texts,
+        previous_run_id=st.sampled_from(["run-1", "", "a/b"]), removed_turn_count=st.integers(min_value=-1, max_value=3),
+        tool_calls=st.just(pvector()))),
     st.builds(AgentMessagesListed, input=list_agent_messages_inputs),
     st.builds(SendUserMessageOnceCalled, input=st.builds(
         SendUserMessageOnceInput, message_id=st.sampled_from(["m-1", "m-2", "", " ", "a/b", "m-\ud800", "x" * 201]),

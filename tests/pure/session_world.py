@@ -159,7 +159,7 @@ class SessionWorld:
                 case MapName.AGENT_MESSAGES:
                     if instance.key in self.messages:
                         messages.append(self.messages[instance.key])
-                case MapName.USER_MESSAGE_RECEIPTS:
+                case MapName.USER_MESSAGE_RECEIPTS | MapName.SESSION_REWINDS:
                     pass  # the machine sends no identified messages (send_user_message_once has its scenarios)
         return SessionState(
             agent_state=base.agent_state,

@@ -37,6 +37,7 @@ from dex_agents.pure.values.session import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentSessionFork,
     AgentSessionStartInput,
     AgentState,
     AgentStatus,
@@ -99,7 +100,6 @@ tool_effects: SearchStrategy[ToolEffect] = st.sampled_from(ToolEffect)
 tool_call_statuses: SearchStrategy[ToolCallStatus] = st.sampled_from(ToolCallStatus)
 roles: SearchStrategy[MessageRole] = st.sampled_from(MessageRole)
 
-start_inputs: SearchStrategy[AgentSessionStartInput] = st.builds(AgentSessionStartInput, initial_message=optional_texts)
 usages: SearchStrategy[AgentUsage] = st.builds(
     AgentUsage,
     requests=counts,
@@ -170,6 +170,11 @@ agent_interrupts: SearchStrategy[AgentInterrupt] = st.builds(
 )
 interrupt_resolutions: SearchStrategy[AgentInterruptResolution] = st.builds(AgentInterruptResolution, **RESOLUTION_FIELDS)
 user_messages: SearchStrategy[AgentUserMessage] = st.builds(AgentUserMessage, text=texts)
+session_forks: SearchStrategy[AgentSessionFork] = st.builds(
+    AgentSessionFork, source_session_id=texts, at_turn=st.integers(min_value=-1, max_value=3), state=agent_states,
+    messages=vectors_of(agent_messages), usage=usages, history_summary=st.none())
+start_inputs: SearchStrategy[AgentSessionStartInput] = st.builds(
+    AgentSessionStartInput, initial_message=optional_texts, fork=st.one_of(st.none(), st.none(), session_forks))
 tool_call_completions: SearchStrategy[ToolCallCompleted] = st.builds(ToolCallCompleted, tool_call_id=identifiers)
 agent_events: SearchStrategy[AgentEvent] = st.builds(
     AgentEvent,

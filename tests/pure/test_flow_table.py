@@ -85,7 +85,8 @@ SPEC_PERSISTED_NAMES = [
 ]
 """The spec's persistence table, "Persistence name" column, in its order."""
 
-ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary", "CompactionRequested"]
+ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary", "CompactionRequested",
+                         "SessionRewinds"]
 """Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
@@ -204,6 +205,7 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.COMPACT_HISTORY: MethodAccess(maps=(MapName.AGENT_MESSAGES,), cached_maps=(MapName.AGENT_MESSAGES,)),
         RpcName.SEND_USER_MESSAGE_ONCE: MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
         RpcName.EXTEND_INTERRUPT_DEADLINE: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
+        RpcName.RECORD_SESSION_REWIND: MethodAccess(),
     }
     assert {name for name, row in RPC_TABLE.items() if row.writes} == {
         RpcName.SEND_USER_MESSAGE,
@@ -211,6 +213,7 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.SEND_USER_MESSAGE_ONCE,
         RpcName.COMPACT_HISTORY,
         RpcName.EXTEND_INTERRUPT_DEADLINE,
+        RpcName.RECORD_SESSION_REWIND,
     }
     assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
 

@@ -128,7 +128,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
     assert [n.value for n in AttributeName] == [
         "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount", "HistorySummary",
         "CompactionRequested"]
-    assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts"]
+    assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts", "SessionRewinds"]
     assert [n.value for n in ChannelName] == ["QueuedUserMessages", "ToolCallResults"]
     assert [n.value for n in ChannelMapName] == ["InterruptResolutions"]
     assert [n.value for n in StreamName] == ["AgentEvents"]
@@ -140,6 +140,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "send_user_message_once",
         "compact_history",
         "extend_interrupt_deadline",
+        "record_session_rewind",
     ]
     assert {s.value for s in StepType} == {
         "StartAgentSession",

@@ -33,6 +33,7 @@ from dex_agents.pure.machine.step_inputs import (
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
     SessionInput,
+    SessionRewindRecorded,
 )
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Transition, WaitTransition
 from tests.pure.scenario_support import check_step_shape
@@ -48,7 +49,8 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     assert repr(state) == state_before and repr(session_input) == input_before, "reduce mutated its inputs"
     match session_input:
         case (SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed()
-              | SendUserMessageOnceCalled() | CompactHistoryCalled() | ExtendInterruptDeadlineCalled()):
+              | SendUserMessageOnceCalled() | CompactHistoryCalled() | ExtendInterruptDeadlineCalled()
+              | SessionRewindRecorded()):
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()

@@ -21,6 +21,7 @@ from returns.result import Success
 from dex_agents.pure.values import rpc as rpc_values
 from dex_agents.pure.values import runner as runner_values
 from dex_agents.pure.values import session as values
+from dex_agents.pure.values import time_travel as time_travel_values
 from dex_agents.pure.wire.json_value import JsonValue
 from dex_agents.pure.values.persistence import TURN_MODEL_CALL_COUNT
 from dex_agents.pure.values.session import AgentEvent
@@ -73,7 +74,8 @@ def _records_of(module: ModuleType) -> set[type[object]]:
 
 
 def test_every_wire_record_has_a_golden_file() -> None:
-    records = _records_of(values) | _records_of(rpc_values) | _records_of(runner_values)
+    records = (_records_of(values) | _records_of(rpc_values) | _records_of(runner_values)
+               | _records_of(time_travel_values))
     covered = {type(case.value) for case in GOLDEN_CASES}
     assert records - covered == set()
 

@@ -17,6 +17,7 @@ from dex_agents.client.errors import SessionClientError as SessionClientError
 from dex_agents.client.errors import SessionExistsError as SessionExistsError
 from dex_agents.client.errors import SessionNotFoundError as SessionNotFoundError
 from dex_agents.client.errors import SessionRefusedError as SessionRefusedError
+from dex_agents.client.errors import SessionRewindError as SessionRewindError
 from dex_agents.client.errors import SessionServerError as SessionServerError
 from dex_agents.client.session_client import SessionClient as SessionClient
 from dex_agents.client.stopped import SessionStoppedError as SessionStoppedError
@@ -45,6 +46,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionOverview",
     "SessionRefusedError",
+    "SessionRewindError",
     "SessionServerError",
     "SessionStoppedError",
     "StateCondition",

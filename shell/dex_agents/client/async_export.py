@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Final
 
 from dex import AsyncClient
@@ -36,6 +37,7 @@ from dex_agents.pure.offline.export_document import (
     ChannelMessages,
     ExportDocument,
     HistoryStep,
+    RewoundRun,
     StepFailure,
     StoredValue,
 )
@@ -45,7 +47,7 @@ from dex_agents.pure.values.persistence import ChannelName
 from dex_agents.pure.offline.stored_values import StoredKey
 from dex_agents.shell.flow import AgentSessionFlow
 
-__all__ = ["CONSISTENT_READ_TRIES", "export_session"]
+__all__ = ["CONSISTENT_READ_TRIES", "earlier_runs", "export_session", "history_steps", "rewound_runs"]
 
 CONSISTENT_READ_TRIES: Final = 5
 """How often the export reads again when the session moved while its values were read."""
@@ -144,6 +146,13 @@ class _Converter:
             next_steps=pvector(next_steps), failure=failure, recorded=recorded)
 
 
+async def history_steps(server: AsyncServerCalls, session_id: str,
+                        history: Iterable[pb.FlowHistoryEvent]) -> list[HistoryStep]:
+    """The steps ``history`` records (as the export holds them), every value hydrated."""
+    converter = _Converter(server, session_id)
+    return [step for step in [await converter.step(event) for event in history] if step is not None]
+
+
 def _previous_run(history: list[pb.FlowHistoryEvent]) -> str:
     """The run a run continued from (its first event's ``continued_start``), or ``""`` for a first run."""
     first = history[0] if history else None
@@ -153,7 +162,7 @@ def _previous_run(history: list[pb.FlowHistoryEvent]) -> str:
     return started.continued_start.previous_run_id if started.HasField("continued_start") else ""
 
 
-async def _earlier_runs(server: AsyncServerCalls, session_id: str, history: list[pb.FlowHistoryEvent],
+async def earlier_runs(server: AsyncServerCalls, session_id: str, history: list[pb.FlowHistoryEvent],
                         timeout: float) -> list[pb.FlowHistoryEvent]:
     """The history of every run the session continued from (continue-as-new), oldest run first; ended runs
     never change, so they are read once."""
@@ -166,6 +175,28 @@ async def _earlier_runs(server: AsyncServerCalls, session_id: str, history: list
     return [event for run in reversed(earlier) for event in run]
 
 
+async def rewound_runs(server: AsyncServerCalls, session_id: str, history: list[pb.FlowHistoryEvent],
+                       timeout: float) -> list[RewoundRun]:
+    """Every run a rewind replaced in ``history``'s lineage (its ``time_travel_fork`` events, and theirs
+    in turn), each with its steps after the rewind's point, in the order the rewinds are found."""
+    found: list[RewoundRun] = []
+    seen: set[str] = set()
+    forks = [(event.time_travel_fork.previous_run_id, event.time_travel_fork.target_event_id)
+             for event in history if event.HasField("time_travel_fork")]
+    while forks:
+        run_id, target = forks.pop(0)
+        if not run_id or run_id in seen:
+            continue
+        seen.add(run_id)
+        replaced = await server.read_history(session_id, timeout=timeout, run_id=run_id)
+        removed = [event for event in replaced if event.event_id > target]
+        steps = [step for step in await history_steps(server, session_id, replaced) if step.event_id > target]
+        found.append(RewoundRun(run_id=run_id, target_event_id=target, steps=pvector(steps)))
+        forks.extend((event.time_travel_fork.previous_run_id, event.time_travel_fork.target_event_id)
+                     for event in removed if event.HasField("time_travel_fork"))
+    return found
+
+
 async def _consistent_read(server: AsyncServerCalls, session_id: str, timeout: float) -> tuple[
         list[pb.FlowHistoryEvent], list[tuple[str, pb.Value]], list[pb.Value]]:
     for _ in range(CONSISTENT_READ_TRIES):
@@ -174,7 +205,7 @@ async def _consistent_read(server: AsyncServerCalls, session_id: str, timeout: f
         queued = await server.read_channel(session_id, ChannelName.QUEUED_USER_MESSAGES, timeout=timeout)
         again = await server.read_history(session_id, timeout=timeout)
         if [event.event_id for event in again] == [event.event_id for event in history]:
-            return [*await _earlier_runs(server, session_id, history, timeout), *history], values, queued
+            return [*await earlier_runs(server, session_id, history, timeout), *history], values, queued
     raise RuntimeError(f"session {session_id} kept changing while it was exported ({CONSISTENT_READ_TRIES} tries); "
                        f"export it again, or stop it first")
 
@@ -193,4 +224,6 @@ async def export_session(client: AsyncClient, server: AsyncServerCalls, flow: Ag
     steps = [step for step in [await converter.step(event) for event in history] if step is not None]
     in_flight = await converter.in_flight_messages({step.step_execution_id for step in steps})
     queued = [*in_flight, *(json_of(value) for value in raw_queued)]
-    return export_document(session_id, flow.get_flow_type(), info, steps, raw_values, queued, events)
+    document = export_document(session_id, flow.get_flow_type(), info, steps, raw_values, queued, events)
+    rewound = await rewound_runs(server, session_id, history, timeout)
+    return replace(document, rewound_runs=pvector(rewound)) if rewound else document

@@ -48,6 +48,7 @@ __all__ = [
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionRefusedError",
+    "SessionRewindError",
     "SessionServerError",
     "client_errors",
     "translated",
@@ -116,6 +117,12 @@ class SessionRefusedError(SessionClientError, WorkerInvocationError):
 @final
 class SessionBusyError(SessionClientError, RpcLockConflictError):
     """The session's lock stayed held (a running Step) through the call's retries; try again."""
+
+
+@final
+class SessionRewindError(SessionClientError, ValueError):
+    """``rewind`` or ``fork`` named a turn the session has no point for: it has not ended, nothing came
+    after it, or (``rewind``) it ended in an earlier run. Nothing was changed."""
 
 
 @final

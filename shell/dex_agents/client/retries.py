@@ -118,10 +118,13 @@ def retried_start_options(options: StartFlowOptions | None, request_id: str | No
                             config_override=session_flow_config())
 
 
-def start_request_id(flow_type: str, session_id: str, initial_message: str | None) -> str:
+def start_request_id(flow_type: str, session_id: str, initial_message: str | None,
+                     fork_of: tuple[str, int] | None = None) -> str:
     """The request ID of a start without one: the same for the same Flow type, session and first
-    message (a repeated start returns its run), another for another first message (refused)."""
-    identity = json.dumps([flow_type, session_id, initial_message], ensure_ascii=False)
+    message (a repeated start returns its run), another for another first message (refused); a fork
+    (``fork_of``: the original session and turn) has its own."""
+    identity = json.dumps([flow_type, session_id, initial_message, *([list(fork_of)] if fork_of else [])],
+                          ensure_ascii=False)
     return "start-" + hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 
 

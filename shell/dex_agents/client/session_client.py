@@ -46,6 +46,9 @@ from dex import (
     SearchFlowEntry,
     StartFlowOptions,
     StopFlowOptions,
+    TimeTravelOptions,
+    TimeTravelStepMethod,
+    TimeTravelType,
 )
 
 from dex_agents.client.loops import repeat, repeat_lock_conflicts
@@ -71,6 +74,7 @@ from dex_agents.client.shared import (
     sessions_query,
 )
 from dex_agents.client.stopped import SessionStoppedError, is_stopped_status
+from dex_agents.client.time_travel import fork_seed_of, read_run, removal_after, rewind_point
 from dex_agents.client.values import DEFAULT_WORKER_PROBE_SECONDS
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
@@ -80,12 +84,17 @@ from dex_agents.pure.values.rpc import (
     ResolveInterruptInput,
     SendUserMessageOnceInput,
 )
-from dex_agents.pure.values.session import AgentSessionStartInput
+from dex_agents.pure.machine.reducers.time_travel import session_rewound_event
+from dex_agents.pure.values.session import AgentSessionFork, AgentSessionStartInput
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput, SessionRewind
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.shell.sdk_private import large_message_channels
 from dex_agents.shell.worker import session_registry
 
 __all__ = ["SessionClient"]
+
+EVENT_SOURCE = "dex_agents.client"
+"""The source the client writes its own events with (``dex_agents.session_rewound``)."""
 
 
 @final
@@ -175,10 +184,11 @@ class SessionClient(SessionReads):
         return run_id
 
     def _start(self, session_id: str, initial_message: str | None, options: StartFlowOptions | None,
-                     request_id: str | None) -> str:
-        start_input = AgentSessionStartInput(initial_message=initial_message)
+                     request_id: str | None, fork: AgentSessionFork | None = None) -> str:
+        start_input = AgentSessionStartInput(initial_message=initial_message, fork=fork)
+        fork_of = None if fork is None else (fork.source_session_id, fork.at_turn)
         start_options = retried_start_options(options, request_id or start_request_id(self.flow_type, session_id,
-                                                                                       initial_message))
+                                                                                       initial_message, fork_of))
 
         def start_flow() -> str:
             return self.client.start_flow(self.flow, session_id, start_input, start_options)
@@ -230,6 +240,101 @@ class SessionClient(SessionReads):
         local engine); ``[]`` when there is none, also for a Flow type nobody uses (a misspelt one)."""
         check_count("limit", limit, minimum=1)
         return list((self.client.search_flows(sessions_query(self.flow_type), limit)).flows)
+
+    # Time travel (rewind needs a Worker for its audit; fork only the server)
+
+    @client_errors
+    def rewind_preview(self, session_id: str, to_turn: int, reason: str | None = None) -> RecordSessionRewindInput:
+        """What ``rewind(session_id, to_turn, reason)`` would remove now (the turns after ``to_turn`` and
+        the tool calls that may have had an effect), changing nothing.
+
+        Raises:
+            SessionRewindError: ``to_turn`` has not ended, nothing came after it, or it ended in an
+                earlier run (before a continue-as-new).
+        """
+        check_name("session_id", session_id)
+        check_count("to_turn", to_turn, minimum=0)
+        check_text("reason", reason, optional=True)
+        info = self.describe(session_id)
+        run = read_run(self._server, session_id, "", timeout=self.timeout)
+        return rewind_point(run, info.run_id, to_turn, reason).removal
+
+    @client_errors
+    def rewind(self, session_id: str, to_turn: int, reason: str | None = None, *,
+                     timeout: float | None = None) -> SessionRewind:
+        """Take the session back to its state right after turn ``to_turn`` ended: messages, usage,
+        queued messages, pending approvals (none) and tool calls as they were then. A running turn
+        after it is stopped where it is (its Steps canceled; a tool already running may still finish
+        its side effect).
+
+        Dex's time travel (``ResetFlow``) restarts the session's run at the ``wait_for`` of the
+        ``AwaitUserMessage`` that turn ``to_turn`` scheduled, without reapplying the writes made after
+        it (``skip_writes_reapply``), so the state is exactly turn ``to_turn``'s; the replaced run keeps
+        the removed turns in its history (``export`` shows them). The session then records the rewind
+        (``record_session_rewind``: ``SessionRewinds/<previous run>``) and this client writes the event
+        ``dex_agents.session_rewound``. Side effects are not undone: the answer's ``tool_calls`` name
+        every tool call of the removed turns that may have had one.
+
+        Returns:
+            The audit the session recorded.
+
+        Raises:
+            SessionRewindError: ``to_turn`` has not ended, nothing came after it, or it ended in an
+                earlier run (before a continue-as-new; ``fork`` reaches it). Nothing changed.
+            NoWorkerError: No Worker serving the Flow type answered; nothing changed.
+            SessionStoppedError: The session is stopped; nothing changed.
+        """
+        check_name("session_id", session_id)
+        check_count("to_turn", to_turn, minimum=0)
+        check_text("reason", reason, optional=True)
+        check_seconds("timeout", timeout)
+        info = self.describe(session_id)
+        try:
+            self.check_worker(session_id)
+        except FlowNotActiveOrNotFoundError as error:
+            self._raise_if_stopped(session_id, error)
+            raise
+        point = rewind_point(read_run(self._server, session_id, "", timeout=self.timeout), info.run_id,
+                             to_turn, reason)
+        run_id = self.client.time_travel(session_id, TimeTravelOptions(
+            type=TimeTravelType.STEP_EXECUTION_ID, step_execution_id=point.end.step_execution_id,
+            step_method=TimeTravelStepMethod.WAIT_FOR, skip_writes_reapply=True, reason=reason))
+        replaced = read_run(self._server, session_id, info.run_id, timeout=self.timeout)
+        removal = removal_after(replaced, info.run_id, point.end, reason)
+        audit = expect(self._rpc(self.flow.record_session_rewind, session_id, removal, timeout=timeout,
+                                       retry=repeat), SessionRewind, "record_session_rewind")
+        self.client.write_stream(session_id, self.flow.agent_events, EVENT_SOURCE,
+                                       session_rewound_event(audit, run_id))
+        return audit
+
+    @client_errors
+    def fork(self, session_id: str, at_turn: int, new_session_id: str, *,
+                   request_id: str | None = None) -> str:
+        """Start ``new_session_id``, a session of this Flow type whose conversation is ``session_id``'s
+        right after turn ``at_turn`` ended (its messages, usage and history summary; no pending
+        approvals, tool calls or queued messages). The original is unchanged; both go on on their own.
+
+        The seed is read from the original's history (so a turn before a rewind's point or a
+        continue-as-new works too) and travels in the start input (``AgentSessionStartInput.fork``).
+        A repeat of the same fork returns its run (as ``start``).
+
+        Returns:
+            The new session's run ID.
+
+        Raises:
+            SessionRewindError: ``at_turn`` has not ended.
+            SessionExistsError: ``new_session_id`` exists already (started otherwise).
+        """
+        check_name("session_id", session_id)
+        check_count("at_turn", at_turn, minimum=0)
+        check_name("new_session_id", new_session_id)
+        if request_id is not None:
+            check_name("request_id", request_id)
+        if new_session_id == session_id:
+            raise ValueError("new_session_id must differ from session_id")
+        self.describe(session_id)
+        seed = fork_seed_of(self._server, session_id, at_turn, timeout=self.timeout)
+        return self._start(new_session_id, None, None, request_id, seed)
 
     # RPCs (a Worker serving the Flow type runs them)
 

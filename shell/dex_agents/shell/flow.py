@@ -43,6 +43,7 @@ from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, Sess
 from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
     ExtendInterruptDeadlineCalled,
+    SessionRewindRecorded,
     SessionInput,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -51,6 +52,7 @@ from dex_agents.pure.machine.step_inputs import (
     SendUserMessageOnceCalled,
 )
 from dex_agents.pure.values.session import AgentEvent, AgentSessionStartInput, FrameworkMessage, ToolEffect
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput, SessionRewind
 from dex_agents.shell.definitions import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -197,6 +199,13 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         pending, has no deadline, has passed it, or the new one is not later. Ours."""
         called = ExtendInterruptDeadlineCalled(input=input, now_ms=self.runtime.timing.now_ms())
         return drive_rpc(self.runtime, context, called, bool)
+
+    @session_rpc(RpcName.RECORD_SESSION_REWIND)
+    def record_session_rewind(self, context: Context, input: RecordSessionRewindInput) -> RPCResult[SessionRewind]:
+        """Keep the audit of the rewind that just replaced the run ``input.previous_run_id``
+        (``SessionClient.rewind`` calls it); answers the stored record. Ours."""
+        called = SessionRewindRecorded(input=input, now_ms=self.runtime.timing.now_ms())
+        return drive_rpc(self.runtime, context, called, SessionRewind)
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:

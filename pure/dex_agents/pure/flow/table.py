@@ -63,6 +63,7 @@ from dex_agents.pure.values.rpc import (
     SendUserMessageOnceInput,
 )
 from dex_agents.pure.values.session import AgentSessionStartInput
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput, SessionRewind
 
 START_INPUT_TYPE: Final = AgentSessionStartInput
 """The record a ``START_INPUT`` Step (``StartAgentSession``) receives."""
@@ -220,6 +221,8 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
                 access=MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
                 writes=True,
             ),
+            RpcRow(rpc=RpcName.RECORD_SESSION_REWIND, input_type=RecordSessionRewindInput, output_type=SessionRewind,
+                   writes=True),
         )
     }
 )

@@ -52,6 +52,7 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.values.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey
 from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
+from dex_agents.pure.values.time_travel import SessionRewind
 from dex_agents.pure.machine.invocation_record import InvocationRecord
 from dex_agents.pure.machine.step_inputs import UserMessagePurpose
 from dex_agents.pure.flow.step_options import StepMovement
@@ -358,7 +359,7 @@ ApprovalWait: TypeAlias = WaitForResolution | SkipWait
 """What ``AwaitToolApproval``'s ``wait_for`` waits on: the ending of its ``WaitTransition``."""
 
 
-RpcOutput: TypeAlias = bool | AgentSnapshot | AgentMessagePage
+RpcOutput: TypeAlias = bool | AgentSnapshot | AgentMessagePage | SessionRewind
 """``send_user_message`` and ``resolve_interrupt`` answer ``bool``; the readers their records."""
 
 

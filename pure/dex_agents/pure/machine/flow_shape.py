@@ -11,6 +11,7 @@ from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.machine.policies import tool_step_type
 from dex_agents.pure.machine.step_inputs import (
     ExtendInterruptDeadlineCalled,
+    SessionRewindRecorded,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
@@ -126,6 +127,8 @@ def rpc_of(call: RpcCall) -> RpcName:
             return RpcName.COMPACT_HISTORY
         case ExtendInterruptDeadlineCalled():
             return RpcName.EXTEND_INTERRUPT_DEADLINE
+        case SessionRewindRecorded():
+            return RpcName.RECORD_SESSION_REWIND
         case _:
             assert_never(call)
 

@@ -36,6 +36,7 @@ from dex_agents.pure.machine.step_inputs import (
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
     SessionInput,
+    SessionRewindRecorded,
 )
 
 INVOCATION_RECORD_EVENT: Final = "dex_agents.invocation"
@@ -85,7 +86,8 @@ class InvocationRecord:
 def clock_of(session_input: SessionInput) -> int | None:
     """The Worker clock ``session_input`` carries (``None``: an RPC call that reads none)."""
     match session_input:
-        case ResolveInterruptCalled(now_ms=now_ms) | ExtendInterruptDeadlineCalled(now_ms=now_ms):
+        case (ResolveInterruptCalled(now_ms=now_ms) | ExtendInterruptDeadlineCalled(now_ms=now_ms)
+              | SessionRewindRecorded(now_ms=now_ms)):
             return now_ms
         case (SendUserMessageCalled() | SendUserMessageOnceCalled() | AgentSnapshotRequested() | AgentMessagesListed()
               | CompactHistoryCalled()):

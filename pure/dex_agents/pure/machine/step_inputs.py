@@ -36,6 +36,7 @@ from typing import TypeAlias, final
 
 from pyrsistent.typing import PVector
 
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.rpc import (
     ExtendInterruptDeadlineInput,
@@ -433,8 +434,19 @@ class CompactHistoryCalled:
     """``compact_history`` was called."""
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRewindRecorded:
+    """``record_session_rewind`` was called at ``now_ms`` (epoch milliseconds, the Worker clock), right
+    after ``SessionClient.rewind`` moved the session back (ours)."""
+
+    input: RecordSessionRewindInput
+    now_ms: int
+
+
 RpcCall: TypeAlias = (
     ExtendInterruptDeadlineCalled
+    | SessionRewindRecorded
     | CompactHistoryCalled
     | SendUserMessageCalled
     | ResolveInterruptCalled
@@ -449,6 +461,7 @@ SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 
 __all__ = [
     "ExtendInterruptDeadlineCalled",
+    "SessionRewindRecorded",
     "ReconcileStarted",
     "ToolArgumentsValidated",
     "ToolOutcomeReconciled",

@@ -14,6 +14,7 @@
 | ``steps`` | Dex's history of the run: each Step method that completed or failed for good, each RPC that wrote, with its input, consumed messages, writes, publishes, moves, failure and invocation record |
 | ``inputs`` | the inputs the reducers saw, in commit order, each with the index of its step |
 | ``reconstruction`` | where the inputs' clock came from and what the reconstruction could not know |
+| ``rewound_runs`` | ours, may be absent: each run a rewind replaced, with the steps it committed after the rewind's point (the removed turns) |
 
 Invariants:
     * Every record decodes as strictly as the wire module (unknown fields refused); ``read_export``
@@ -28,6 +29,7 @@ import json
 from dataclasses import dataclass
 from typing import Final, final
 
+from pyrsistent import pvector
 from pyrsistent.typing import PVector
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
@@ -170,8 +172,21 @@ class Reconstruction:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RewoundRun:
+    """A Dex run a rewind replaced (ours): the steps it committed after the point the session went back
+    to (history event ``target_event_id``), which the session's own history no longer holds. Not
+    replayed: the session's state does not include them."""
+
+    run_id: str
+    target_event_id: int
+    steps: PVector[HistoryStep]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExportDocument:
-    """An exported session (see the module docstring for the sections)."""
+    """An exported session (see the module docstring for the sections). ``rewound_runs`` (ours, may be
+    absent: an export written before it reads as none) holds the turns each rewind removed."""
 
     format: str
     version: int
@@ -185,6 +200,7 @@ class ExportDocument:
     steps: PVector[HistoryStep]
     inputs: PVector[ExportedInput]
     reconstruction: Reconstruction
+    rewound_runs: PVector[RewoundRun] = pvector()
 
 
 @final
@@ -207,6 +223,8 @@ def render_export(document: ExportDocument) -> str:
     ASCII only); a final newline. Compact, and a diff shows which steps and inputs changed."""
     data = to_json_data(document, _DOCUMENT)
     assert isinstance(data, dict)
+    if not data.get("rewound_runs"):  # ours: absent unless a rewind removed turns (older readers read the rest)
+        data.pop("rewound_runs", None)
     sections = sorted(data.items())
     lines = ["{"]
     for position, (key, value) in enumerate(sections):
@@ -267,6 +285,7 @@ __all__ = [
     "ExportedSession",
     "HistoryStep",
     "Reconstruction",
+    "RewoundRun",
     "StepFailure",
     "StoredValue",
     "read_export",

@@ -24,6 +24,7 @@ from returns.result import Failure, Result, Success
 from dex_agents.pure.values.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.machine.step_inputs import (
     ExtendInterruptDeadlineCalled,
+    SessionRewindRecorded,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
@@ -94,6 +95,7 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "reconcile_started": ReconcileStarted,
     "tool_outcome_reconciled": ToolOutcomeReconciled,
     "extend_interrupt_deadline_called": ExtendInterruptDeadlineCalled,
+    "session_rewind_recorded": SessionRewindRecorded,
 }
 """Every input's ``kind``, one per member of ``SessionInput``."""
 

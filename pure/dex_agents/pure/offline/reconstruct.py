@@ -46,6 +46,7 @@ from dex_agents.pure.values.rpc import (
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
     ExtendInterruptDeadlineCalled,
+    SessionRewindRecorded,
     ReconcileStarted,
     CompactionStarted,
     ApprovalWaitEnded,
@@ -67,6 +68,7 @@ from dex_agents.pure.machine.step_inputs import (
     UserMessageArrived,
 )
 from dex_agents.pure.offline.stored_values import StoredKey, decode_stored
+from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.machine.transition import StepTransition
 from dex_agents.pure.values.session import AgentInterruptResolution, AgentSessionStartInput, AgentUserMessage
 from dex_agents.pure.wire import JSON_VALUE_TYPE, from_json_data, record_type, to_json_data
@@ -203,6 +205,8 @@ def _rpc_call(step: HistoryStep, now_ms: Callable[[], int]) -> SessionInput:
         case RpcName.EXTEND_INTERRUPT_DEADLINE:
             return ExtendInterruptDeadlineCalled(input=_decoded(step.input, ExtendInterruptDeadlineInput, "input"),
                                                  now_ms=now_ms())
+        case RpcName.RECORD_SESSION_REWIND:
+            return SessionRewindRecorded(input=_decoded(step.input, RecordSessionRewindInput, "input"), now_ms=now_ms())
         case _:
             raise _Unreconstructable(f"RPC {step.rpc_name!r} is not one that changes a session")
 

@@ -43,6 +43,7 @@ from dex_agents.pure.values.session import (
     ToolCallCompleted,
     UserMessageReceipt,
 )
+from dex_agents.pure.values.time_travel import SessionRewind
 from dex_agents.pure.wire.schema import RecordNode, VectorNode, WireNode, WireType, record_type, vector_type
 
 T = TypeVar("T")
@@ -68,6 +69,7 @@ class MapName(StrEnum):
     AGENT_MESSAGES = "AgentMessages"
     AGENT_TOOL_CALLS = "AgentToolCalls"
     USER_MESSAGE_RECEIPTS = "UserMessageReceipts"
+    SESSION_REWINDS = "SessionRewinds"
 
 
 @final
@@ -121,6 +123,7 @@ class RpcName(StrEnum):
     SEND_USER_MESSAGE_ONCE = "send_user_message_once"
     COMPACT_HISTORY = "compact_history"
     EXTEND_INTERRUPT_DEADLINE = "extend_interrupt_deadline"
+    RECORD_SESSION_REWIND = "record_session_rewind"
 
 
 def _node_holds(value: object, node: WireNode) -> bool:
@@ -234,6 +237,9 @@ addition old readers never need (they see the whole transcript, which is never c
 COMPACTION_REQUESTED: Final = AttributeKey(name=AttributeName.COMPACTION_REQUESTED, value_type=int)
 """Set (to 1) by ``compact_history``: the next model call compacts first; deleted by the compaction.
 Not in the spec: an addition old readers never need."""
+SESSION_REWINDS: Final = MapKey(name=MapName.SESSION_REWINDS, value_type=record_type(SessionRewind))
+"""Keyed by the Dex run a rewind replaced: the audit of each rewind (``record_session_rewind``). Not in
+the spec: an addition old readers never need; nothing on a turn's path loads it."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -257,6 +263,7 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     USER_MESSAGE_RECEIPTS,
     HISTORY_SUMMARY,
     COMPACTION_REQUESTED,
+    SESSION_REWINDS,
 )
 """Every persisted name's key: the spec's, in its table order, then ours (``TurnModelCallCount``,
 ``UserMessageReceipts``, ``HistorySummary``, ``CompactionRequested``)."""
@@ -278,6 +285,7 @@ __all__ = [
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
     "USER_MESSAGE_RECEIPTS",
+    "SESSION_REWINDS",
     "AttributeKey",
     "AttributeName",
     "ChannelKey",

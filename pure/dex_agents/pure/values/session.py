@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, final
 
+from pyrsistent.typing import PVector
+
 from dex_agents.pure.wire.json_value import JsonObject
 
 
@@ -72,9 +74,14 @@ class MessageRole(StrEnum):
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSessionStartInput:
-    """Input of the ``StartAgentSession`` Step (the Flow's start input)."""
+    """Input of the ``StartAgentSession`` Step (the Flow's start input).
+
+    ``fork`` (ours, optional on the wire): the conversation a forked session starts from
+    (``SessionClient.fork``); the session starts seeded with it instead of empty.
+    """
 
     initial_message: str | None = None
+    fork: AgentSessionFork | None = None
 
 
 @final
@@ -346,6 +353,34 @@ class HistorySummary:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSessionFork:
+    """The seed of a forked session (ours): the original's committed conversation right after its turn
+    ``at_turn`` ended, as ``SessionClient.fork`` read it from the original's history.
+
+    Invariants (``StartAgentSession`` refuses a seed that breaks them): ``state`` is between turns
+    (``current_turn_id`` is ``None``) and has ended ``at_turn`` turns; ``messages`` are that state's
+    ``message_count`` messages, sequences ``1..message_count`` in order, each of a turn up to ``at_turn``.
+    No pending approvals, queued messages or tool call records are carried.
+
+    Attributes:
+        source_session_id: The session forked from.
+        at_turn: The turn of the original the fork starts after.
+        state: The original's ``AgentState`` then (the fork's first turn is ``turn-<turn_count + 1>``).
+        messages: Its ``AgentMessages`` then.
+        usage: Its cumulative ``AgentUsage`` then.
+        history_summary: Its ``HistorySummary`` then (``None``: it had not compacted).
+    """
+
+    source_session_id: str
+    at_turn: int
+    state: AgentState
+    messages: PVector[AgentMessage]
+    usage: AgentUsage
+    history_summary: HistorySummary | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentEvent:
     """One live event of the ``AgentEvents`` Stream. ``payload`` is a JSON object whose keys depend on
     ``type`` (see ``docs/wire.md``); ``turn_id`` is ``None`` outside a turn."""
@@ -365,6 +400,7 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentSessionFork",
     "AgentSessionStartInput",
     "AgentState",
     "AgentStatus",

@@ -48,6 +48,7 @@ refused call carry none (an attempt that fails commits nothing, so it records no
 | ``ReconcileStarted`` | ``ReconcileToolOutcome`` | ``tools.reduce_reconcile_started`` |
 | ``ToolOutcomeReconciled`` | ``ReconcileToolOutcome`` | ``tools.reduce_tool_outcome_reconciled`` |
 | ``ExtendInterruptDeadlineCalled`` | ``extend_interrupt_deadline`` | ``rpcs.reduce_extend_interrupt_deadline`` |
+| ``SessionRewindRecorded`` | ``record_session_rewind`` | ``time_travel.reduce_session_rewind_recorded`` |
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ from dex_agents.pure.machine.reducers.session import (
     reduce_session_started,
     reduce_user_message_arrived,
 )
+from dex_agents.pure.machine.reducers.time_travel import reduce_session_rewind_recorded
 from dex_agents.pure.machine.reducers.tools import (
     reduce_heartbeat_sent,
     reduce_reconcile_started,
@@ -118,6 +120,7 @@ from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     ExtendInterruptDeadlineCalled,
+    SessionRewindRecorded,
     HeartbeatSent,
     InitialMessage,
     ModelAttemptsExhausted,
@@ -267,6 +270,8 @@ def _reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> Rp
             return reduce_compact_history_called(state, config, call)
         case ExtendInterruptDeadlineCalled():
             return reduce_extend_interrupt_deadline(state, call)
+        case SessionRewindRecorded():
+            return reduce_session_rewind_recorded(state, call)
         case _:
             assert_never(call)
 
@@ -296,6 +301,7 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             | SendUserMessageOnceCalled()
             | CompactHistoryCalled()
             | ExtendInterruptDeadlineCalled()
+            | SessionRewindRecorded()
         ):
             return reduce_rpc(state, config, session_input)
         case ApprovalWaitStarted():

@@ -6,6 +6,7 @@ Reads: ``agent_state`` only (``AgentMessages`` is not loaded; sequences come fro
   ``AwaitUserMessage``; a non-blank one asks the runner for its user message
   (``BuildUserMessage(InitialMessage)``), whose ``UserMessageBuilt`` initializes the session and
   starts ``turn-1`` (-> ``RunModel``).
+* ``SessionStarted`` with ``fork`` (ours): ``time_travel.reduce_session_forked`` seeds the session.
 * ``UserMessageArrived`` (exactly one consumed message) asks for the message's user message
   (``BuildUserMessage(QueuedMessage)``), whose ``UserMessageBuilt`` starts the next turn.
 
@@ -23,6 +24,7 @@ from pyrsistent import pvector
 from dex_agents.pure.machine.effects import BuildUserMessage, SetAttribute, Write
 from dex_agents.pure.values.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
 from dex_agents.pure.machine.reducers.common import NOT_STARTED, go_to, set_agent_state, start_turn
+from dex_agents.pure.machine.reducers.time_travel import reduce_session_forked
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import (
     InitialMessage,
@@ -81,6 +83,8 @@ def reduce_session_started(state: SessionState, started: SessionStarted) -> Step
     if state.agent_state is not None:
         return reject(state, ALREADY_STARTED)
     text = initial_message_text(started.start_input)
+    if started.start_input.fork is not None:
+        return reduce_session_forked(state, started.start_input.fork, text)
     if text is not None:
         return step(state, [], BuildUserMessage(text=text, purpose=InitialMessage()))
     initialized, agent_state, writes = _initialized(state)
