@@ -11,7 +11,7 @@ from dex import FileCredential
 from starlette.applications import Starlette
 
 from dex_agents.console.auth import check_bind
-from dex_agents.demo.support_script import DEMO_TURNS
+from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
 from tests.console.agents import DEADLINE_MS, build_console_flow, refunds
@@ -115,7 +115,8 @@ def test_a_demo_session_through_the_api(dex_engine: PrivateDexEngine, agent_envi
         assert listed[0]["pending_approvals"] == 1 and listed[0]["next_deadline"] == pending[0]["deadline"]
         path = f"/api/sessions/api-1/interrupts/{interrupt.interrupt_id}"
         assert (await http.post(path, json={"approved": "yes"})).status_code == 400
-        assert (await http.post(path, json={"approved": True})).json() == {"resolved": True, "approved": True}
+        assert (await http.post(path, json={"approved": True})).json() == {"resolved": True, "approved": True,
+                                                                           "edited": False}
         late = await http.post(path, json={"approved": True})
         assert (late.status_code, late.json()["error"]["code"]) == (409, "interrupt_not_pending")
         sessions.wait_for_completed_turns("api-1", 2)
@@ -136,3 +137,87 @@ def test_a_demo_session_through_the_api(dex_engine: PrivateDexEngine, agent_envi
         assert stopped["run_status"] in ("canceled", "terminated", "running") and stopped["state"] is not None
 
     run_with_app(dex_engine.server_address, body)
+
+
+def test_operator_actions_through_the_api(dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
+                                          agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """Edit then approve (a stale hash, and arguments the tool's schema refuses, are 422 with the
+    session's reason and lose nothing), reject with a message and an audit, extend a deadline, stop
+    with a reason; every bad body is a 400 naming the field, before anything is sent."""
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleActions"), gated=False)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    sessions.start_session("edit-1", DEMO_TURNS[1])
+    sessions.start_session("reject-1", DEMO_TURNS[1])
+    interrupt = sessions.wait_for_pending_interrupt("edit-1", "refund_order")
+
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        (pending,) = (await http.get("/api/sessions/edit-1")).json()["pending_interrupts"]
+        path = f"/api/sessions/edit-1/interrupts/{interrupt.interrupt_id}"
+        edited = '{"order_id": 42, "amount": 5.0}'
+        for bad, reason in (({"approved": False, "edited_arguments": edited}, "go with an approval"),
+                            ({"approved": True, "edited_arguments": "{nope"}, "is not JSON"),
+                            ({"approved": True, "edited_arguments": "[42]"}, "must be a JSON object"),
+                            ({"approved": True, "approver": 7}, "approver must be a string"),
+                            ({"approved": True, "approvr": "ana"}, "unknown field(s) ['approvr']")):
+            answer = await http.post(path, json=bad)
+            assert (answer.status_code, answer.json()["error"]["code"]) == (400, "bad_request"), bad
+            assert reason in answer.json()["error"]["message"], bad
+
+        stale = await http.post(path, json={"approved": True, "edited_arguments": edited, "approver": "ana",
+                                            "arguments_sha256": "0" * 64})
+        assert (stale.status_code, stale.json()["error"]["code"]) == (422, "refused")
+        assert "the approver saw other arguments" in stale.json()["error"]["message"]
+        schema = await http.post(path, json={"approved": True, "edited_arguments": '{"order_id": "forty-two"}',
+                                             "arguments_sha256": pending["arguments_sha256"]})
+        assert (schema.status_code, schema.json()["error"]["code"]) == (422, "refused")
+        assert schema.json()["error"]["message"].startswith(
+            "the session refused the edited arguments (the approval is pending again): ")
+        assert "order_id" in schema.json()["error"]["message"]  # the tool's own schema says why
+        assert [(item["interrupt_id"], item["arguments"]) for item in (await http.get("/api/sessions/edit-1")).json()
+                ["pending_interrupts"]] == [(interrupt.interrupt_id, interrupt.arguments)]  # both lost nothing
+
+        extend = "/api/sessions/edit-1/extend_deadline"
+        wrong_extensions: list[tuple[dict[str, object], str]] = [
+            ({"deadline_ms": 60_000}, "interrupt_id is required"),
+            ({"interrupt_id": interrupt.interrupt_id, "deadline_ms": "7200000"}, "integer >= 1"),
+            ({"interrupt_id": interrupt.interrupt_id, "deadline_ms": 0}, "integer >= 1"),
+            ({"interrupt_id": interrupt.interrupt_id, "deadline_ms": 1, "why": "x"}, "unknown")]
+        for wrong, reason in wrong_extensions:
+            answer = await http.post(extend, json=wrong)
+            assert (answer.status_code, answer.json()["error"]["code"]) == (400, "bad_request"), wrong
+            assert reason in answer.json()["error"]["message"], wrong
+        earlier = await http.post(extend, json={"interrupt_id": interrupt.interrupt_id, "deadline_ms": 60_000})
+        assert (earlier.status_code, earlier.json()["error"]["code"]) == (409, "not_applied")
+        later = await http.post(extend, json={"interrupt_id": interrupt.interrupt_id, "deadline_ms": 7_200_000})
+        assert later.json() == {"extended": True, "interrupt_id": interrupt.interrupt_id, "deadline_ms": 7_200_000}
+        (moved,) = (await http.get("/api/sessions/edit-1")).json()["pending_interrupts"]
+        assert moved["seconds_left"] > DEADLINE_MS / 1000
+
+        approved = await http.post(path, json={"approved": True, "edited_arguments": edited, "approver": "ana",
+                                               "reason": "partial refund", "arguments_sha256": pending["arguments_sha256"]})
+        assert approved.json() == {"resolved": True, "approved": True, "edited": True, "checked": True}
+        sessions.wait_for_completed_turns("edit-1", 1)
+        assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == ["order=42 amount=5.00"]  # once, as edited
+        events = [json.loads(data) for _, data in parse_sse((await http.get("/api/sessions/edit-1/events?follow=0")).text)]
+        (resolved,) = [event["payload"] for event in events if event["type"] == "interrupt_resolved"]
+        assert (resolved["approver"], resolved["reason"], resolved["edited_arguments"]) == ("ana", "partial refund", edited)
+
+        rejected_interrupt = sessions.wait_for_pending_interrupt("reject-1", "refund_order")
+        rejected = await http.post(f"/api/sessions/reject-1/interrupts/{rejected_interrupt.interrupt_id}",
+                                   json={"approved": False, "rejection_message": "no refunds on Sundays",
+                                         "approver": "bo"})
+        assert rejected.json() == {"resolved": True, "approved": False, "edited": False}
+        sessions.wait_for_completed_turns("reject-1", 1)
+        assert refunds(tmp_path) == 1
+        rejected_events = parse_sse((await http.get("/api/sessions/reject-1/events?follow=0")).text)
+        assert any("no refunds on Sundays" in data for _, data in rejected_events)
+
+        assert (await http.post("/api/sessions/reject-1/compact", json={"now": True})).status_code == 400
+        assert (await http.post("/api/sessions/reject-1/stop", json={"reason": 5})).status_code == 400
+        stopped = await http.post("/api/sessions/reject-1/stop", json={"reason": "ticket closed"})
+        assert stopped.json() == {"stopped": True}
+        again = await http.post("/api/sessions/reject-1/stop", json={"reason": "ticket closed"})
+        assert (again.status_code, again.json()["error"]["code"]) == (409, "session_not_running")
+
+    run_with_app(dex_engine.server_address, body)
+

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Dialog, expect
 
-from dex_agents.demo.support_script import DEMO_TURNS
+from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.pure.values.session import AgentStatus
 from dex_agents.serving.gate import FileGate
 from dex_agents.testing.private_engine import PrivateDexEngine
@@ -20,6 +20,9 @@ from tests.console.browser import chromium, laptop_page, screenshot_path, served
 from tests.shell.agents import unique_flow_type
 
 pytestmark = pytest.mark.slow
+
+APPROVER = 'ana"><img src=x onerror="window.__pwned = 3">'
+"""An approver's name is operator text: escaped like the rest."""
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +83,58 @@ def test_a_demo_session_end_to_end(browser: Browser, dex_engine: PrivateDexEngin
         expect(page.locator("table.sessions tbody tr")).to_have_count(4)
         expect(page.locator(f'tr[data-session-id="{session_id}-waiting"] time.countdown')).to_contain_text("left")
         page.screenshot(path=str(screenshot_path(tmp_path, "console-list.png")), full_page=True)
+
+
+
+def test_edit_arguments_then_approve_and_the_other_operator_actions(
+        browser: Browser, dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
+        agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """An edit the tool's schema refuses shows the session's reason and keeps what was typed; the
+    deadline moves; an edit it takes runs the refund once with the edited arguments and the reply
+    appears without a reload; the session stops with a reason."""
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleEdit"), gated=False)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    sessions.start_session("edit-ui", DEMO_TURNS[1])
+    sessions.wait_for_pending_interrupt("edit-ui", "refund_order")
+    with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto(f"{url}sessions/edit-ui")
+        approval = page.locator(".approval", has_text="refund_order")
+        expect(approval).to_contain_text('"amount":19.99')
+        page.evaluate("window.__notReloaded = true")
+
+        approval.get_by_role("button", name="Edit arguments…").click()
+        editor = approval.locator("textarea.edited-arguments")
+        expect(editor).to_be_visible()
+        editor.fill('{"order_id": "forty-two", "amount": 5.0}')
+        approval.get_by_role("button", name="Approve with these arguments").click()
+        expect(approval.locator(".approval-error")).to_contain_text("the session refused the edited arguments")
+        expect(approval.locator(".approval-error")).to_contain_text("order_id")
+        expect(editor).to_have_value('{"order_id": "forty-two", "amount": 5.0}')  # kept, to correct it
+
+        approval.get_by_placeholder("minutes from now").fill("120")
+        approval.get_by_role("button", name="Extend deadline").click()
+        expect(approval.locator("time.countdown")).to_have_text(re.compile(r"1h 59m \d\ds left|2h 00m 00s left"))
+        expect(editor).to_be_visible()  # the refresh kept the open editor and its text
+        expect(editor).to_have_value('{"order_id": "forty-two", "amount": 5.0}')
+
+        editor.fill('{"order_id": 42, "amount": 5.0}')
+        approval.get_by_placeholder("approver").fill(APPROVER)
+        approval.get_by_placeholder("reason (audit)").fill("partial refund")
+        approval.get_by_role("button", name="Approve with these arguments").click()
+        expect(page.locator(".message.assistant").last).to_contain_text("Refunded 5.00 for order 42.")
+        expect(page.locator(".approval")).to_have_count(0)
+        assert page.evaluate("window.__notReloaded") is True
+        assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == ["order=42 amount=5.00"]  # once, as edited
+        refund = page.locator("details.tool-call", has_text="refund_order")
+        expect(refund).to_contain_text(f"approved with edited arguments by {APPROVER} · partial refund; it ran with:")
+        expect(refund.locator("pre.edited")).to_have_text('{"order_id": 42, "amount": 5.0}')
+        assert page.evaluate("window.__pwned === undefined") and page.locator("main img").count() == 0
+
+        page.get_by_placeholder("reason (kept by Dex)").fill("ticket closed")
+        page.get_by_role("button", name="Stop session").click()
+        expect(page.locator(".session-head")).to_contain_text("Dex run: canceled")
+        assert sessions.sessions.is_stopped("edit-ui") is True
 
 
 def test_session_text_is_escaped_everywhere(browser: Browser, dex_engine: PrivateDexEngine,

@@ -1,48 +1,131 @@
-"""The operator actions the console offers: each is one route (``POST /api/sessions/{id}/<name>``) and
-one button on the session page, both made from ``OPERATOR_ACTIONS``.
+"""The operator actions the console offers: each is one route (``POST /api/sessions/{id}/<name>``, a
+JSON object of its fields) and one form on the session page, both made from ``OPERATOR_ACTIONS``.
 
-Invariants: an action only delivers an input the session (the core) reduces; it decides nothing
-here. Adding one the session client gained (cancel, settle an outcome, rewind, fork) is one entry.
+Invariants:
+    * An action only delivers an input the session (the core) reduces, through the session client;
+      it decides nothing here. Adding one the session client gained (cancel, settle an outcome,
+      rewind, fork) is one entry.
+    * ``action_values`` checks the body against the action's fields before anything is sent: an
+      unknown field, a missing required one or one of the wrong type is a ``ValueError`` naming it
+      (the route answers 400 ``bad_request``).
+    * An action of an approval (``scope="interrupt"``) takes the pending interrupt's ``interrupt_id``
+      too, and is offered on each pending approval rather than on the session.
+    * An action whose input the session did not apply (a ``False`` answer) raises ``NotApplied``
+      (409 ``not_applied``, with the action's reason).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, final
+from typing import Final, Literal, final
 
 from dex_agents.client import AsyncSessionClient
 
-__all__ = ["OPERATOR_ACTIONS", "OperatorAction"]
+__all__ = ["OPERATOR_ACTIONS", "ActionField", "ActionValues", "NotApplied", "OperatorAction", "action_values"]
 
-ActionRun = Callable[[AsyncSessionClient, str, dict[str, Any]], Awaitable[dict[str, Any]]]
-"""Run the action on (client, session ID, JSON body); returns the JSON answer."""
+ActionValues = Mapping[str, str | int | None]
+"""An action's checked fields by name (``None``: an optional field left out)."""
+
+ActionRun = Callable[[AsyncSessionClient, str, ActionValues], Awaitable[dict[str, object]]]
+"""Run the action on (client, session ID, its checked fields); returns the JSON answer."""
+
+
+@final
+class NotApplied(Exception):
+    """The session answered that the action's input changed nothing (it says why)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionField:
+    """One field of an action: its JSON name, its label on the page, its type and bounds.
+
+    ``kind="milliseconds"`` is an integer of milliseconds that the page asks for in minutes."""
+
+    name: str
+    label: str
+    kind: Literal["text", "integer", "milliseconds"] = "text"
+    required: bool = False
+    minimum: int = 1
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OperatorAction:
-    """One operator action: its route name, its button, what it does, and whether it asks first."""
+    """One operator action: its route name, its button, what it does, its fields, whether it asks first."""
 
     name: str
     label: str
     description: str
     run: ActionRun
+    fields: tuple[ActionField, ...] = ()
+    scope: Literal["session", "interrupt"] = "session"
     confirm: bool = False
 
+    @property
+    def all_fields(self) -> tuple[ActionField, ...]:
+        """Its fields, the scope's key first (``interrupt_id`` for an approval's action)."""
+        if self.scope == "interrupt":
+            return (ActionField(name="interrupt_id", label="interrupt", required=True), *self.fields)
+        return self.fields
 
-async def _stop(client: AsyncSessionClient, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    await client.stop(session_id)
+
+def action_values(action: OperatorAction, body: Mapping[str, object]) -> dict[str, str | int | None]:
+    """``body``'s fields checked against ``action``'s (see the module docstring)."""
+    fields = {field.name: field for field in action.all_fields}
+    if unknown := sorted(set(body) - set(fields)):
+        raise ValueError(f"{action.name} takes {sorted(fields) or 'no fields'}; unknown: {unknown}")
+    values: dict[str, str | int | None] = {}
+    for name, field in fields.items():
+        value = body.get(name)
+        if value is None or value == "":
+            if field.required:
+                raise ValueError(f"{name} is required")
+            values[name] = None
+        elif field.kind == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} must be a non-blank string")
+            values[name] = value
+        else:
+            if not isinstance(value, int) or isinstance(value, bool) or value < field.minimum:
+                raise ValueError(f"{name} must be an integer >= {field.minimum}")
+            values[name] = value
+    return values
+
+
+def _text(values: ActionValues, name: str) -> str | None:
+    value = values[name]
+    assert value is None or isinstance(value, str)
+    return value
+
+
+async def _stop(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    await client.stop(session_id, _text(values, "reason"))
     return {"stopped": True}
 
 
-async def _compact(client: AsyncSessionClient, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+async def _compact(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
     return {"compacting": await client.compact(session_id)}
+
+
+async def _extend_deadline(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    interrupt_id, deadline_ms = _text(values, "interrupt_id"), values["deadline_ms"]
+    assert interrupt_id is not None and isinstance(deadline_ms, int)
+    if not await client.extend_interrupt_deadline(session_id, interrupt_id, deadline_ms):
+        raise NotApplied(f"the deadline of {interrupt_id!r} was not moved: it is not pending, never expires, "
+                         f"has passed, or the new deadline is not later")
+    return {"extended": True, "interrupt_id": interrupt_id, "deadline_ms": deadline_ms}
 
 
 OPERATOR_ACTIONS: Final[tuple[OperatorAction, ...]] = (
     OperatorAction(name="compact", label="Compact history", run=_compact,
                    description="summarize the oldest turns before the next model call (the transcript stays whole)"),
     OperatorAction(name="stop", label="Stop session", run=_stop, confirm=True,
-                   description="stop the session's run (Dex cancels it)"),
+                   fields=(ActionField(name="reason", label="reason (kept by Dex)"),),
+                   description="stop the session's run (Dex cancels it); the reason is the run's stop reason"),
+    OperatorAction(name="extend_deadline", label="Extend deadline", run=_extend_deadline, scope="interrupt",
+                   fields=(ActionField(name="deadline_ms", label="minutes from now",
+                                       kind="milliseconds", required=True),),
+                   description="move the approval's deadline later (deadline_ms: milliseconds from now)"),
 )

@@ -20,6 +20,7 @@ from dex import AsyncClient, Credential, FileCredential, FlowInfo, Registry, Sea
 from dex_agents.client import AsyncSessionClient, NoWorkerError
 from dex_agents.client.connection import OwnedBlobCache, client_options
 from dex_agents.client.shared import sessions_query
+from dex_agents.pure.machine import events as kinds
 from dex_agents.pure.values.rpc import AgentSnapshot
 from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentUsage
 
@@ -106,6 +107,30 @@ class ConsoleBackend:
     async def _last_event(self, client: AsyncSessionClient, session_id: str) -> str | None:
         page = await client.client.list_stream_messages(session_id, client.flow.agent_events, 1)
         return page.messages[0].created_time.isoformat() if page.messages else None
+
+    async def latest_cursor(self, client: AsyncSessionClient, session_id: str) -> str:
+        """The cursor after the session's latest event (``""`` before its first)."""
+        page = await client.client.list_stream_messages(session_id, client.flow.agent_events, 1)
+        return page.messages[0].resume_token if page.messages else ""
+
+    async def edit_check(self, client: AsyncSessionClient, session_id: str, interrupt_id: str, after: str,
+                         seconds: float) -> tuple[bool, str | None] | None:
+        """How the session took an edited approval of ``interrupt_id`` sent after the cursor ``after``:
+        (True, None) once it resolved the interrupt with the edit, (False, why) once the tool's schema
+        refused the edit (the interrupt is pending again), ``None`` when neither came within ``seconds``."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while asyncio.get_running_loop().time() < deadline:
+            item = await client.next_event(session_id, after, wait=1.0)
+            if item is None:
+                continue
+            after, event = item.cursor, item.event
+            if event.payload.get("interrupt_id") != interrupt_id:
+                continue
+            if event.type == kinds.INTERRUPT_RESOLVED:
+                return True, None
+            if event.type == kinds.APPROVAL_REFUSED:
+                return False, str(event.payload.get("error"))
+        return None
 
     async def snapshot(self, client: AsyncSessionClient, session_id: str) -> AgentSnapshot | None:
         """The session's snapshot, or ``None`` when no Worker serving it answers within a second."""

@@ -24,6 +24,7 @@ from dex import (
 from starlette.responses import JSONResponse
 
 from dex_agents.client import NoWorkerError
+from dex_agents.console.actions import NotApplied
 
 __all__ = ["CODES", "ApiError", "api_error_of", "error_response"]
 
@@ -35,6 +36,7 @@ CODES: Final = {
     "session_not_found": 404,
     "not_found": 404,
     "interrupt_not_pending": 409,
+    "not_applied": 409,
     "session_not_running": 409,
     "session_exists": 409,
     "refused": 422,
@@ -86,7 +88,9 @@ def api_error_of(error: Exception, session_id: str | None = None) -> ApiError:
             return ApiError("server_unavailable", f"{session} is busy: {type(error).__name__}; try again")
         case WorkerInvocationError():
             return ApiError("refused", _first_line(error))
-        case ValueError():
+        case NotApplied():
+            return ApiError("not_applied", str(error))
+        case ValueError() | TypeError():
             return ApiError("bad_request", _first_line(error))
         case DexServiceError() | TimeoutError() | ConnectionError():
             return ApiError("server_unavailable", f"the Dex server did not answer: {_first_line(error)}")

@@ -13,7 +13,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from dex_agents.console.actions import OPERATOR_ACTIONS
+from dex_agents.console.actions import OPERATOR_ACTIONS, ActionField, OperatorAction
 from dex_agents.console.views import Json
 
 __all__ = ["esc", "list_fragment", "session_fragment", "shell"]
@@ -83,20 +83,61 @@ def list_fragment(page: Json, flow_types: Sequence[str], flow_type: str | None, 
 
 
 def _usage(usage: Json) -> str:
-    return (f'{esc(usage["requests"])} calls · {esc(usage["input_tokens"])} in / '
+    calls = "call" if usage["requests"] == 1 else "calls"
+    return (f'{esc(usage["requests"])} {calls} · {esc(usage["input_tokens"])} in / '
             f'{esc(usage["output_tokens"])} out tokens')
 
 
-def _approval(item: Json) -> str:
+def _field(field: ActionField, key: str) -> str:
+    """One input of an action's form; ``data-keep`` lets the page keep what was typed across refreshes."""
+    kind = "number" if field.kind != "text" else "text"
+    scale = ' data-scale="60000" min="1" step="any"' if field.kind == "milliseconds" else ""
+    return (f'<input name="{esc(field.name)}" type="{kind}" placeholder="{esc(field.label)}" '
+            f'aria-label="{esc(field.label)}" data-kind="{esc(field.kind)}" data-keep="{esc(key)}/{esc(field.name)}"'
+            f'{" required" if field.required else ""}{scale}>')
+
+
+def _action_form(action: OperatorAction, key: str, interrupt_id: str | None = None) -> str:
+    """An action's form: its fields and its button (``console.js`` posts it as JSON)."""
+    hidden = "" if interrupt_id is None else f'<input type="hidden" name="interrupt_id" value="{esc(interrupt_id)}">'
+    inputs = "".join(_field(field, f"{key}/{action.name}") for field in action.fields)
+    return (f'<form class="action" data-action-name="{esc(action.name)}" data-confirm="{int(action.confirm)}" '
+            f'title="{esc(action.description)}">{hidden}{inputs}<button>{esc(action.label)}</button></form>')
+
+
+def _approval(item: Json, actions: Sequence[OperatorAction]) -> str:
     interrupt_id = esc(item["interrupt_id"])
-    return f"""<div class="approval" data-interrupt-id="{interrupt_id}">
+    keep = f"approval/{interrupt_id}"
+    return f"""<div class="approval" data-interrupt-id="{interrupt_id}" data-arguments-sha256="{esc(item['arguments_sha256'])}">
 <div><strong>Approve {esc(item['tool_name'])}</strong> <span class="badge effect">{esc(item['effect'])}</span>
 deadline {_countdown(item['deadline'], item['seconds_left'])} <span class="muted">{esc(item['deadline'] or '')}</span></div>
 <pre class="arguments">{esc(item['arguments'])}</pre>
 <div class="muted">arguments sha256 {esc(item['arguments_sha256'][:16])}… · {interrupt_id}</div>
-<button class="approve" data-action="approve" data-interrupt-id="{interrupt_id}">Approve</button>
-<input class="reject-message" placeholder="why (told to the model)" aria-label="rejection message">
-<button class="reject" data-action="reject" data-interrupt-id="{interrupt_id}">Reject</button></div>"""
+<div class="answer"><input class="approver" placeholder="approver" aria-label="approver" data-keep="{keep}/approver">
+<input class="reason" placeholder="reason (audit)" aria-label="reason" data-keep="{keep}/reason">
+<button class="approve" data-action="approve">Approve</button>
+<input class="reject-message" placeholder="why (told to the model)" aria-label="rejection message" data-keep="{keep}/reject">
+<button class="reject" data-action="reject">Reject</button>
+<button class="edit" data-action="edit" aria-expanded="false">Edit arguments…</button></div>
+<div class="editor" hidden><label>Edited arguments (a JSON object; the tool's schema checks them)
+<textarea class="edited-arguments" rows="4" spellcheck="false" data-keep="{keep}/edited">{esc(item['arguments'])}</textarea></label>
+<button class="approve-edited" data-action="approve-edited">Approve with these arguments</button></div>
+<div class="approval-error error" role="alert" data-keep-text="{keep}/error"></div>
+<div class="operator">{"".join(_action_form(action, keep, item["interrupt_id"]) for action in actions)}</div></div>"""
+
+
+def _answer(approval: Json | None) -> str:
+    """How the call's approval was answered: by whom and why, and the arguments it ran with if edited."""
+    if not approval:
+        return ""
+    who = "".join(f" {label} {esc(approval[name])}" for label, name in (("by", "approver"), ("·", "reason"))
+                  if approval.get(name))
+    verdict = "approved" if approval.get("approved") else "rejected"
+    edited = approval.get("edited_arguments")
+    if edited is None:
+        return f'<div class="answer-note muted">{verdict}{who}</div>'
+    return (f'<div class="answer-note">{verdict} with edited arguments{who}; it ran with:</div>'
+            f'<pre class="arguments edited">{esc(edited)}</pre>')
 
 
 def _tool_call(message: Json) -> str:
@@ -106,7 +147,7 @@ def _tool_call(message: Json) -> str:
 <summary><span class="role">tool call</span> <strong>{esc(tool['tool_name'])}</strong>
 <span class="badge effect">{esc(tool['effect'] or '?')}</span> <span class="badge {esc(tool['status'])}">{esc(tool['status'] or '?')}</span>
 <span class="muted">{esc(attempts)} attempt{'' if attempts == 1 else 's'}</span></summary>
-<pre class="arguments">{esc(message['tool_arguments'])}</pre>
+<pre class="arguments">{esc(message['tool_arguments'])}</pre>{_answer(tool.get('approval'))}
 <div class="muted">idempotency key {esc(tool['idempotency_key'])}</div></details>"""
 
 
@@ -139,10 +180,10 @@ def _transcript(detail: Json) -> str:
 def session_fragment(detail: Json) -> str:
     """The session page's body: header, approvals, transcript with inline tool calls, actions."""
     state = detail["state"] or {}
-    actions = "".join(f'<button data-action="operator" data-name="{esc(a.name)}" data-confirm="{int(a.confirm)}" '
-                      f'title="{esc(a.description)}">{esc(a.label)}</button>' for a in OPERATOR_ACTIONS
-                      if a.name in detail["actions"])
-    approvals = "".join(_approval(item) for item in detail["pending_interrupts"])
+    offered = [action for action in OPERATOR_ACTIONS if action.name in detail["actions"]]
+    on_session = "".join(_action_form(action, "session") for action in offered if action.scope == "session")
+    on_approvals = [action for action in offered if action.scope == "interrupt"]
+    approvals = "".join(_approval(item, on_approvals) for item in detail["pending_interrupts"])
     return f"""<div class="session-head" data-cursor="{esc(detail['event_cursor'])}">
 <h1>{esc(detail['session_id'])}</h1>
 <div class="facts"><span>{esc(detail['flow_type'])}</span>
@@ -151,5 +192,5 @@ def session_fragment(detail: Json) -> str:
 <span>{esc(state.get('message_count', 0))} messages</span><span>{_usage(detail['usage'])}</span></div></div>
 {'<section class="approvals"><h2>Pending approvals</h2>' + approvals + '</section>' if approvals else ''}
 <section class="transcript"><h2>Transcript</h2>{_transcript(detail)}</section>
-<section class="actions"><form id="send-form"><input id="send-text" placeholder="message to the agent"
- aria-label="message"><button>Send</button></form><div class="operator">{actions}</div></section>"""
+<section class="actions"><h2>Actions</h2><form id="send-form"><input id="send-text" placeholder="message to the agent"
+ aria-label="message" data-keep="session/send"><button>Send</button></form><div class="operator">{on_session}</div></section>"""

@@ -96,21 +96,32 @@ def event_json(row: EventRow) -> Json:
 
 
 def tool_facts(rows: Iterable[EventRow]) -> dict[tuple[str | None, str], Json]:
-    """What the events tell of each tool call, by (turn ID, tool call ID): effect, approval, attempts, status."""
+    """What the events tell of each tool call, by (turn ID, tool call ID): effect, approval, attempts,
+    status, and how its approval was answered (``answer``: approved, approver, reason, edited arguments)."""
     facts: dict[tuple[str | None, str], Json] = {}
+    raised: dict[str, tuple[str | None, str]] = {}
     for _, event, _ in rows:
-        call_id = event.payload.get("tool_call_id")
-        if event.type not in (kinds.TOOL_CALL_DEFERRED, kinds.TOOL_CALL_STARTED, kinds.TOOL_CALL_FINISHED) \
-                or not isinstance(call_id, str):
+        payload = event.payload
+        if event.type == kinds.INTERRUPT_RESOLVED and (key := raised.get(str(payload.get("interrupt_id")))):
+            facts.setdefault(key, {"attempts": 0, "status": "pending"})["answer"] = {
+                name: payload.get(name) for name in ("approved", "approver", "reason", "edited_arguments")}
+            continue
+        call_id = payload.get("tool_call_id")
+        if not isinstance(call_id, str):
+            continue
+        if event.type == kinds.INTERRUPT_RAISED:
+            raised[str(payload.get("interrupt_id"))] = (event.turn_id, call_id)
+            continue
+        if event.type not in (kinds.TOOL_CALL_DEFERRED, kinds.TOOL_CALL_STARTED, kinds.TOOL_CALL_FINISHED):
             continue
         fact = facts.setdefault((event.turn_id, call_id), {"attempts": 0, "status": "pending"})
         if event.type == kinds.TOOL_CALL_DEFERRED:
-            fact["effect"] = event.payload.get("effect")
-            fact["requires_approval"] = event.payload.get("requires_approval")
+            fact["effect"] = payload.get("effect")
+            fact["requires_approval"] = payload.get("requires_approval")
         elif event.type == kinds.TOOL_CALL_STARTED:
             fact["attempts"] = max(int(fact["attempts"]), event.attempt)
         else:
-            fact["status"] = event.payload.get("status")
+            fact["status"] = payload.get("status")
     return facts
 
 
@@ -140,6 +151,7 @@ def _tool_json(session_id: str, message: AgentMessage, facts: Mapping[tuple[str 
         "attempts": fact.get("attempts", 0),
         "idempotency_key": idempotency_key(session_id, message.turn_id, call_id) if call_id else None,
         "interrupt_id": record.interrupt_id if record is not None else None,
+        "approval": fact.get("answer"),
     }
 
 

@@ -1,7 +1,9 @@
 // The console's page script: fetches the server-rendered fragments with the bearer token, follows the
 // session's events (SSE over fetch, so the token goes in a header), and posts the operator's actions.
 // Invariants: text from sessions is inserted only through textContent or server-escaped fragments;
-// the token lives in sessionStorage (never a cookie); a reconnect resumes with Last-Event-ID.
+// the token lives in sessionStorage (never a cookie); a reconnect resumes with Last-Event-ID; what an
+// operator typed (inputs with data-keep) survives the fragment's refreshes; a refused action leaves the
+// page as it was and shows the server's reason.
 const TOKEN_KEY = "dex-agents-console-token";
 const body = document.body;
 const content = document.getElementById("content");
@@ -43,10 +45,33 @@ async function request(path, options = {}) {
   return response;
 }
 
+function typed() {
+  const kept = new Map();
+  for (const node of content.querySelectorAll("[data-keep]")) kept.set(node.dataset.keep, node.value);
+  for (const node of content.querySelectorAll("[data-keep-text]")) kept.set(node.dataset.keepText, node.textContent);
+  const open = new Set([...content.querySelectorAll(".approval .editor:not([hidden])")]
+    .map((node) => node.closest(".approval").dataset.interruptId));
+  return { kept, open };
+}
+
+function restore({ kept, open }) {
+  for (const node of content.querySelectorAll("[data-keep]")) {
+    if (kept.has(node.dataset.keep)) node.value = kept.get(node.dataset.keep);
+  }
+  for (const node of content.querySelectorAll("[data-keep-text]")) {
+    if (kept.has(node.dataset.keepText)) node.textContent = kept.get(node.dataset.keepText);
+  }
+  for (const box of content.querySelectorAll(".approval")) {
+    if (open.has(box.dataset.interruptId)) showEditor(box, true);
+  }
+}
+
 async function load(path) {
   try {
     const html = await (await request(path)).text();
+    const before = typed();
     content.innerHTML = html;  // server-rendered, every text escaped there
+    restore(before);
     tick();
     return true;
   } catch (error) {
@@ -157,40 +182,79 @@ async function follow(cursor) {
   }
 }
 
-async function post(path, payload) {
+async function post(path, payload, errorNode = null) {
+  if (errorNode) errorNode.textContent = "";
   try {
     await request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) });
     say("");
   } catch (error) {
     say(error.message);
+    if (errorNode) errorNode.textContent = error.message;
+    return false;  // refused: the page stays as it was, with what was typed
   }
   refreshSoon();
+  return true;
+}
+
+function showEditor(box, shown) {
+  box.querySelector(".editor").hidden = !shown;
+  box.querySelector("button.edit").setAttribute("aria-expanded", String(shown));
+}
+
+function optional(box, selector) { return box.querySelector(selector).value.trim() || null; }
+
+async function answer(button) {
+  const box = button.closest(".approval");
+  const action = button.dataset.action;
+  if (action === "edit") {
+    showEditor(box, box.querySelector(".editor").hidden);
+    return;
+  }
+  const payload = { approved: action !== "reject", approver: optional(box, ".approver"), reason: optional(box, ".reason") };
+  if (action === "reject") payload.rejection_message = optional(box, ".reject-message");
+  if (action === "approve-edited") {
+    payload.edited_arguments = box.querySelector(".edited-arguments").value;
+    payload.arguments_sha256 = box.dataset.argumentsSha256;
+  }
+  button.disabled = true;
+  if (!await post(`${sessionPath}/interrupts/${encodeURIComponent(box.dataset.interruptId)}`, payload,
+    box.querySelector(".approval-error"))) button.disabled = false;
 }
 
 function onClick(event) {
   const button = event.target.closest("button[data-action]");
   if (!button) return;
   event.preventDefault();
-  const action = button.dataset.action;
-  if (action === "approve" || action === "reject") {
-    const box = button.closest(".approval");
-    const message = box.querySelector(".reject-message").value || null;
-    button.disabled = true;
-    post(`${sessionPath}/interrupts/${encodeURIComponent(button.dataset.interruptId)}`,
-      action === "approve" ? { approved: true } : { approved: false, rejection_message: message });
-  } else if (action === "operator") {
-    if (button.dataset.confirm === "1" && !confirm(`${button.textContent}?`)) return;
-    post(`${sessionPath}/${encodeURIComponent(button.dataset.name)}`, {});
-  }
+  answer(button);
 }
 
-function onSubmit(event) {
-  if (event.target.id !== "send-form") return;
+function actionPayload(form) {
+  const payload = {};
+  for (const input of form.querySelectorAll("input[name]")) {
+    const text = input.value.trim();
+    if (!text) continue;
+    const kind = input.dataset.kind;
+    payload[input.name] = kind === "milliseconds" ? Math.round(Number(text) * Number(input.dataset.scale))
+      : kind === "integer" ? Number(text) : text;
+  }
+  return payload;
+}
+
+async function onSubmit(event) {
   event.preventDefault();
-  const input = document.getElementById("send-text");
-  if (!input.value.trim()) return;
-  post(`${sessionPath}/messages`, { text: input.value, message_id: crypto.randomUUID() });
-  input.value = "";
+  const form = event.target;
+  if (form.id === "send-form") {
+    const input = document.getElementById("send-text");
+    if (!input.value.trim()) return;
+    if (await post(`${sessionPath}/messages`, { text: input.value, message_id: crypto.randomUUID() })) input.value = "";
+    return;
+  }
+  if (!form.classList.contains("action")) return;
+  const button = form.querySelector("button");
+  if (form.dataset.confirm === "1" && !confirm(`${button.textContent}?`)) return;
+  const box = form.closest(".approval");
+  if (await post(`${sessionPath}/${encodeURIComponent(form.dataset.actionName)}`, actionPayload(form),
+    box ? box.querySelector(".approval-error") : null)) form.reset();
 }
 
 async function startSession() {
