@@ -226,6 +226,7 @@ SESSION_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
                                                   "reason"}),
     "dex_agents.session_rewound": frozenset({"to_turn", "reason", "previous_run_id", "run_id", "removed_turn_count",
                                              "rewound_at", "tool_calls"}),
+    "dex_agents.turn_canceled": frozenset({"reason", "requested_at"}),
 }
 """Every event the session itself writes: the spec's, plus ours (prefixed ``dex_agents.``, docs/wire.md)."""
 
@@ -277,6 +278,11 @@ EVENTS: dict[str, AgentEvent] = {
          "resolver": None, "reason": None},
     ),
     "dex_agents.session_rewound": session_rewound_event(SESSION_REWIND, "0b7e5c1e-2f7a-4c35-9b1d-5d3f2a1c9e04"),
+    "dex_agents.turn_canceled": _event(
+        "dex_agents.turn_canceled",
+        "se-cancel-15",
+        {"reason": "wrong customer", "requested_at": "2026-11-30T18:32:00.000Z"},
+    ),
     "usage_recorded": _event("usage_recorded", "se-model-8", {"recorded": usage_object(CALL_USAGE), "session": usage_object(SESSION_USAGE)}),
     "dex_agents.model_call_failed": _event(
         "dex_agents.model_call_failed", "se-model-9", {"error": "429 Too Many Requests: retry after 20 s", "retrying": True}

@@ -71,6 +71,8 @@ class SessionSteps(SessionInvariants):
                 raise AssertionError("no tool of this machine has a reconcile")
             case StepType.COMPACT_HISTORY:
                 raise AssertionError("the machine's sessions do not compact (test_scenarios_compaction does)")
+            case StepType.CANCEL_TURN | StepType.RECORD_TOOL_CANCELLATION:
+                raise AssertionError("no operator cancels in this machine (test_scenarios_cancellation does)")
 
     def _await_user_message(self, step: PendingStep) -> None:
         loaded = self.world.load(step.movement.options)

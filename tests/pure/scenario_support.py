@@ -40,6 +40,7 @@ from dex_agents.pure.values.rpc import (
 from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
+    TurnCancelStarted,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -187,7 +188,8 @@ def answer_of(t: RpcTransition) -> RpcOutput:
 
 
 REQUESTED_BY: dict[type[Request], tuple[type[StepInput], ...]] = {
-    BuildUserMessage: (SessionStarted, UserMessageArrived, ModelCallFinished, ModelCallFailed, ModelAttemptsExhausted),
+    BuildUserMessage: (SessionStarted, UserMessageArrived, ModelCallFinished, ModelCallFailed, ModelAttemptsExhausted,
+                       TurnCancelStarted),
     CallModel: (ModelStepStarted,),
     SendHeartbeat: (ToolStepStarted,),
     ExecuteDeferredToolCall: (ToolStepStarted, HeartbeatSent),

@@ -12,11 +12,22 @@ from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.values.persistence import StepType
-from dex_agents.pure.values.rpc import ResolveInterruptInput, SendUserMessageInput, SendUserMessageOnceInput
+from dex_agents.pure.values.rpc import (
+    CancelToolCallInput,
+    CancelTurnInput,
+    ResolveInterruptInput,
+    SendUserMessageInput,
+    SendUserMessageOnceInput,
+)
 from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.values.runner import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    ToolCancellationStarted,
+    TurnCancelNote,
+    TurnCancelStarted,
     AgentMessagesListed,
     AgentSnapshotRequested,
     ApprovalWaitEnded,
@@ -182,6 +193,7 @@ purposes: SearchStrategy[UserMessagePurpose] = st.one_of(
     st.builds(InitialMessage),
     st.builds(QueuedMessage),
     st.builds(TurnFailureNote, error=texts, recorded_usage=st.none() | usages_any),
+    st.builds(TurnCancelNote),
 )
 step_inputs_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SessionStarted, invocation=invocations, start_input=start_inputs),
@@ -206,6 +218,8 @@ step_inputs_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SingleAttemptToolFailed, invocation=invocations, tool_call_id=call_ids, recovery_error=recovery_errors),
     st.builds(ToolResultsArrived, invocation=invocations, expected=st.one_of(st.integers(min_value=-1, max_value=4), int64s)),
     st.builds(ModelAttemptsExhausted, invocation=invocations, recovery_error=recovery_errors),
+    st.builds(TurnCancelStarted, invocation=invocations),
+    st.builds(ToolCancellationStarted, invocation=invocations, tool_call_id=call_ids),
 )
 rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SendUserMessageCalled, input=send_user_message_inputs | user_texts.map(lambda t: SendUserMessageInput(text=t))),
@@ -223,6 +237,10 @@ rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
     st.builds(SendUserMessageOnceCalled, input=st.builds(
         SendUserMessageOnceInput, message_id=st.sampled_from(["m-1", "m-2", "", " ", "a/b", "m-\ud800", "x" * 201]),
         text=user_texts)),
+    st.builds(CancelTurnCalled, input=st.builds(CancelTurnInput, turn_id=st.sampled_from(["turn-1", "turn-2", ""]),
+                                                reason=st.one_of(st.just("stop"), texts)), now_ms=times_ms),
+    st.builds(CancelToolCallCalled, input=st.builds(CancelToolCallInput, tool_call_id=call_ids,
+                                                    reason=st.one_of(st.just("stop"), texts)), now_ms=times_ms),
 )
 session_inputs_any: SearchStrategy[SessionInput] = step_inputs_any | rpc_calls_any
 """Every Step input, ``wait_for`` input and RPC call, with valid, odd and invalid field values."""

@@ -79,7 +79,8 @@ def check_movement_against_spec(movement: StepMovement) -> None:
             assert list(options.execute_load_attribute_map_instances) == own_instance
         case StepType.AWAIT_USER_MESSAGE | StepType.RESUME_TURN:
             assert options.failure_route is None
-        case StepType.RECORD_TOOL_FAILURE | StepType.RECORD_TOOL_OUTCOME_UNKNOWN | StepType.RECORD_TURN_FAILURE:
+        case (StepType.RECORD_TOOL_FAILURE | StepType.RECORD_TOOL_OUTCOME_UNKNOWN | StepType.RECORD_TURN_FAILURE
+              | StepType.CANCEL_TURN | StepType.RECORD_TOOL_CANCELLATION):
             _check_recording_route(options)
         case StepType.START_AGENT_SESSION:
             raise AssertionError("nothing moves to StartAgentSession")

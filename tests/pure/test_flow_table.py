@@ -104,7 +104,9 @@ SPEC_INPUTS = {
 """The spec's Step table, "Input" column."""
 
 ADDED_INPUTS = {StepType.COMPACT_HISTORY: StepInputKind.COMPACTION_TRIGGER,
-                StepType.RECONCILE_TOOL_OUTCOME: StepInputKind.TOOL_CALL_ID}
+                StepType.RECONCILE_TOOL_OUTCOME: StepInputKind.TOOL_CALL_ID,
+                StepType.CANCEL_TURN: StepInputKind.NONE,
+                StepType.RECORD_TOOL_CANCELLATION: StepInputKind.TOOL_CALL_ID}
 """Our Step types' inputs (docs/wire.md)."""
 
 SPEC_FAILURE_ROUTES = {
@@ -206,6 +208,9 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.SEND_USER_MESSAGE_ONCE: MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
         RpcName.EXTEND_INTERRUPT_DEADLINE: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
         RpcName.RECORD_SESSION_REWIND: MethodAccess(),
+        RpcName.CANCEL_TURN: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,), maps=(MapName.AGENT_TOOL_CALLS,)),
+        RpcName.CANCEL_TOOL_CALL: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,),
+                                               maps=(MapName.AGENT_TOOL_CALLS,)),
     }
     assert {name for name, row in RPC_TABLE.items() if row.writes} == {
         RpcName.SEND_USER_MESSAGE,
@@ -214,6 +219,8 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.COMPACT_HISTORY,
         RpcName.EXTEND_INTERRUPT_DEADLINE,
         RpcName.RECORD_SESSION_REWIND,
+        RpcName.CANCEL_TURN,
+        RpcName.CANCEL_TOOL_CALL,
     }
     assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
 

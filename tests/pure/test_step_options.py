@@ -141,6 +141,8 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "compact_history",
         "extend_interrupt_deadline",
         "record_session_rewind",
+        "cancel_turn",
+        "cancel_tool_call",
     ]
     assert {s.value for s in StepType} == {
         "StartAgentSession",
@@ -155,6 +157,8 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "RecordTurnFailure",
         "CompactHistory",
         "ReconcileToolOutcome",
+        "CancelTurn",
+        "RecordToolCancellation",
     }
 
 

@@ -23,6 +23,8 @@ from dex_agents.pure.machine.effects import FailAttempt, RefuseRpc
 from dex_agents.pure.machine.reducers import reduce, snapshot_of
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
     CompactHistoryCalled,
     ExtendInterruptDeadlineCalled,
     AgentMessagesListed,
@@ -50,7 +52,7 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     match session_input:
         case (SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed()
               | SendUserMessageOnceCalled() | CompactHistoryCalled() | ExtendInterruptDeadlineCalled()
-              | SessionRewindRecorded()):
+              | SessionRewindRecorded() | CancelTurnCalled() | CancelToolCallCalled()):
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()

@@ -25,7 +25,10 @@ from typing import TypeAlias, TypeVar, cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 
-from dex_agents.pure.machine.effects import RpcOutput, WriteEvent
+from dex_agents.pure.machine.effects import AnswerRpc, RpcOutput, WriteEvent
+from dex_agents.pure.machine.transition import RpcTransition
+from dex_agents.pure.flow.step_options import movement_with_retries
+from dex_agents.shell.dex_options import dex_movement
 from dex_agents.pure.machine.events import TURN_COMPLETED, TURN_FAILED
 from dex_agents.pure.machine.flow_shape import rpc_instance_key, rpc_of
 from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE, attempt_deadline_ms
@@ -141,6 +144,18 @@ def _message_window(call: RpcCall, message_count: int) -> tuple[int, int]:
     return (1, message_count)
 
 
+def rpc_result(output: OutputT, transition: RpcTransition, runtime: SessionRuntime) -> RPCResult[OutputT]:
+    """The SDK's result of an answered RPC: with the Steps it cancels and starts (an operator's
+    cancellation), if any; a plain ``RPCResult`` otherwise (every other RPC)."""
+    ending = transition.ending
+    if not isinstance(ending, AnswerRpc) or (not ending.cancel_steps and not ending.next_steps):
+        return RPCResult(output)
+    movements = tuple(dex_movement(movement_with_retries(movement, runtime.retry_overrides), runtime.step_class_of, None)
+                      for movement in ending.next_steps)
+    result = RPCResult(output, next_steps=movements)
+    return result.with_canceling_steps(*(runtime.step_class_of(step_type) for step_type in ending.cancel_steps))
+
+
 @logged_rpc
 def drive_rpc(
     runtime: SessionRuntime,
@@ -160,11 +175,12 @@ def drive_rpc(
     output = perform_rpc(transition, context)
     if not isinstance(output, output_type):
         raise RuntimeError(f"the core answered {type(output).__name__}, not {output_type.__name__}")
-    return RPCResult(output)
+    return rpc_result(output, transition, runtime)
 
 
 __all__ = [
     "Started",
+    "rpc_result",
     "WaitStarted",
     "cannot_continue",
     "drive_rpc",

@@ -32,6 +32,8 @@ from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
+    CancelToolCallInput,
+    CancelTurnInput,
     ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
@@ -41,6 +43,8 @@ from dex_agents.pure.values.rpc import (
 from dex_agents.pure.values.runner import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
     CompactHistoryCalled,
     ExtendInterruptDeadlineCalled,
     SessionRewindRecorded,
@@ -103,6 +107,7 @@ from dex_agents.shell.turn_steps import (
     RunModel,
     StartAgentSession,
 )
+from dex_agents.shell.cancel_steps import CancelTurn, RecordToolCancellation
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES: Final = 10 * 1024 * 1024
 """The ``AgentEvents`` Stream's byte budget by default (shared by every session of the Flow type)."""
@@ -120,6 +125,8 @@ _STEP_CLASSES: Final[tuple[type[SessionStep[Any]], ...]] = (
     RecordTurnFailure,
     CompactHistory,
     ReconcileToolOutcome,
+    CancelTurn,
+    RecordToolCancellation,
 )
 
 
@@ -206,6 +213,20 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         (``SessionClient.rewind`` calls it); answers the stored record. Ours."""
         called = SessionRewindRecorded(input=input, now_ms=self.runtime.timing.now_ms())
         return drive_rpc(self.runtime, context, called, SessionRewind)
+
+    @session_rpc(RpcName.CANCEL_TURN)
+    def cancel_turn(self, context: Context, input: CancelTurnInput) -> RPCResult[bool]:
+        """Cancel the running turn ``turn_id`` (Dex cancels its Steps; ``CancelTurn`` ends it): ``False``
+        unless it is the running turn. Ours."""
+        called = CancelTurnCalled(input=input, now_ms=self.runtime.timing.now_ms())
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
+
+    @session_rpc(RpcName.CANCEL_TOOL_CALL)
+    def cancel_tool_call(self, context: Context, input: CancelToolCallInput) -> RPCResult[bool]:
+        """Cancel one open tool call of the running turn (Dex cancels its Step; the model reads
+        ``cancelled by the user: <reason>`` and the turn goes on): ``False`` unless it is open. Ours."""
+        called = CancelToolCallCalled(input=input, now_ms=self.runtime.timing.now_ms())
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:

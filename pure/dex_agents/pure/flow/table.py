@@ -24,6 +24,10 @@ ResumeTurn(n) -> RunModel | ResumeTurn(k) (k records still open)
 CompactHistory(trigger) -> RunModel (summarized, or nothing left to summarize)
                          | AwaitUserMessage (the turn failed: a summary no retry can make)
                          | RecordTurnFailure -> AwaitUserMessage (retries exhausted)
+cancel_turn (RPC; ours) -> CancelTurn -> AwaitUserMessage (the turn's Steps canceled by Dex)
+cancel_tool_call (RPC; ours) -> RecordToolCancellation(id) -> dead end, after publishing to
+    ToolCallResults (the call's Step canceled by Dex) | CallTool(id) (another call the cancellation
+    of its Step type stopped, run again under its idempotency key)
 ```
 
 Invariants:
@@ -56,6 +60,8 @@ from dex_agents.pure.values.persistence import AttributeName, ChannelMapName, Ch
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
+    CancelToolCallInput,
+    CancelTurnInput,
     ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
@@ -74,6 +80,11 @@ _RECORDING_RETRY: Final = RetrySpec(maximum_interval_seconds=5)
 """The recording Steps cap their retry backoff at 5 s."""
 _MESSAGES: Final = (MapName.AGENT_MESSAGES,)
 """``AgentMessages``: read whole, served from a Worker's cache of committed messages (``cached_maps``)."""
+
+
+_OPERATOR_ACCESS: Final = MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,), maps=(MapName.AGENT_TOOL_CALLS,))
+"""``cancel_turn`` and ``cancel_tool_call`` read the turn's records and lock ``PendingInterrupts`` (as
+``resolve_interrupt`` does), so an operator's cancellation and an approval are ordered."""
 
 
 def _rows(*rows: StepRow) -> Mapping[StepType, StepRow]:
@@ -171,6 +182,19 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         execute=_OWN_CALL,
         failure_route=StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
     ),
+    StepRow(
+        step_type=StepType.CANCEL_TURN,
+        input=StepInputKind.NONE,
+        execute_retry=_RECORDING_RETRY,
+        execute=MethodAccess(maps=(MapName.AGENT_TOOL_CALLS,)),
+        next_steps=frozenset({StepType.AWAIT_USER_MESSAGE}),
+    ),
+    StepRow(
+        step_type=StepType.RECORD_TOOL_CANCELLATION,
+        input=StepInputKind.TOOL_CALL_ID,
+        execute_retry=_RECORDING_RETRY,
+        execute=_OWN_CALL,
+    ),
 )
 """Every Step type's row (the spec's Flow shape and Step table)."""
 
@@ -223,6 +247,20 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
             ),
             RpcRow(rpc=RpcName.RECORD_SESSION_REWIND, input_type=RecordSessionRewindInput, output_type=SessionRewind,
                    writes=True),
+            RpcRow(
+                rpc=RpcName.CANCEL_TURN,
+                input_type=CancelTurnInput,
+                output_type=bool,
+                access=_OPERATOR_ACCESS,
+                writes=True,
+            ),
+            RpcRow(
+                rpc=RpcName.CANCEL_TOOL_CALL,
+                input_type=CancelToolCallInput,
+                output_type=bool,
+                access=_OPERATOR_ACCESS,
+                writes=True,
+            ),
         )
     }
 )

@@ -48,9 +48,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar, final
 
+from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.values.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey
+from dex_agents.pure.values.persistence import AttributeKey, ChannelKey, ChannelMapKey, MapKey, StepType
 from dex_agents.pure.values.rpc import AgentMessagePage, AgentSnapshot
 from dex_agents.pure.values.time_travel import SessionRewind
 from dex_agents.pure.machine.invocation_record import InvocationRecord
@@ -366,9 +367,15 @@ RpcOutput: TypeAlias = bool | AgentSnapshot | AgentMessagePage | SessionRewind
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnswerRpc:
-    """Return ``output`` from the RPC handler (with the writes of the same transition)."""
+    """Return ``output`` from the RPC handler (with the writes of the same transition).
+
+    ``cancel_steps``: Dex cancels every running execution of these Step types before ``next_steps``
+    start (``RPCResult.with_canceling_steps``); ``next_steps``: Steps the RPC starts. Both commit with
+    the writes (ours: ``cancel_turn`` and ``cancel_tool_call``)."""
 
     output: RpcOutput
+    cancel_steps: PVector[StepType] = pvector()
+    next_steps: PVector[StepMovement] = pvector()
 
 
 @final

@@ -16,6 +16,7 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 | ``dex_agents.history_compacted`` | ``{"through_sequence","summarized_messages","summary_chars","trigger"}`` |
 | ``dex_agents.approval_refused`` | ``{"interrupt_id","tool_call_id","error","approver","edited_arguments"}`` |
 | ``dex_agents.tool_outcome_settled`` | ``{"tool_call_id","tool_name","status","settled_by","resolver","reason"}`` |
+| ``dex_agents.turn_canceled`` | ``{"reason","requested_at"}``: the turn ended canceled (``cancel_turn``) |
 
 ``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
 ``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
@@ -59,6 +60,7 @@ MODEL_CALL_FAILED = "dex_agents.model_call_failed"
 HISTORY_COMPACTED = "dex_agents.history_compacted"
 APPROVAL_REFUSED = "dex_agents.approval_refused"
 TOOL_OUTCOME_SETTLED = "dex_agents.tool_outcome_settled"
+TURN_CANCELED = "dex_agents.turn_canceled"
 
 
 def _event(event_type: str, turn_id: str, invocation: Invocation, payload: Mapping[str, JsonValue]) -> AgentEvent:
@@ -97,6 +99,12 @@ def turn_completed(turn_id: str, invocation: Invocation, message_count: int) -> 
 def turn_failed(turn_id: str, invocation: Invocation, error: str) -> AgentEvent:
     """``turn_failed`` with the recovery error text."""
     return _event(TURN_FAILED, turn_id, invocation, {"error": error})
+
+
+def turn_canceled(turn_id: str, invocation: Invocation, reason: str, requested_at: str) -> AgentEvent:
+    """``dex_agents.turn_canceled`` (ours): the turn ended canceled, a terminal turn status beside
+    ``turn_completed`` and ``turn_failed``."""
+    return _event(TURN_CANCELED, turn_id, invocation, {"reason": reason, "requested_at": requested_at})
 
 
 def tool_call_deferred(invocation: Invocation, record: AgentToolCall) -> AgentEvent:
@@ -237,6 +245,7 @@ __all__ = [
     "TOOL_CALL_DEFERRED",
     "TOOL_CALL_FINISHED",
     "TOOL_CALL_STARTED",
+    "TURN_CANCELED",
     "TURN_COMPLETED",
     "TURN_FAILED",
     "TURN_STARTED",
@@ -249,6 +258,7 @@ __all__ = [
     "tool_call_finished_payload",
     "tool_call_started",
     "tool_call_started_payload",
+    "turn_canceled",
     "turn_completed",
     "turn_failed",
     "turn_started",

@@ -10,6 +10,11 @@ from dex_agents.pure.flow.table import STEP_TABLE
 from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.machine.policies import tool_step_type
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    ToolCancellationStarted,
+    TurnCancelNote,
+    TurnCancelStarted,
     ExtendInterruptDeadlineCalled,
     SessionRewindRecorded,
     ReconcileStarted,
@@ -61,6 +66,8 @@ def _building(purpose: UserMessagePurpose) -> frozenset[StepType]:
             return frozenset({StepType.AWAIT_USER_MESSAGE})
         case TurnFailureNote():
             return frozenset({StepType.RECORD_TURN_FAILURE, StepType.RUN_MODEL})
+        case TurnCancelNote():
+            return frozenset({StepType.CANCEL_TURN})
         case _:
             assert_never(purpose)
 
@@ -98,6 +105,10 @@ def steps_producing(step_input: StepInput) -> frozenset[StepType]:
             return frozenset({StepType.RECORD_TURN_FAILURE})
         case CompactionStarted() | HistorySummarized() | SummarizationFailed():
             return frozenset({StepType.COMPACT_HISTORY})
+        case TurnCancelStarted():
+            return frozenset({StepType.CANCEL_TURN})
+        case ToolCancellationStarted():
+            return frozenset({StepType.RECORD_TOOL_CANCELLATION})
         case _:
             assert_never(step_input)
 
@@ -129,6 +140,10 @@ def rpc_of(call: RpcCall) -> RpcName:
             return RpcName.EXTEND_INTERRUPT_DEADLINE
         case SessionRewindRecorded():
             return RpcName.RECORD_SESSION_REWIND
+        case CancelTurnCalled():
+            return RpcName.CANCEL_TURN
+        case CancelToolCallCalled():
+            return RpcName.CANCEL_TOOL_CALL
         case _:
             assert_never(call)
 

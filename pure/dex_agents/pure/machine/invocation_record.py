@@ -28,6 +28,8 @@ from pyrsistent.typing import PVector
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
     CompactHistoryCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -87,7 +89,8 @@ def clock_of(session_input: SessionInput) -> int | None:
     """The Worker clock ``session_input`` carries (``None``: an RPC call that reads none)."""
     match session_input:
         case (ResolveInterruptCalled(now_ms=now_ms) | ExtendInterruptDeadlineCalled(now_ms=now_ms)
-              | SessionRewindRecorded(now_ms=now_ms)):
+              | SessionRewindRecorded(now_ms=now_ms) | CancelTurnCalled(now_ms=now_ms)
+              | CancelToolCallCalled(now_ms=now_ms)):
             return now_ms
         case (SendUserMessageCalled() | SendUserMessageOnceCalled() | AgentSnapshotRequested() | AgentMessagesListed()
               | CompactHistoryCalled()):

@@ -24,9 +24,12 @@ effects that may end in a request (``effects.Request``); the shell performs it a
 | ``RecordToolOutcomeUnknown`` | ``SingleAttemptToolFailed`` | |
 | ``ResumeTurn`` | ``ToolResultsArrived`` | |
 | ``RecordTurnFailure`` | ``ModelAttemptsExhausted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn failure note) |
+| ``CancelTurn`` | ``TurnCancelStarted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn cancel note) |
+| ``RecordToolCancellation`` | ``ToolCancellationStarted`` | |
 
 RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
-``AgentMessagesListed``, ``SendUserMessageOnceCalled``, ``ExtendInterruptDeadlineCalled``.
+``AgentMessagesListed``, ``SendUserMessageOnceCalled``, ``ExtendInterruptDeadlineCalled``,
+``CancelTurnCalled``, ``CancelToolCallCalled``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from pyrsistent.typing import PVector
 from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.rpc import (
+    CancelToolCallInput,
+    CancelTurnInput,
     ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
@@ -110,7 +115,13 @@ class TurnFailureNote:
     recorded_usage: AgentUsage | None
 
 
-UserMessagePurpose: TypeAlias = InitialMessage | QueuedMessage | TurnFailureNote
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCancelNote:
+    """The note that ends a canceled turn (``CancelTurn``); the turn ends canceled."""
+
+
+UserMessagePurpose: TypeAlias = InitialMessage | QueuedMessage | TurnFailureNote | TurnCancelNote
 """What a ``BuildUserMessage`` request builds the message for (its follow-up carries it back)."""
 
 
@@ -350,8 +361,27 @@ class ModelAttemptsExhausted:
     recovery_error: RecoveryError | None
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCancelStarted:
+    """``CancelTurn`` began: ``cancel_turn`` canceled the running turn's Steps and made its records final."""
+
+    invocation: Invocation
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCancellationStarted:
+    """``RecordToolCancellation(tool_call_id)`` began: ``cancel_tool_call`` made the record final."""
+
+    invocation: Invocation
+    tool_call_id: str
+
+
 StepInput: TypeAlias = (
-    ToolArgumentsValidated
+    TurnCancelStarted
+    | ToolCancellationStarted
+    | ToolArgumentsValidated
     | ReconcileStarted
     | ToolOutcomeReconciled
     | SessionStarted
@@ -444,8 +474,29 @@ class SessionRewindRecorded:
     now_ms: int
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelTurnCalled:
+    """``cancel_turn`` was called at ``now_ms`` (epoch milliseconds, the Worker clock; the turn's
+    records loaded)."""
+
+    input: CancelTurnInput
+    now_ms: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelToolCallCalled:
+    """``cancel_tool_call`` was called at ``now_ms`` (the turn's records loaded)."""
+
+    input: CancelToolCallInput
+    now_ms: int
+
+
 RpcCall: TypeAlias = (
-    ExtendInterruptDeadlineCalled
+    CancelTurnCalled
+    | CancelToolCallCalled
+    | ExtendInterruptDeadlineCalled
     | SessionRewindRecorded
     | CompactHistoryCalled
     | SendUserMessageCalled
@@ -460,6 +511,11 @@ SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 """Everything ``reduce`` accepts, and what ``replay`` folds."""
 
 __all__ = [
+    "CancelToolCallCalled",
+    "CancelTurnCalled",
+    "ToolCancellationStarted",
+    "TurnCancelNote",
+    "TurnCancelStarted",
     "ExtendInterruptDeadlineCalled",
     "SessionRewindRecorded",
     "ReconcileStarted",

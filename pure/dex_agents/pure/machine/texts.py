@@ -12,6 +12,7 @@ Status              Text
 ``failed``          ``The tool call failed: <error>``
 ``rejected``        ``The tool call was rejected: <rejection_message>``
 ``outcome_unknown`` ``The tool call's outcome is unknown: <error>``
+``canceled``        ``cancelled by the user: <reason>`` (ours: an operator cancelled the call)
 ==================  ==========================================================================
 
 A missing or blank detail (which the record invariants rule out, except a rejection without a
@@ -144,12 +145,48 @@ def _outcome_text(record: AgentToolCall) -> str:
             return REJECTED_PREFIX + _detail_or(record.rejection_message, NO_REJECTION_REASON)
         case ToolCallStatus.OUTCOME_UNKNOWN:
             return outcome_unknown_tool_result(record.error if record.error is not None else "")
+        case ToolCallStatus.CANCELED:
+            return _detail_or(record.error, canceled_by_user(""))
         case ToolCallStatus.AWAITING_APPROVAL | ToolCallStatus.PENDING:
             raise ValueError(
                 f"tool call {record.tool_call_id!r} is still {status.value}; only a final record has an outcome"
             )
         case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(status)
+
+
+CANCELED_PREFIX: Final = "cancelled by the user: "
+"""The result text of a call an operator cancelled starts with this, then the reason."""
+
+
+def canceled_by_user(reason: str) -> str:
+    """``cancelled by the user: <reason>``: the result the model reads of a canceled call."""
+    return CANCELED_PREFIX + reason
+
+
+def canceled_write_error(reason: str) -> str:
+    """The error of a single-attempt write cancelled while it may have been running (it becomes
+    ``outcome_unknown`` and never runs again)."""
+    return (canceled_by_user(reason) + " (the write may have started; whether it took effect is unknown, "
+            "and it will not run again)")
+
+
+TURN_CANCEL_NOTE_HEADER: Final = "[Dex] The user cancelled the previous turn before it finished."
+
+
+def build_turn_cancel_note(reason: str, records: Iterable[AgentToolCall]) -> str:
+    """The note ``CancelTurn`` appends as the canceled turn's last message, so the next model call is
+    told the turn was cancelled and why, and what its tool calls came to (every record is final then)."""
+    lines = [TURN_CANCEL_NOTE_HEADER, f"Reason: {reason}"]
+    final_records = sorted(
+        (record for record in records if record.status.is_final),
+        key=lambda record: (record.deferral_order, record.tool_call_id),
+    )
+    lines.extend(
+        f"- {record.tool_name} {record.arguments} -> {record.status.value}: {describe_tool_call_outcome(record)}"
+        for record in final_records
+    )
+    return "\n".join(lines)
 
 
 def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
@@ -174,6 +211,11 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str | None:
 
 
 __all__ = [
+    "CANCELED_PREFIX",
+    "TURN_CANCEL_NOTE_HEADER",
+    "build_turn_cancel_note",
+    "canceled_by_user",
+    "canceled_write_error",
     "FAILED_PREFIX",
     "NO_ERROR_TEXT",
     "NO_RECOVERY_ERROR",

@@ -40,6 +40,8 @@ from dex_agents.pure.machine.effects import (
     Write,
 )
 from dex_agents.pure.machine.state import SessionState
+from dex_agents.pure.flow.step_options import StepMovement
+from dex_agents.pure.values.persistence import StepType
 
 
 @final
@@ -127,9 +129,12 @@ def wait(state: SessionState, ending: ApprovalWait) -> WaitTransition:
     return WaitTransition(state=state, ending=ending)
 
 
-def answer(state: SessionState, output: RpcOutput, effects: Iterable[Write] = ()) -> RpcTransition:
-    """An RPC transition: ``effects`` then ``AnswerRpc(output)``."""
-    return RpcTransition(state=state, effects=pvector(effects), ending=AnswerRpc(output=output))
+def answer(state: SessionState, output: RpcOutput, effects: Iterable[Write] = (), *,
+           cancel_steps: Iterable[StepType] = (), next_steps: Iterable[StepMovement] = ()) -> RpcTransition:
+    """An RPC transition: ``effects`` then ``AnswerRpc(output)``, canceling ``cancel_steps`` and
+    starting ``next_steps``."""
+    ending = AnswerRpc(output=output, cancel_steps=pvector(cancel_steps), next_steps=pvector(next_steps))
+    return RpcTransition(state=state, effects=pvector(effects), ending=ending)
 
 
 def refuse(state: SessionState, error: str) -> RpcTransition:

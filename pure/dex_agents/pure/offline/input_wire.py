@@ -23,8 +23,12 @@ from returns.result import Failure, Result, Success
 
 from dex_agents.pure.values.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
     ExtendInterruptDeadlineCalled,
     SessionRewindRecorded,
+    ToolCancellationStarted,
+    TurnCancelStarted,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
@@ -96,6 +100,10 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "tool_outcome_reconciled": ToolOutcomeReconciled,
     "extend_interrupt_deadline_called": ExtendInterruptDeadlineCalled,
     "session_rewind_recorded": SessionRewindRecorded,
+    "turn_cancel_started": TurnCancelStarted,
+    "tool_cancellation_started": ToolCancellationStarted,
+    "cancel_turn_called": CancelTurnCalled,
+    "cancel_tool_call_called": CancelToolCallCalled,
 }
 """Every input's ``kind``, one per member of ``SessionInput``."""
 

@@ -38,6 +38,8 @@ from dex_agents.pure.wire.json_value import JsonValue
 from dex_agents.pure.values.persistence import ChannelMapName, ChannelName, RpcName, StepType
 from dex_agents.pure.machine.reducers import reduce
 from dex_agents.pure.values.rpc import (
+    CancelToolCallInput,
+    CancelTurnInput,
     ExtendInterruptDeadlineInput,
     ResolveInterruptInput,
     SendUserMessageInput,
@@ -45,6 +47,10 @@ from dex_agents.pure.values.rpc import (
 )
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    ToolCancellationStarted,
+    TurnCancelStarted,
     ExtendInterruptDeadlineCalled,
     SessionRewindRecorded,
     ReconcileStarted,
@@ -184,6 +190,10 @@ def _execute_started(step: HistoryStep, step_type: StepType, steps: Sequence[His
             return ModelAttemptsExhausted(invocation=invocation, recovery_error=_recovery(step, steps))
         case StepType.COMPACT_HISTORY:
             return CompactionStarted(invocation=invocation, trigger=_text(step.input, "compaction trigger"))
+        case StepType.CANCEL_TURN:
+            return TurnCancelStarted(invocation=invocation)
+        case StepType.RECORD_TOOL_CANCELLATION:
+            return ToolCancellationStarted(invocation=invocation, tool_call_id=_text(step.input, "tool call ID"))
         case _:
             assert_never(step_type)
 
@@ -207,6 +217,10 @@ def _rpc_call(step: HistoryStep, now_ms: Callable[[], int]) -> SessionInput:
                                                  now_ms=now_ms())
         case RpcName.RECORD_SESSION_REWIND:
             return SessionRewindRecorded(input=_decoded(step.input, RecordSessionRewindInput, "input"), now_ms=now_ms())
+        case RpcName.CANCEL_TURN:
+            return CancelTurnCalled(input=_decoded(step.input, CancelTurnInput, "input"), now_ms=now_ms())
+        case RpcName.CANCEL_TOOL_CALL:
+            return CancelToolCallCalled(input=_decoded(step.input, CancelToolCallInput, "input"), now_ms=now_ms())
         case _:
             raise _Unreconstructable(f"RPC {step.rpc_name!r} is not one that changes a session")
 

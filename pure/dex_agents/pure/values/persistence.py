@@ -110,6 +110,8 @@ class StepType(StrEnum):
     RECORD_TURN_FAILURE = "RecordTurnFailure"
     COMPACT_HISTORY = "CompactHistory"
     RECONCILE_TOOL_OUTCOME = "ReconcileToolOutcome"
+    CANCEL_TURN = "CancelTurn"
+    RECORD_TOOL_CANCELLATION = "RecordToolCancellation"
 
 
 @final
@@ -124,6 +126,8 @@ class RpcName(StrEnum):
     COMPACT_HISTORY = "compact_history"
     EXTEND_INTERRUPT_DEADLINE = "extend_interrupt_deadline"
     RECORD_SESSION_REWIND = "record_session_rewind"
+    CANCEL_TURN = "cancel_turn"
+    CANCEL_TOOL_CALL = "cancel_tool_call"
 
 
 def _node_holds(value: object, node: WireNode) -> bool:

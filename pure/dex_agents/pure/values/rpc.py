@@ -61,6 +61,25 @@ class ExtendInterruptDeadlineInput:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CancelTurnInput:
+    """``cancel_turn`` input (ours): cancel the running turn ``turn_id``, telling the model ``reason``."""
+
+    turn_id: str
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelToolCallInput:
+    """``cancel_tool_call`` input (ours): cancel the running turn's open call ``tool_call_id``; the model
+    reads ``cancelled by the user: <reason>`` as its result and the turn goes on."""
+
+    tool_call_id: str
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListAgentMessagesInput:
     """``list_agent_messages`` input: the page holds messages with ``sequence < before_sequence``
     (all when ``None``), newest ``limit`` of them, returned oldest first. ``limit`` defaults to 50 and is
@@ -97,6 +116,8 @@ class AgentMessagePage:
 __all__ = [
     "AgentMessagePage",
     "AgentSnapshot",
+    "CancelToolCallInput",
+    "CancelTurnInput",
     "ExtendInterruptDeadlineInput",
     "ListAgentMessagesInput",
     "ResolveInterruptInput",

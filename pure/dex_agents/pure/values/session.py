@@ -55,6 +55,8 @@ class ToolCallStatus(StrEnum):
     FAILED = "failed"
     REJECTED = "rejected"
     OUTCOME_UNKNOWN = "outcome_unknown"
+    CANCELED = "canceled"
+    """Ours: an operator cancelled the call before it finished (``cancel_tool_call``, ``cancel_turn``)."""
 
     @property
     def is_final(self) -> bool:
@@ -115,11 +117,49 @@ class AgentState:
     completed_turn_count: int
     failed_turn_count: int
     last_turn_error: str | None
+    canceled_turn_count: int = 0
+    """Ours: turns that ended canceled (``cancel_turn``); may be absent on decode (0)."""
+    cancellation: TurnCancellation | None = None
+    """Ours: set by ``cancel_turn`` while the running turn is being canceled (``CancelTurn`` ends it and
+    clears it); may be absent on decode."""
 
     @property
     def ended_turn_count(self) -> int:
-        """Turns that ended, completed or failed (turns end in order: ``turn-<n>`` ended once this is ``n``)."""
-        return self.completed_turn_count + self.failed_turn_count
+        """Turns that ended, completed, failed or canceled (turns end in order: ``turn-<n>`` ended once
+        this is ``n``)."""
+        return self.completed_turn_count + self.failed_turn_count + self.canceled_turn_count
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCancellation:
+    """An operator's cancellation of the running turn (``AgentState.cancellation``; ours).
+
+    Attributes:
+        turn_id: The canceled turn.
+        reason: Why, as ``cancel_turn`` gave it.
+        requested_at: When ``cancel_turn`` accepted it (ISO-8601 UTC, milliseconds).
+    """
+
+    turn_id: str
+    reason: str
+    requested_at: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallCancellation:
+    """Who cancelled a tool call, when and why (``AgentToolCall.cancellation``; ours).
+
+    Attributes:
+        reason: Why, as ``cancel_tool_call`` or ``cancel_turn`` gave it.
+        canceled_at: When the RPC accepted it (ISO-8601 UTC, milliseconds).
+        scope: ``"tool_call"`` (``cancel_tool_call``: the turn goes on) or ``"turn"`` (``cancel_turn``).
+    """
+
+    reason: str
+    canceled_at: str
+    scope: str
 
 
 @final
@@ -239,6 +279,10 @@ class AgentToolCall:
     policy's ``reconcile`` is being asked (``ReconcileToolOutcome``); the tool never runs again."""
     settlement: ToolCallSettlement | None = None
     """How an unknown outcome was settled (ours; may be absent on decode)."""
+    cancellation: ToolCallCancellation | None = None
+    """Set when an operator cancelled the call before it finished (ours; may be absent on decode): the
+    record is then ``canceled``, ``outcome_unknown`` (a single-attempt write that may have started) or
+    ``rejected`` (an approval still pending)."""
 
 
 @final
@@ -411,9 +455,11 @@ __all__ = [
     "HistorySummary",
     "MessageRole",
     "ToolCallApproval",
+    "ToolCallCancellation",
     "ToolCallCompleted",
     "ToolCallSettlement",
     "ToolCallStatus",
     "ToolEffect",
+    "TurnCancellation",
     "UserMessageReceipt",
 ]

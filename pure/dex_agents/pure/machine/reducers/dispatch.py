@@ -22,6 +22,11 @@ refused call carry none (an attempt that fails commits nothing, so it records no
 | ``UserMessageBuilt`` (``InitialMessage``) | ``StartAgentSession`` | ``session.reduce_initial_message_built`` |
 | ``UserMessageBuilt`` (``QueuedMessage``) | ``AwaitUserMessage`` | ``session.reduce_queued_message_built`` |
 | ``UserMessageBuilt`` (``TurnFailureNote``) | ``RunModel`` / ``RecordTurnFailure`` | ``turn.reduce_turn_failure_note_built`` |
+| ``UserMessageBuilt`` (``TurnCancelNote``) | ``CancelTurn`` | ``cancel.reduce_turn_cancel_note_built`` |
+| ``TurnCancelStarted`` | ``CancelTurn`` | ``cancel.reduce_turn_cancel_started`` |
+| ``ToolCancellationStarted`` | ``RecordToolCancellation`` | ``cancel.reduce_tool_cancellation_started`` |
+| ``CancelTurnCalled`` | ``cancel_turn`` | ``cancel.reduce_cancel_turn`` |
+| ``CancelToolCallCalled`` | ``cancel_tool_call`` | ``cancel.reduce_cancel_tool_call`` |
 | ``ModelStepStarted`` | ``RunModel`` | ``model.reduce_model_step_started`` |
 | ``ModelCallFinished`` | ``RunModel`` | ``model.reduce_model_call_finished`` |
 | ``ModelCallFailed`` | ``RunModel`` | ``model.reduce_model_call_failed`` |
@@ -62,6 +67,13 @@ from pyrsistent.typing import PVector
 from dex_agents.pure.machine.effects import DeadEnd, GoToSteps, RecordInvocation
 from dex_agents.pure.machine.invocation_record import clock_of, invocation_record
 
+from dex_agents.pure.machine.reducers.cancel import (
+    reduce_cancel_tool_call,
+    reduce_cancel_turn,
+    reduce_tool_cancellation_started,
+    reduce_turn_cancel_note_built,
+    reduce_turn_cancel_started,
+)
 from dex_agents.pure.machine.reducers.compaction import (
     reduce_compact_history_called,
     reduce_compaction_started,
@@ -111,6 +123,11 @@ from dex_agents.pure.machine.reducers.turn import (
 )
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    ToolCancellationStarted,
+    TurnCancelNote,
+    TurnCancelStarted,
     CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
@@ -161,6 +178,8 @@ def _user_message_built(state: SessionState, built: UserMessageBuilt) -> StepTra
             return reduce_queued_message_built(state, built.invocation, built.message)
         case TurnFailureNote():
             return reduce_turn_failure_note_built(state, built.invocation, purpose, built.message)
+        case TurnCancelNote():
+            return reduce_turn_cancel_note_built(state, built.invocation, built.message)
         case _:
             assert_never(purpose)
 
@@ -233,6 +252,10 @@ def _reduce_step(state: SessionState, config: SessionConfig, step_input: StepInp
             return reduce_history_summarized(state, config, step_input)
         case SummarizationFailed():
             return reduce_summarization_failed(state, step_input)
+        case TurnCancelStarted():
+            return reduce_turn_cancel_started(state, step_input)
+        case ToolCancellationStarted():
+            return reduce_tool_cancellation_started(state, step_input)
         case _:
             assert_never(step_input)
 
@@ -272,6 +295,10 @@ def _reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> Rp
             return reduce_extend_interrupt_deadline(state, call)
         case SessionRewindRecorded():
             return reduce_session_rewind_recorded(state, call)
+        case CancelTurnCalled():
+            return reduce_cancel_turn(state, call)
+        case CancelToolCallCalled():
+            return reduce_cancel_tool_call(state, call)
         case _:
             assert_never(call)
 
@@ -302,6 +329,8 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             | CompactHistoryCalled()
             | ExtendInterruptDeadlineCalled()
             | SessionRewindRecorded()
+            | CancelTurnCalled()
+            | CancelToolCallCalled()
         ):
             return reduce_rpc(state, config, session_input)
         case ApprovalWaitStarted():

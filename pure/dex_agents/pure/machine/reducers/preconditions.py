@@ -15,6 +15,8 @@ from typing import assert_never
 from dex_agents.pure.machine.keys import MAX_MESSAGE_SEQUENCE
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import (
+    ToolCancellationStarted,
+    TurnCancelStarted,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
@@ -74,6 +76,7 @@ def step_input_problem(step_input: StepInput) -> str | None:
             | ToolArgumentsValidated()
             | ReconcileStarted()
             | ToolOutcomeReconciled()
+            | ToolCancellationStarted()
         ):
             return tool_call_id_problem(step_input.tool_call_id)
         case ToolResultsArrived():
@@ -89,6 +92,7 @@ def step_input_problem(step_input: StepInput) -> str | None:
             | CompactionStarted()
             | HistorySummarized()
             | SummarizationFailed()
+            | TurnCancelStarted()
         ):
             return None
         case _:
