@@ -105,9 +105,13 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console, *
         console.print(f"state: {shown or 'not started'}", highlight=False)
     else:
         console.print(f"state: {shown}; turns {state.turn_count} (completed "
-                      f"{state.completed_turn_count}, failed {state.failed_turn_count}); "
+                      f"{state.completed_turn_count}, failed {state.failed_turn_count}"
+                      f"{f', canceled {state.canceled_turn_count}' if state.canceled_turn_count else ''}); "
                       f"messages {state.message_count}; queued {snapshot.queued_message_count}",
                       highlight=False)
+        if state.cancellation is not None:
+            console.print(f"canceling {state.cancellation.turn_id}: {state.cancellation.reason}", markup=False,
+                          highlight=False)
         if state.last_turn_error:
             console.print(f"last turn error: {state.last_turn_error}", style="red", markup=False, highlight=False)
     console.print("messages:", style="bold")

@@ -69,6 +69,7 @@ from dex_agents.client.shared import (
     check_name,
     check_positive,
     check_seconds,
+    check_reason,
     check_text,
     expect,
     sessions_query,
@@ -80,6 +81,8 @@ from dex_agents.pure.values.rpc import (
     AgentMessagePage,
     AgentSnapshot,
     ListAgentMessagesInput,
+    CancelToolCallInput,
+    CancelTurnInput,
     ExtendInterruptDeadlineInput,
     ResolveInterruptInput,
     SendUserMessageOnceInput,
@@ -420,6 +423,35 @@ class SessionClient(SessionReads):
         answer = self._rpc(self.flow.extend_interrupt_deadline, session_id, extension, timeout=timeout,
                                  retry=repeat_lock_conflicts)
         return expect(answer, bool, "extend_interrupt_deadline")
+
+    @client_errors
+    def cancel_turn(self, session_id: str, turn_id: str, reason: str, *, timeout: float | None = None) -> bool:
+        """Cancel the running turn ``turn_id`` (the RPC ``cancel_turn``; the snapshot's
+        ``state.current_turn_id``): Dex cancels its model call and tool Steps, the turn ends ``canceled``
+        and the next model call reads that the user cancelled it and why. ``False`` when ``turn_id`` is
+        not the running turn (it ended already) or is being canceled already."""
+        check_name("session_id", session_id)
+        check_name("turn_id", turn_id)
+        check_reason(reason)
+        check_seconds("timeout", timeout)
+        answer = self._rpc(self.flow.cancel_turn, session_id, CancelTurnInput(turn_id=turn_id, reason=reason),
+                                 timeout=timeout, retry=repeat_lock_conflicts)
+        return expect(answer, bool, "cancel_turn")
+
+    @client_errors
+    def cancel_tool_call(self, session_id: str, tool_call_id: str, reason: str, *,
+                               timeout: float | None = None) -> bool:
+        """Cancel one open tool call of the running turn (the RPC ``cancel_tool_call``): Dex cancels its
+        Step, the model reads ``cancelled by the user: <reason>`` as its result and the turn goes on (an
+        approval still pending is rejected with it). ``False`` when the call is not open."""
+        check_name("session_id", session_id)
+        check_name("tool_call_id", tool_call_id)
+        check_reason(reason)
+        check_seconds("timeout", timeout)
+        cancel = CancelToolCallInput(tool_call_id=tool_call_id, reason=reason)
+        answer = self._rpc(self.flow.cancel_tool_call, session_id, cancel, timeout=timeout,
+                                 retry=repeat_lock_conflicts)
+        return expect(answer, bool, "cancel_tool_call")
 
     @client_errors
     def compact(self, session_id: str, *, timeout: float | None = None) -> bool:

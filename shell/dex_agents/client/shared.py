@@ -15,6 +15,7 @@ __all__ = [
     "MAX_MESSAGE_PAGE",
     "check_count",
     "check_name",
+    "check_reason",
     "check_positive",
     "check_seconds",
     "check_text",
@@ -48,6 +49,15 @@ def check_text(name: str, value: object, *, optional: bool = False) -> str | Non
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string{' or None' if optional else ''}, got {type(value).__name__}")
     return value
+
+
+def check_reason(value: object) -> str:
+    """``value``, a string that is not blank (an operator's reason, which the model reads)."""
+    text = check_text("reason", value)
+    assert text is not None
+    if not text.strip():
+        raise ValueError("reason must not be blank: the model is told why")
+    return text
 
 
 def check_count(name: str, value: object, *, minimum: int, optional: bool = False) -> int | None:

@@ -1,0 +1,110 @@
+"""Cancel a turn, or one tool call (issue 25, item 2), on an in-process Worker and the local engine
+through the real SDK: a model call blocked in the runner is aborted through Dex's cancellation and the
+turn ends canceled, the queued message starts the next turn and its model call reads the note; a
+running tool is cancelled at its next heartbeat, the model reads ``cancelled by the user: <reason>``
+and the turn goes on; a cancellation that comes after the turn ended answers ``False``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from dex_agents.client import SessionRefusedError
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.values.session import AgentStatus, ToolCallStatus, ToolEffect
+from dex_agents.serving.gate import FileGate
+from dex_agents.shell.runner import DeferredToolExecution
+from dex_agents.shell.timing import SessionTiming
+from dex_agents.testing import ScriptedModelCall
+from dex_agents.testing.coordination import InvocationLog
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
+from dex_agents.testing.scripted_runner import ScriptedTool
+from tests.shell.scenario_flows import call, completed_steps, new_session_id, of_type, scripted_runner, session_flow
+
+QUICK_HEARTBEATS = SessionTiming(heartbeat_interval_seconds=0.2)
+STUCK = "Summarize the archive"
+SLOW = "Look up order 42"
+
+
+def blocking_tool(directory: Path) -> ScriptedTool:
+    """A read that blocks at the gate ``tool`` and logs ``started`` and, when Dex cancels it, ``cancelled``."""
+    log = InvocationLog(directory, "slow")
+
+    async def tool(_call: DeferredToolExecution) -> str:
+        log.record("started")
+        try:
+            await FileGate(directory, "tool").mark_reached_async()
+        except asyncio.CancelledError:
+            log.record("cancelled")
+            raise
+        return "found it"
+
+    return tool
+
+
+def test_a_turn_canceled_during_its_model_call_ends_canceled_and_the_next_turn_is_told(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    script = {STUCK: (ScriptedModelCall(text="never", gate_before_output="model"),)}
+    flow = session_flow(scripted_runner(tmp_path, script), prefix="CancelTurn", timing=QUICK_HEARTBEATS)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, STUCK)
+    FileGate(tmp_path, "model").wait_until_reached()
+    assert client.send(session_id, "And now?") is True
+    with pytest.raises(ValueError, match="reason must not be blank"):
+        client.cancel_turn(session_id, "turn-1", " ")
+    assert client.cancel_turn(session_id, "turn-2", "wrong turn") is False
+    assert client.cancel_turn(session_id, "turn-1", "the archive is huge") is True
+
+    state = sessions.wait_for_turns(session_id, 2)
+    assert (state.completed_turn_count, state.canceled_turn_count, state.failed_turn_count) == (1, 1, 0)
+    assert state.cancellation is None and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+    assert client.cancel_turn(session_id, "turn-1", "again") is False, "it ended"
+    messages = client.snapshot(session_id).messages
+    assert [m.turn_id for m in messages] == ["turn-1", "turn-1", "turn-2", "turn-2"]
+    note = messages[1].text or ""
+    assert note.startswith("[Dex] The user cancelled the previous turn") and "Reason: the archive is huge" in note
+    assert messages[3].text == "echo: And now? (3 messages)", "the next model call read the note"
+    events = sessions.events(session_id)
+    (canceled,) = of_type(events, "dex_agents.turn_canceled")
+    assert canceled.turn_id == "turn-1" and canceled.payload["reason"] == "the archive is huge"
+    assert not of_type(events, "turn_failed")
+    steps = completed_steps(environment.server_address, session_id)
+    assert steps == ["StartAgentSession", "CancelTurn", "AwaitUserMessage", "RunModel"], \
+        "turn-1's blocked model call was cancelled by Dex: only turn-2's completed"
+
+
+def test_a_cancelled_tool_call_gives_the_model_the_reason_and_the_turn_goes_on(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
+                     ScriptedModelCall(text="Sorry, the lookup was cancelled."))}
+    flow = session_flow(scripted_runner(tmp_path, script, {"slow": blocking_tool(tmp_path)}), prefix="CancelCall",
+                        tool_policies={"slow": ToolPolicy(effect=ToolEffect.READ)}, timing=QUICK_HEARTBEATS)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, SLOW)
+    FileGate(tmp_path, "tool").wait_until_reached()
+    with pytest.raises(SessionRefusedError):  # the server's own check of a reason the client could not see
+        client.cancel_tool_call(session_id, "call-slow", "\ud800")
+    assert client.cancel_tool_call(session_id, "call-unknown", "too slow") is False
+    assert client.cancel_tool_call(session_id, "call-slow", "too slow") is True
+    assert client.cancel_tool_call(session_id, "call-slow", "too slow") is False, "already final"
+
+    state = sessions.wait_for_completed_turns(session_id, 1)
+    assert state.canceled_turn_count == 0
+    (result,) = [m for m in client.snapshot(session_id).messages if m.role.value == "tool"]
+    assert result.tool_output == "cancelled by the user: too slow"
+    assert client.snapshot(session_id).messages[-1].text == "Sorry, the lookup was cancelled."
+    finished = of_type(sessions.events(session_id), "tool_call_finished")
+    assert [e.payload["status"] for e in finished] == [ToolCallStatus.CANCELED.value]
+    log = InvocationLog(tmp_path, "slow")
+    sessions.wait_for_state(session_id, lambda _s: log.path.read_text().split() == ["started", "cancelled"],
+                            description="the tool to see its cancellation")
+    assert completed_steps(environment.server_address, session_id) == [
+        "StartAgentSession", "RunModel", "RecordToolCancellation", "ResumeTurn", "RunModel"], "CallTool never completed"
