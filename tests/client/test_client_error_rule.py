@@ -61,6 +61,8 @@ UNKNOWN_SESSION_CALLS: Final[dict[str, Call]] = {
     "reject": lambda c, s: c.reject(s, "i-1", "no", timeout=5),
     "resolve_interrupt": lambda c, s: c.resolve_interrupt(s, "i-1", True, timeout=5),
     "extend_interrupt_deadline": lambda c, s: c.extend_interrupt_deadline(s, "i-1", 60_000, timeout=5),
+    "cancel_turn": lambda c, s: c.cancel_turn(s, "turn-1", "stop", timeout=5),
+    "cancel_tool_call": lambda c, s: c.cancel_tool_call(s, "call-1", "stop", timeout=5),
     "compact": lambda c, s: c.compact(s, timeout=5),
     "rewind": lambda c, s: c.rewind(s, 1, "undo", timeout=5),
     "rewind_preview": lambda c, s: c.rewind_preview(s, 1),
@@ -105,6 +107,10 @@ BAD_ARGUMENTS: Final[list[tuple[str, Call, type[Exception], str]]] = [
      "approved must be a bool"),
     ("extend_interrupt_deadline", lambda c, s: c.extend_interrupt_deadline(s, "i-1", 0), ValueError,
      "deadline_ms must be at least 1"),
+    ("cancel_turn", lambda c, s: c.cancel_turn(s, "turn-1", "  "), ValueError, "reason must not be blank"),
+    ("cancel_turn", lambda c, s: c.cancel_turn(s, "", "stop"), ValueError, "turn_id must not be blank"),
+    ("cancel_tool_call", lambda c, s: c.cancel_tool_call(s, "call-1", None), TypeError,  # type: ignore[arg-type]
+     "reason must be a string"),
     ("compact", lambda c, s: c.compact(""), ValueError, "session_id"),
     ("rewind", lambda c, s: c.rewind(s, -1), ValueError, "to_turn must be at least 0"),
     ("rewind", lambda c, s: c.rewind(s, 1, 7), TypeError, "reason must be a string"),  # type: ignore[arg-type]
