@@ -221,3 +221,45 @@ def test_operator_actions_through_the_api(dex_engine: PrivateDexEngine, agent_en
 
     run_with_app(dex_engine.server_address, body)
 
+
+
+def test_rewind_and_fork_through_the_api(dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
+                                         agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleRewind"), gated=False)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    sessions.start_session("rewind-1", DEMO_TURNS[0])
+    sessions.wait_for_completed_turns("rewind-1", 1)
+    sessions.send_user_message("rewind-1", "Hello")
+    sessions.wait_for_completed_turns("rewind-1", 2)
+    sessions.start_session("taken", "Hello")
+
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        before = (await http.get("/api/sessions/rewind-1")).json()
+        assert "rewind" in before["actions"] and "fork" in before["actions"]
+        wrong_bodies: list[tuple[str, dict[str, object], int, str]] = [
+            ("rewind", {"to_turn": -1}, 400, "to_turn must be an integer >= 0"),
+            ("rewind", {"reason": "oops"}, 400, "to_turn is required"),
+            ("rewind", {"to_turn": 9}, 409, "not_applied"),
+            ("fork", {"at_turn": 1}, 400, "new_session_id is required"),
+            ("fork", {"at_turn": 1, "new_session_id": "rewind-1"}, 400, "must differ"),
+            ("fork", {"at_turn": 1, "new_session_id": "taken"}, 409, "session_exists")]
+        for action, wrong, status, reason in wrong_bodies:
+            answer = await http.post(f"/api/sessions/rewind-1/{action}", json=wrong)
+            assert answer.status_code == status, (action, wrong, answer.text)
+            assert reason in answer.text, (action, wrong, answer.text)
+
+        forked = await http.post("/api/sessions/rewind-1/fork", json={"at_turn": 1, "new_session_id": "fork-1"})
+        assert forked.status_code == 200 and forked.json()["session_id"] == "fork-1" and forked.json()["forked"]
+        sessions.wait_for_turns("fork-1", 0)
+        seeded = (await http.get("/api/sessions/fork-1")).json()
+        assert [item["text"] for item in seeded["transcript"] if item["role"] == "user"] == [DEMO_TURNS[0]]
+
+        rewound = await http.post("/api/sessions/rewind-1/rewind", json={"to_turn": 1, "reason": "wrong answer"})
+        assert rewound.status_code == 200, rewound.text
+        assert {key: rewound.json()[key] for key in ("rewound", "to_turn", "removed_turn_count", "tool_calls")} == \
+            {"rewound": True, "to_turn": 1, "removed_turn_count": 1, "tool_calls": []}
+        after = (await http.get("/api/sessions/rewind-1")).json()
+        assert after["state"]["turn_count"] == 1
+        assert [item["text"] for item in after["transcript"] if item["role"] == "user"] == [DEMO_TURNS[0]]
+
+    run_with_app(dex_engine.server_address, body)

@@ -91,7 +91,7 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
     """An edit the tool's schema refuses shows the session's reason and keeps what was typed; the
     deadline moves; an edit it takes runs the refund once with the edited arguments and the reply
-    appears without a reload; the session stops with a reason."""
+    appears without a reload; a fork links its new session; the session stops with a reason."""
     flow = build_console_flow(tmp_path, unique_flow_type("ConsoleEdit"), gated=False)
     sessions = agent_sessions(agent_environment([flow]), flow)
     sessions.start_session("edit-ui", DEMO_TURNS[1])
@@ -130,6 +130,13 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         expect(refund).to_contain_text(f"approved with edited arguments by {APPROVER} · partial refund; it ran with:")
         expect(refund.locator("pre.edited")).to_have_text('{"order_id": 42, "amount": 5.0}')
         assert page.evaluate("window.__pwned === undefined") and page.locator("main img").count() == 0
+
+        sessions.wait_for_completed_turns("edit-ui", 1)
+        page.get_by_placeholder("at turn").fill("1")
+        page.get_by_placeholder("new session ID").fill("edit-ui-fork")
+        page.get_by_role("button", name="Fork").click()
+        expect(page.locator("#notice")).to_have_text("Forked at turn 1 into edit-ui-fork")
+        expect(page.locator("#notice a")).to_have_attribute("href", "/sessions/edit-ui-fork")
 
         page.get_by_placeholder("reason (kept by Dex)").fill("ticket closed")
         page.get_by_role("button", name="Stop session").click()

@@ -118,12 +118,39 @@ async def _extend_deadline(client: AsyncSessionClient, session_id: str, values: 
     return {"extended": True, "interrupt_id": interrupt_id, "deadline_ms": deadline_ms}
 
 
+async def _rewind(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    to_turn = values["to_turn"]
+    assert isinstance(to_turn, int)
+    audit = await client.rewind(session_id, to_turn, _text(values, "reason"))
+    return {"rewound": True, "to_turn": audit.to_turn, "removed_turn_count": audit.removed_turn_count,
+            "previous_run_id": audit.previous_run_id, "rewound_at": audit.rewound_at,
+            "tool_calls": [{"tool_call_id": call.tool_call_id, "turn_id": call.turn_id, "tool_name": call.tool_name,
+                            "effect": call.effect.value, "status": call.status.value,
+                            "idempotency_key": call.idempotency_key} for call in audit.tool_calls]}
+
+
+async def _fork(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    at_turn, new_session_id = values["at_turn"], _text(values, "new_session_id")
+    assert isinstance(at_turn, int) and new_session_id is not None
+    run_id = await client.fork(session_id, at_turn, new_session_id)
+    return {"forked": True, "session_id": new_session_id, "run_id": run_id, "at_turn": at_turn}
+
+
 OPERATOR_ACTIONS: Final[tuple[OperatorAction, ...]] = (
     OperatorAction(name="compact", label="Compact history", run=_compact,
                    description="summarize the oldest turns before the next model call (the transcript stays whole)"),
     OperatorAction(name="stop", label="Stop session", run=_stop, confirm=True,
                    fields=(ActionField(name="reason", label="reason (kept by Dex)"),),
                    description="stop the session's run (Dex cancels it); the reason is the run's stop reason"),
+    OperatorAction(name="rewind", label="Rewind", run=_rewind, confirm=True,
+                   fields=(ActionField(name="to_turn", label="to turn", kind="integer", required=True, minimum=0),
+                           ActionField(name="reason", label="reason (audit)")),
+                   description="take the session back to right after turn to_turn ended (side effects are not "
+                               "undone: the answer names the removed turns' tool calls that may have had one)"),
+    OperatorAction(name="fork", label="Fork", run=_fork,
+                   fields=(ActionField(name="at_turn", label="at turn", kind="integer", required=True, minimum=0),
+                           ActionField(name="new_session_id", label="new session ID", required=True)),
+                   description="start a new session with this one's conversation right after turn at_turn"),
     OperatorAction(name="extend_deadline", label="Extend deadline", run=_extend_deadline, scope="interrupt",
                    fields=(ActionField(name="deadline_ms", label="minutes from now",
                                        kind="milliseconds", required=True),),

@@ -23,7 +23,7 @@ from dex import (
 )
 from starlette.responses import JSONResponse
 
-from dex_agents.client import NoWorkerError
+from dex_agents.client import NoWorkerError, SessionRewindError
 from dex_agents.console.actions import NotApplied
 
 __all__ = ["CODES", "ApiError", "api_error_of", "error_response"]
@@ -88,8 +88,8 @@ def api_error_of(error: Exception, session_id: str | None = None) -> ApiError:
             return ApiError("server_unavailable", f"{session} is busy: {type(error).__name__}; try again")
         case WorkerInvocationError():
             return ApiError("refused", _first_line(error))
-        case NotApplied():
-            return ApiError("not_applied", str(error))
+        case NotApplied() | SessionRewindError():
+            return ApiError("not_applied", _first_line(error))
         case ValueError() | TypeError():
             return ApiError("bad_request", _first_line(error))
         case DexServiceError() | TimeoutError() | ConnectionError():

@@ -91,7 +91,8 @@ def _usage(usage: Json) -> str:
 def _field(field: ActionField, key: str) -> str:
     """One input of an action's form; ``data-keep`` lets the page keep what was typed across refreshes."""
     kind = "number" if field.kind != "text" else "text"
-    scale = ' data-scale="60000" min="1" step="any"' if field.kind == "milliseconds" else ""
+    scale = (' data-scale="60000" min="0" step="any"' if field.kind == "milliseconds"
+             else f' min="{field.minimum}" step="1"' if field.kind == "integer" else "")
     return (f'<input name="{esc(field.name)}" type="{kind}" placeholder="{esc(field.label)}" '
             f'aria-label="{esc(field.label)}" data-kind="{esc(field.kind)}" data-keep="{esc(key)}/{esc(field.name)}"'
             f'{" required" if field.required else ""}{scale}>')

@@ -184,16 +184,34 @@ async function follow(cursor) {
 
 async function post(path, payload, errorNode = null) {
   if (errorNode) errorNode.textContent = "";
+  let answer;
   try {
-    await request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) });
+    const response = await request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) });
+    answer = await response.json();
     say("");
   } catch (error) {
     say(error.message);
     if (errorNode) errorNode.textContent = error.message;
-    return false;  // refused: the page stays as it was, with what was typed
+    return null;  // refused: the page stays as it was, with what was typed
   }
   refreshSoon();
-  return true;
+  return answer;
+}
+
+// What an action's answer tells the operator (text only; a fork links its new session).
+function report(answer) {
+  if (answer.forked) {
+    say(`Forked at turn ${answer.at_turn} into `, "info");
+    const link = notice.appendChild(document.createElement("a"));
+    link.href = `/sessions/${encodeURIComponent(answer.session_id)}`;
+    link.textContent = answer.session_id;
+  } else if (answer.rewound) {
+    const calls = answer.tool_calls.map((call) => `${call.tool_name} (${call.effect}, ${call.status})`);
+    say(`Rewound to turn ${answer.to_turn}: ${answer.removed_turn_count} turn(s) removed` +
+      (calls.length ? `; tool calls that may have had an effect: ${calls.join(", ")}` : ""), "info");
+  } else if (answer.compacting === false) {
+    say("Nothing to compact yet (nothing older than the turns kept whole).", "info");
+  }
 }
 
 function showEditor(box, shown) {
@@ -217,8 +235,9 @@ async function answer(button) {
     payload.arguments_sha256 = box.dataset.argumentsSha256;
   }
   button.disabled = true;
-  if (!await post(`${sessionPath}/interrupts/${encodeURIComponent(box.dataset.interruptId)}`, payload,
-    box.querySelector(".approval-error"))) button.disabled = false;
+  const answered = await post(`${sessionPath}/interrupts/${encodeURIComponent(box.dataset.interruptId)}`, payload,
+    box.querySelector(".approval-error"));
+  if (!answered) button.disabled = false;
 }
 
 function onClick(event) {
@@ -253,8 +272,12 @@ async function onSubmit(event) {
   const button = form.querySelector("button");
   if (form.dataset.confirm === "1" && !confirm(`${button.textContent}?`)) return;
   const box = form.closest(".approval");
-  if (await post(`${sessionPath}/${encodeURIComponent(form.dataset.actionName)}`, actionPayload(form),
-    box ? box.querySelector(".approval-error") : null)) form.reset();
+  const answer = await post(`${sessionPath}/${encodeURIComponent(form.dataset.actionName)}`, actionPayload(form),
+    box ? box.querySelector(".approval-error") : null);
+  if (answer) {
+    form.reset();
+    report(answer);
+  }
 }
 
 async function startSession() {
