@@ -311,6 +311,21 @@ def sessions_stop(session: str, server: ServerOption = None, flow_type: FlowType
          server=address)
 
 
+@sessions_app.command("cancel")
+def sessions_cancel(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
+                    tool_call: Annotated[str | None, typer.Option(
+                        "--tool-call", help="cancel only this tool call (the turn goes on)")] = None,
+                    reason: Annotated[str | None, typer.Option("--reason", help="why; the model reads it")] = None,
+                    token_file: TokenFileOption = None) -> None:
+    """Cancel a session's running turn, or one tool call of it (needs a Worker)."""
+    from dex_agents.cli import cancel
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: cancel.cancel(address, flow_type, session, tool_call, reason, _console(), credential=credential),
+         server=address)
+
+
 @sessions_app.command("tail")
 def sessions_tail(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
                   follow: Annotated[bool, typer.Option("--follow/--no-follow",
