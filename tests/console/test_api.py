@@ -10,11 +10,13 @@ import pytest
 from dex import FileCredential
 from starlette.applications import Starlette
 
+from dex_agents.client import StateCondition
 from dex_agents.console.auth import check_bind
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from tests.console.agents import DEADLINE_MS, build_console_flow, refunds
+from dex_agents.serving.gate import FileGate
+from tests.console.agents import DEADLINE_MS, MODEL_GATE, build_console_flow, refunds
 from tests.console.support import parse_sse, run_with_app
 from tests.shell.agents import unique_flow_type
 
@@ -263,3 +265,48 @@ def test_rewind_and_fork_through_the_api(dex_engine: PrivateDexEngine, agent_env
         assert [item["text"] for item in after["transcript"] if item["role"] == "user"] == [DEMO_TURNS[0]]
 
     run_with_app(dex_engine.server_address, body)
+
+
+def test_cancel_a_turn_and_a_tool_call_through_the_api(dex_engine: PrivateDexEngine,
+                                                        agent_environment: AgentEnvironmentFactory,
+                                                        agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleCancel"))
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    gate = FileGate(tmp_path, MODEL_GATE)
+    sessions.start_session("cancel-turn", DEMO_TURNS[0])
+    gate.wait_until_reached()  # the lookup's answer is mid-stream: the turn runs
+    sessions.start_session("cancel-call", DEMO_TURNS[1])
+    interrupt = sessions.wait_for_pending_interrupt("cancel-call", "refund_order")
+
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        running = (await http.get("/api/sessions/cancel-turn")).json()
+        assert "cancel_turn" in running["actions"] and running["state"]["current_turn_id"] == "turn-1"
+        no_reason = await http.post("/api/sessions/cancel-turn/cancel_turn", json={"turn_id": "turn-1"})
+        assert (no_reason.status_code, no_reason.json()["error"]["message"]) == (400, "reason is required")
+        canceled = await http.post("/api/sessions/cancel-turn/cancel_turn",
+                                   json={"turn_id": "turn-1", "reason": "the customer left"})
+        assert canceled.json() == {"canceled": True, "turn_id": "turn-1"}
+        sessions.sessions.wait_for(
+            "cancel-turn", StateCondition(description="turn-1 ended", predicate=lambda state: state.current_turn_id is None))
+        again = await http.post("/api/sessions/cancel-turn/cancel_turn",
+                                json={"turn_id": "turn-1", "reason": "the customer left"})
+        assert (again.status_code, again.json()["error"]["code"]) == (409, "not_applied")
+
+        cancel_call = "/api/sessions/cancel-call/cancel_tool_call"
+        assert (await http.post(cancel_call, json={"reason": "no"})).json()["error"]["message"] == \
+            "tool_call_id is required"
+        opened = (await http.get("/api/sessions/cancel-call")).json()["open_tool_calls"]
+        assert [(item["tool_call_id"], item["status"]) for item in opened] == [(interrupt.tool_call_id,
+                                                                                "awaiting_approval")]
+        stopped = await http.post(cancel_call, json={"tool_call_id": interrupt.tool_call_id, "reason": "not today"})
+        assert stopped.json() == {"canceled": True, "tool_call_id": interrupt.tool_call_id}
+        sessions.wait_for_completed_turns("cancel-call", 1)
+        after = (await http.get("/api/sessions/cancel-call")).json()
+        assert refunds(tmp_path) == 0 and after["pending_interrupts"] == [] and after["open_tool_calls"] == []
+        late = await http.post(cancel_call, json={"tool_call_id": interrupt.tool_call_id, "reason": "not today"})
+        assert (late.status_code, late.json()["error"]["code"]) == (409, "not_applied")
+
+    try:
+        run_with_app(dex_engine.server_address, body)
+    finally:
+        gate.release()

@@ -102,6 +102,10 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         approval = page.locator(".approval", has_text="refund_order")
         expect(approval).to_contain_text('"amount":19.99')
         page.evaluate("window.__notReloaded = true")
+        open_call = page.locator(".open-call", has_text="refund_order")
+        expect(open_call).to_contain_text("awaiting_approval")
+        expect(open_call.get_by_role("button", name="Cancel call")).to_be_visible()  # open, in the running turn
+        expect(page.locator('form[data-action-name="cancel_turn"] input[name="turn_id"]')).to_have_value("turn-1")
 
         approval.get_by_role("button", name="Edit arguments…").click()
         editor = approval.locator("textarea.edited-arguments")
@@ -124,6 +128,8 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         approval.get_by_role("button", name="Approve with these arguments").click()
         expect(page.locator(".message.assistant").last).to_contain_text("Refunded 5.00 for order 42.")
         expect(page.locator(".approval")).to_have_count(0)
+        expect(page.locator(".open-call")).to_have_count(0)  # nothing open, no turn running
+        expect(page.get_by_role("button", name="Cancel turn")).to_have_count(0)
         assert page.evaluate("window.__notReloaded") is True
         assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == ["order=42 amount=5.00"]  # once, as edited
         refund = page.locator("details.tool-call", has_text="refund_order")

@@ -9,7 +9,9 @@ Invariants:
       unknown field, a missing required one or one of the wrong type is a ``ValueError`` naming it
       (the route answers 400 ``bad_request``).
     * An action of an approval (``scope="interrupt"``) takes the pending interrupt's ``interrupt_id``
-      too, and is offered on each pending approval rather than on the session.
+      too, and is offered on each pending approval rather than on the session; one of a tool call
+      (``scope="tool_call"``) takes its ``tool_call_id`` and is offered on each open call of the
+      running turn.
     * An action whose input the session did not apply (a ``False`` answer) raises ``NotApplied``
       (409 ``not_applied``, with the action's reason).
 """
@@ -41,13 +43,15 @@ class NotApplied(Exception):
 class ActionField:
     """One field of an action: its JSON name, its label on the page, its type and bounds.
 
-    ``kind="milliseconds"`` is an integer of milliseconds that the page asks for in minutes."""
+    ``kind="milliseconds"`` is an integer of milliseconds that the page asks for in minutes;
+    ``prefill`` names the key of the session's state whose value the page puts in the field."""
 
     name: str
     label: str
     kind: Literal["text", "integer", "milliseconds"] = "text"
     required: bool = False
     minimum: int = 1
+    prefill: str | None = None
 
 
 @final
@@ -60,14 +64,19 @@ class OperatorAction:
     description: str
     run: ActionRun
     fields: tuple[ActionField, ...] = ()
-    scope: Literal["session", "interrupt"] = "session"
+    scope: Literal["session", "interrupt", "tool_call"] = "session"
     confirm: bool = False
+    while_set: str | None = None
+    """The page offers the action only while the session's state has this key set (``None``: always)."""
 
     @property
     def all_fields(self) -> tuple[ActionField, ...]:
-        """Its fields, the scope's key first (``interrupt_id`` for an approval's action)."""
+        """Its fields, the scope's key first (``interrupt_id`` for an approval's action, ``tool_call_id``
+        for an open tool call's)."""
         if self.scope == "interrupt":
             return (ActionField(name="interrupt_id", label="interrupt", required=True), *self.fields)
+        if self.scope == "tool_call":
+            return (ActionField(name="tool_call_id", label="tool call", required=True), *self.fields)
         return self.fields
 
 
@@ -136,7 +145,33 @@ async def _fork(client: AsyncSessionClient, session_id: str, values: ActionValue
     return {"forked": True, "session_id": new_session_id, "run_id": run_id, "at_turn": at_turn}
 
 
+async def _cancel_turn(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    turn_id, reason = _text(values, "turn_id"), _text(values, "reason")
+    assert turn_id is not None and reason is not None
+    if not await client.cancel_turn(session_id, turn_id, reason):
+        raise NotApplied(f"turn {turn_id!r} was not canceled: it is not the running turn, or is being canceled already")
+    return {"canceled": True, "turn_id": turn_id}
+
+
+async def _cancel_tool_call(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    tool_call_id, reason = _text(values, "tool_call_id"), _text(values, "reason")
+    assert tool_call_id is not None and reason is not None
+    if not await client.cancel_tool_call(session_id, tool_call_id, reason):
+        raise NotApplied(f"tool call {tool_call_id!r} was not canceled: it is not open")
+    return {"canceled": True, "tool_call_id": tool_call_id}
+
+
+_TOLD_WHY: Final = ActionField(name="reason", label="why (told to the model)", required=True)
+
 OPERATOR_ACTIONS: Final[tuple[OperatorAction, ...]] = (
+    OperatorAction(name="cancel_turn", label="Cancel turn", run=_cancel_turn, while_set="current_turn_id",
+                   fields=(ActionField(name="turn_id", label="turn", required=True, prefill="current_turn_id"),
+                           _TOLD_WHY),
+                   description="cancel the running turn (its model call and tool Steps); the model reads why"),
+    OperatorAction(name="cancel_tool_call", label="Cancel call", run=_cancel_tool_call, scope="tool_call",
+                   fields=(_TOLD_WHY,),
+                   description="cancel this open tool call; the model reads 'cancelled by the user: <why>' "
+                               "as its result and the turn goes on"),
     OperatorAction(name="compact", label="Compact history", run=_compact,
                    description="summarize the oldest turns before the next model call (the transcript stays whole)"),
     OperatorAction(name="stop", label="Stop session", run=_stop, confirm=True,

@@ -88,20 +88,25 @@ def _usage(usage: Json) -> str:
             f'{esc(usage["output_tokens"])} out tokens')
 
 
-def _field(field: ActionField, key: str) -> str:
+def _field(field: ActionField, key: str, state: Json) -> str:
     """One input of an action's form; ``data-keep`` lets the page keep what was typed across refreshes."""
     kind = "number" if field.kind != "text" else "text"
     scale = (' data-scale="60000" min="0" step="any"' if field.kind == "milliseconds"
              else f' min="{field.minimum}" step="1"' if field.kind == "integer" else "")
+    prefilled = state.get(field.prefill) if field.prefill else None
+    value = "" if prefilled is None else f' value="{esc(prefilled)}"'
+    keep = "" if prefilled is not None else f' data-keep="{esc(key)}/{esc(field.name)}"'
     return (f'<input name="{esc(field.name)}" type="{kind}" placeholder="{esc(field.label)}" '
-            f'aria-label="{esc(field.label)}" data-kind="{esc(field.kind)}" data-keep="{esc(key)}/{esc(field.name)}"'
+            f'aria-label="{esc(field.label)}" data-kind="{esc(field.kind)}"{keep}{value}'
             f'{" required" if field.required else ""}{scale}>')
 
 
-def _action_form(action: OperatorAction, key: str, interrupt_id: str | None = None) -> str:
-    """An action's form: its fields and its button (``console.js`` posts it as JSON)."""
-    hidden = "" if interrupt_id is None else f'<input type="hidden" name="interrupt_id" value="{esc(interrupt_id)}">'
-    inputs = "".join(_field(field, f"{key}/{action.name}") for field in action.fields)
+def _action_form(action: OperatorAction, key: str, state: Json, scope_value: str | None = None) -> str:
+    """An action's form: its fields and its button (``console.js`` posts it as JSON); the scope's key
+    (``interrupt_id``, ``tool_call_id``) is a hidden field."""
+    hidden = "" if scope_value is None else (f'<input type="hidden" name="{esc(action.all_fields[0].name)}" '
+                                             f'value="{esc(scope_value)}">')
+    inputs = "".join(_field(field, f"{key}/{action.name}", state) for field in action.fields)
     return (f'<form class="action" data-action-name="{esc(action.name)}" data-confirm="{int(action.confirm)}" '
             f'title="{esc(action.description)}">{hidden}{inputs}<button>{esc(action.label)}</button></form>')
 
@@ -124,7 +129,7 @@ deadline {_countdown(item['deadline'], item['seconds_left'])} <span class="muted
 <textarea class="edited-arguments" rows="4" spellcheck="false" data-keep="{keep}/edited">{esc(item['arguments'])}</textarea></label>
 <button class="approve-edited" data-action="approve-edited">Approve with these arguments</button></div>
 <div class="approval-error error" role="alert" data-keep-text="{keep}/error"></div>
-<div class="operator">{"".join(_action_form(action, keep, item["interrupt_id"]) for action in actions)}</div></div>"""
+<div class="operator">{"".join(_action_form(action, keep, {}, item["interrupt_id"]) for action in actions)}</div></div>"""
 
 
 def _answer(approval: Json | None) -> str:
@@ -144,12 +149,22 @@ def _answer(approval: Json | None) -> str:
 def _tool_call(message: Json) -> str:
     tool = message["tool"]
     attempts = tool["attempts"]
+
     return f"""<details class="tool-call" open data-tool-call-id="{esc(tool['tool_call_id'])}">
 <summary><span class="role">tool call</span> <strong>{esc(tool['tool_name'])}</strong>
 <span class="badge effect">{esc(tool['effect'] or '?')}</span> <span class="badge {esc(tool['status'])}">{esc(tool['status'] or '?')}</span>
 <span class="muted">{esc(attempts)} attempt{'' if attempts == 1 else 's'}</span></summary>
 <pre class="arguments">{esc(message['tool_arguments'])}</pre>{_answer(tool.get('approval'))}
 <div class="muted">idempotency key {esc(tool['idempotency_key'])}</div></details>"""
+
+
+def _open_call(call: Json, actions: Sequence[OperatorAction]) -> str:
+    """An open tool call of the running turn, with the actions on it (cancel)."""
+    forms = "".join(_action_form(action, f"call/{call['tool_call_id']}", {}, call["tool_call_id"]) for action in actions)
+    return f"""<div class="open-call" data-tool-call-id="{esc(call['tool_call_id'])}"><div><strong>{esc(call['tool_name'])}</strong>
+<span class="badge effect">{esc(call['effect'])}</span> <span class="badge {esc(call['status'])}">{esc(call['status'])}</span>
+<span class="muted">{esc(call['tool_call_id'])}</span></div><pre class="arguments">{esc(call['arguments'])}</pre>
+<div class="operator">{forms}</div></div>"""
 
 
 def _message(message: Json) -> str:
@@ -181,10 +196,13 @@ def _transcript(detail: Json) -> str:
 def session_fragment(detail: Json) -> str:
     """The session page's body: header, approvals, transcript with inline tool calls, actions."""
     state = detail["state"] or {}
-    offered = [action for action in OPERATOR_ACTIONS if action.name in detail["actions"]]
-    on_session = "".join(_action_form(action, "session") for action in offered if action.scope == "session")
+    offered = [action for action in OPERATOR_ACTIONS if action.name in detail["actions"]
+               and (action.while_set is None or state.get(action.while_set) is not None)]
+    on_session = "".join(_action_form(action, "session", state) for action in offered if action.scope == "session")
     on_approvals = [action for action in offered if action.scope == "interrupt"]
     approvals = "".join(_approval(item, on_approvals) for item in detail["pending_interrupts"])
+    on_calls = [action for action in offered if action.scope == "tool_call"]
+    calls = "".join(_open_call(call, on_calls) for call in detail["open_tool_calls"])
     return f"""<div class="session-head" data-cursor="{esc(detail['event_cursor'])}">
 <h1>{esc(detail['session_id'])}</h1>
 <div class="facts"><span>{esc(detail['flow_type'])}</span>
@@ -192,6 +210,7 @@ def session_fragment(detail: Json) -> str:
 <span class="muted">Dex run: {esc(detail["run_status"])}</span><span>{esc(state.get('turn_count', 0))} turns</span>
 <span>{esc(state.get('message_count', 0))} messages</span><span>{_usage(detail['usage'])}</span></div></div>
 {'<section class="approvals"><h2>Pending approvals</h2>' + approvals + '</section>' if approvals else ''}
+{'<section class="open-calls"><h2>Open tool calls</h2>' + calls + '</section>' if calls else ''}
 <section class="transcript"><h2>Transcript</h2>{_transcript(detail)}</section>
 <section class="actions"><h2>Actions</h2><form id="send-form"><input id="send-text" placeholder="message to the agent"
  aria-label="message" data-keep="session/send"><button>Send</button></form><div class="operator">{on_session}</div></section>"""

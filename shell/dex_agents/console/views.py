@@ -35,6 +35,7 @@ __all__ = [
     "Json",
     "event_json",
     "interrupt_json",
+    "open_calls_json",
     "state_json",
     "summary_json",
     "tool_facts",
@@ -67,6 +68,15 @@ def interrupt_json(interrupt: AgentInterrupt, now: datetime) -> Json:
     return {**asdict(interrupt), "effect": interrupt.effect.value,
             "arguments_sha256": text_sha256(interrupt.arguments),
             "seconds_left": _seconds_left(interrupt.deadline, now)}
+
+
+def open_calls_json(records: Iterable[AgentToolCall]) -> list[Json]:
+    """The running turn's tool calls that are still open (pending or awaiting approval), in the
+    model's order: what ``cancel_tool_call`` can still cancel."""
+    return [{"tool_call_id": record.tool_call_id, "turn_id": record.turn_id, "tool_name": record.tool_name,
+             "arguments": record.arguments, "effect": record.effect.value, "status": record.status.value,
+             "idempotency_key": record.idempotency_key}
+            for record in sorted(records, key=lambda record: record.deferral_order) if not record.status.is_final]
 
 
 def summary_json(summary: SessionSummary, now: datetime, *, last_activity: bool) -> Json:
