@@ -16,6 +16,7 @@ from dex_agents.pure.values.rpc import (
     CancelToolCallInput,
     CancelTurnInput,
     ResolveInterruptInput,
+    ResolveToolOutcomeInput,
     SendUserMessageInput,
     SendUserMessageOnceInput,
 )
@@ -44,6 +45,7 @@ from dex_agents.pure.machine.step_inputs import (
     ResolveInterruptCalled,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
+    ResolveToolOutcomeCalled,
     SessionInput,
     SessionRewindRecorded,
     SessionStarted,
@@ -241,6 +243,10 @@ rpc_calls_any: SearchStrategy[SessionInput] = st.one_of(
                                                 reason=st.one_of(st.just("stop"), texts)), now_ms=times_ms),
     st.builds(CancelToolCallCalled, input=st.builds(CancelToolCallInput, tool_call_id=call_ids,
                                                     reason=st.one_of(st.just("stop"), texts)), now_ms=times_ms),
+    st.builds(ResolveToolOutcomeCalled, input=st.builds(
+        ResolveToolOutcomeInput, tool_call_id=call_ids | st.sampled_from(["", " "]),
+        status=st.sampled_from(["succeeded", "failed", "outcome_unknown", ""]), output_or_message=texts,
+        resolver=st.sampled_from(["bo@ops", "", " ", "x\ud800"]), reason=st.none() | texts), now_ms=times_ms),
 )
 session_inputs_any: SearchStrategy[SessionInput] = step_inputs_any | rpc_calls_any
 """Every Step input, ``wait_for`` input and RPC call, with valid, odd and invalid field values."""

@@ -55,6 +55,7 @@ from dex_agents.pure.values.session import (
     AgentUsage,
     AgentUserMessage,
     ToolCallCompleted,
+    ToolCallStatus,
 )
 from dex_agents.pure.wire import decode, decode_as, encode, encode_as
 
@@ -87,6 +88,8 @@ class SessionWorld:
     usage: AgentUsage | None = None
     messages: dict[str, AgentMessage] = field(default_factory=dict)
     tool_calls: dict[str, AgentToolCall] = field(default_factory=dict)
+    unknown_tool_outcomes: dict[str, AgentToolCall] = field(default_factory=dict)
+    """``UnknownToolOutcomes``: no Step reads it (only ``resolve_tool_outcome``), so no state holds it."""
     queued_user_messages: list[AgentUserMessage] = field(default_factory=list)
     interrupt_resolutions: dict[str, list[AgentInterruptResolution]] = field(default_factory=dict)
     tool_call_results: list[ToolCallCompleted] = field(default_factory=list)
@@ -159,8 +162,8 @@ class SessionWorld:
                 case MapName.AGENT_MESSAGES:
                     if instance.key in self.messages:
                         messages.append(self.messages[instance.key])
-                case MapName.USER_MESSAGE_RECEIPTS | MapName.SESSION_REWINDS:
-                    pass  # the machine sends no identified messages (send_user_message_once has its scenarios)
+                case MapName.USER_MESSAGE_RECEIPTS | MapName.SESSION_REWINDS | MapName.UNKNOWN_TOOL_OUTCOMES:
+                    pass  # no Step loads them (send_user_message_once, rewinds, resolve_tool_outcome: own tests)
         return SessionState(
             agent_state=base.agent_state,
             messages=pvector(messages),
@@ -193,6 +196,11 @@ class SessionWorld:
                 case SetMapInstance(map=MapKey(name=MapName.AGENT_TOOL_CALLS), key=key, value=AgentToolCall() as record):
                     assert key == record.tool_call_id
                     self.tool_calls[key] = through_wire(record)
+                case SetMapInstance(map=MapKey(name=MapName.UNKNOWN_TOOL_OUTCOMES), key=key,
+                                    value=AgentToolCall() as record):
+                    assert key == record.tool_call_id and record.status is ToolCallStatus.OUTCOME_UNKNOWN
+                    assert self.tool_calls.get(key) == through_wire(record), "an unknown outcome not the turn's record"
+                    self.unknown_tool_outcomes[key] = through_wire(record)
                 case SetMapInstance():
                     raise AssertionError(f"map/value mismatch in {effect}")
                 case DeleteMapInstance(map=MapKey(name=MapName.AGENT_TOOL_CALLS), key=key):

@@ -86,7 +86,7 @@ SPEC_PERSISTED_NAMES = [
 """The spec's persistence table, "Persistence name" column, in its order."""
 
 ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary", "CompactionRequested",
-                         "SessionRewinds"]
+                         "SessionRewinds", "UnknownToolOutcomes"]
 """Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
@@ -211,6 +211,8 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.CANCEL_TURN: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,), maps=(MapName.AGENT_TOOL_CALLS,)),
         RpcName.CANCEL_TOOL_CALL: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,),
                                                maps=(MapName.AGENT_TOOL_CALLS,)),
+        RpcName.RESOLVE_TOOL_OUTCOME: MethodAccess(message_instances=(MapName.UNKNOWN_TOOL_OUTCOMES,
+                                                                      MapName.AGENT_TOOL_CALLS)),
     }
     assert {name for name, row in RPC_TABLE.items() if row.writes} == {
         RpcName.SEND_USER_MESSAGE,
@@ -221,6 +223,7 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.RECORD_SESSION_REWIND,
         RpcName.CANCEL_TURN,
         RpcName.CANCEL_TOOL_CALL,
+        RpcName.RESOLVE_TOOL_OUTCOME,
     }
     assert RPC_TABLE[RpcName.GET_AGENT_SNAPSHOT].input_type is None
 

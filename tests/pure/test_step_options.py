@@ -128,7 +128,8 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
     assert [n.value for n in AttributeName] == [
         "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount", "HistorySummary",
         "CompactionRequested"]
-    assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts", "SessionRewinds"]
+    assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts", "SessionRewinds",
+                                          "UnknownToolOutcomes"]
     assert [n.value for n in ChannelName] == ["QueuedUserMessages", "ToolCallResults"]
     assert [n.value for n in ChannelMapName] == ["InterruptResolutions"]
     assert [n.value for n in StreamName] == ["AgentEvents"]
@@ -143,6 +144,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "record_session_rewind",
         "cancel_turn",
         "cancel_tool_call",
+        "resolve_tool_outcome",
     ]
     assert {s.value for s in StepType} == {
         "StartAgentSession",

@@ -33,6 +33,7 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFailed,
     ResolveInterruptCalled,
     SendUserMessageCalled,
+    ResolveToolOutcomeCalled,
     SendUserMessageOnceCalled,
     SessionInput,
     SessionRewindRecorded,
@@ -52,7 +53,7 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
     match session_input:
         case (SendUserMessageCalled() | ResolveInterruptCalled() | AgentSnapshotRequested() | AgentMessagesListed()
               | SendUserMessageOnceCalled() | CompactHistoryCalled() | ExtendInterruptDeadlineCalled()
-              | SessionRewindRecorded() | CancelTurnCalled() | CancelToolCallCalled()):
+              | SessionRewindRecorded() | CancelTurnCalled() | CancelToolCallCalled() | ResolveToolOutcomeCalled()):
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()

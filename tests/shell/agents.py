@@ -2,6 +2,8 @@
 in the test process (for its Client) and in a Worker child (``tests.shell.worker_main``).
 
 Tools: ``lookup_order`` (``read``), ``refund`` (``non_idempotent_write``, so it needs approval),
+``lost_refund`` (``non_idempotent_write`` without approval, whose one attempt always fails: its outcome
+is unknown),
 and ``stalled_self_destruct_refund`` (``non_idempotent_write`` without approval, which first stops
 its Worker's event loop at the synchronous ``SELF_DESTRUCT_GATE``, so nothing the Step had not handed
 to gRPC before the tool ran can leave the process, then SIGKILLs its Worker). It kills only in a Flow
@@ -36,6 +38,7 @@ from dex_agents.testing import FileGate, InvocationLog, ScriptedAgentRunner, Scr
 
 STATE_DIR_ENV: Final = "TEST_STATE_DIR"
 FLOW_TYPE_ENV: Final = "TEST_FLOW_TYPE"
+DEADLINE_ENV: Final = "TEST_INTERRUPT_DEADLINE_MS"
 DEFAULT_FLOW_TYPE: Final = "SupportAgentTest"
 WORKER_MODULE: Final = "tests.shell.worker_main"
 TOOL_LOG: Final = "tool-calls"
@@ -51,6 +54,8 @@ GATED_MODEL_ANSWER: Final = "I thought it over."
 LOOKUP_THEN_GATED_MODEL_MESSAGE: Final = "Where is order 42? Think before you answer."
 SELF_DESTRUCT_ANSWER: Final = "The refund of order 42 may or may not have happened."
 STALLED_SELF_DESTRUCT_MESSAGE: Final = "Refund order 42, stall, and crash."
+LOST_REFUND_MESSAGE: Final = "Refund order 42; the bank may not answer."
+LOST_REFUND_ANSWER: Final = "I cannot tell whether order 42 was refunded."
 
 LOOKUP_GATE: Final = "lookup_order"
 REFUND_GATE: Final = "refund"
@@ -61,6 +66,7 @@ SELF_DESTRUCT_GATE: Final = "self-destruct"
 LOOKUP_CALL_ID: Final = "call-lookup"
 REFUND_CALL_ID: Final = "call-refund"
 STALLED_SELF_DESTRUCT_CALL_ID: Final = "call-stalled-self-destruct"
+LOST_REFUND_CALL_ID: Final = "call-lost-refund"
 
 
 def _order_call(tool_name: str, tool_call_id: str, gate: str | None = None) -> ScriptedToolCall:
@@ -87,6 +93,8 @@ SUPPORT_SCRIPT: Final = {
     STALLED_SELF_DESTRUCT_MESSAGE: (
         ScriptedModelCall(tool_calls=(_order_call("stalled_self_destruct_refund", STALLED_SELF_DESTRUCT_CALL_ID),)),
         ScriptedModelCall(text=SELF_DESTRUCT_ANSWER)),
+    LOST_REFUND_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("lost_refund", LOST_REFUND_CALL_ID),)),
+                          ScriptedModelCall(text=LOST_REFUND_ANSWER)),
 }
 """Model calls by user message; any other message gets the runner's echo answer."""
 
@@ -94,6 +102,7 @@ TOOL_POLICIES: Final = {
     "lookup_order": ToolPolicy(effect=ToolEffect.READ),
     "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE),
     "stalled_self_destruct_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+    "lost_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
 }
 
 
@@ -108,7 +117,7 @@ def unique_flow_type(prefix: str = DEFAULT_FLOW_TYPE) -> str:
 
 
 def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_TYPE,
-                       self_destruct: bool = False) -> AgentSessionFlow:
+                       self_destruct: bool = False, interrupt_deadline_ms: int | None = None) -> AgentSessionFlow:
     """The support agent's session Flow, with its gates and tool log in ``state_directory``.
 
     ``self_destruct`` lets ``stalled_self_destruct_refund`` SIGKILL the
@@ -139,15 +148,22 @@ def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_T
         os.kill(os.getpid(), signal.SIGKILL)
         raise AssertionError("unreachable: the process was sent SIGKILL")
 
-    tools = {"lookup_order": lookup_order, "refund": refund, "stalled_self_destruct_refund": stalled_self_destruct_refund}
+    async def lost_refund(call: DeferredToolExecution) -> str:
+        raise ConnectionError("the bank closed the connection after the refund request was sent")
+
+    tools = {"lookup_order": lookup_order, "refund": refund, "stalled_self_destruct_refund": stalled_self_destruct_refund,
+             "lost_refund": lost_refund}
     runner = ScriptedAgentRunner(script=SUPPORT_SCRIPT, tools=tools,
                                  gate_directory=state_directory, invocation_log=tool_invocations(state_directory))
-    return create_agent_session_flow(runner, flow_type, tool_policies=TOOL_POLICIES)
+    return create_agent_session_flow(runner, flow_type, tool_policies=TOOL_POLICIES,
+                                     interrupt_deadline_ms=interrupt_deadline_ms)
 
 
-def worker_environment(state_directory: Path, flow_type: str) -> dict[str, str]:
+def worker_environment(state_directory: Path, flow_type: str, interrupt_deadline_ms: int | None = None
+                       ) -> dict[str, str]:
     """The environment a Worker child (``WORKER_MODULE``) needs to build the same Flow."""
-    return {STATE_DIR_ENV: str(state_directory), FLOW_TYPE_ENV: flow_type}
+    deadline = {} if interrupt_deadline_ms is None else {DEADLINE_ENV: str(interrupt_deadline_ms)}
+    return {STATE_DIR_ENV: str(state_directory), FLOW_TYPE_ENV: flow_type, **deadline}
 
 
 def support_flow_from_environment() -> AgentSessionFlow:
@@ -161,4 +177,6 @@ def support_flow_from_environment() -> AgentSessionFlow:
     if not state_directory:
         raise RuntimeError(f"{STATE_DIR_ENV} is not set: the Worker child needs the test's state directory")
     flow_type = os.environ.get(FLOW_TYPE_ENV, "").strip() or DEFAULT_FLOW_TYPE
-    return build_support_flow(Path(state_directory), flow_type=flow_type, self_destruct=True)
+    deadline = os.environ.get(DEADLINE_ENV, "").strip()
+    return build_support_flow(Path(state_directory), flow_type=flow_type, self_destruct=True,
+                              interrupt_deadline_ms=int(deadline) if deadline else None)

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from dex_agents.client import SessionRefusedError
+from dex_agents.client.retries import outcome_options
 from dex_agents.pure.machine.deadlines import parse_instant
+from dex_agents.pure.values.rpc import ResolveToolOutcomeInput
 from dex_agents.pure.values.runner import ReconciledOutcome, ToolPolicy
 from dex_agents.pure.values.session import ToolCallStatus, ToolEffect, text_sha256
 from dex_agents.testing import ScriptedModelCall
@@ -107,3 +110,54 @@ def test_a_write_whose_outcome_is_unknown_is_reconciled_before_the_model_sees_it
     assert result.tool_output is not None and result.tool_output.endswith(f"refund found for {key}")
     assert "settled it as succeeded" in result.tool_output
     assert "ReconcileToolOutcome" in completed_steps(environment.server_address, session_id)
+
+
+def test_an_operator_settles_an_unknown_outcome_once_and_the_next_model_call_is_told(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """Item 4 (b): the write's one attempt fails, the outcome is unknown (no reconcile); every bad
+    resolution is refused with its reason and changes nothing; the operator's is kept with its audit,
+    and the next model call reads the settled result and who settled it."""
+
+    async def lost_refund(_call: object) -> str:
+        raise ConnectionError("connection reset after the request was sent")
+
+    flow = session_flow(scripted_runner(tmp_path, LOST_SCRIPT, {"refund": lost_refund}), prefix="Settled",
+                        tool_policies={"refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+                                                            requires_approval=False)})
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, LOST)
+    sessions.wait_for_completed_turns(session_id, 1)
+    unknown = client.unknown_outcome(session_id, "call-lost")
+    assert unknown is not None and unknown.status is ToolCallStatus.OUTCOME_UNKNOWN  # kept after its turn ended
+
+    with pytest.raises(SessionRefusedError, match="no tool call 'nope' of this session has an unknown outcome"):
+        client.resolve_tool_outcome(session_id, "nope", "succeeded", "x", resolver="bo@ops")
+    with pytest.raises(ValueError, match="resolver must not be blank"):
+        client.resolve_tool_outcome(session_id, "call-lost", "succeeded", "x", resolver=" ")
+    with pytest.raises(ValueError, match="status must be 'succeeded' or 'failed'"):
+        client.resolve_tool_outcome(session_id, "call-lost", "unknown", "x", resolver="bo@ops")
+    blank = ResolveToolOutcomeInput(tool_call_id="call-lost", status="succeeded", output_or_message="x", resolver="")
+    with pytest.raises(Exception, match="resolver must name who settles the outcome"):  # the RPC itself refuses too
+        sessions.client.invoke_rpc(flow.resolve_tool_outcome, session_id, blank,
+                                   options=outcome_options("call-lost"))
+    assert client.unknown_outcome(session_id, "call-lost") == unknown  # nothing changed
+    assert client.snapshot(session_id).queued_message_count == 0
+
+    assert client.resolve_tool_outcome(session_id, "call-lost", "succeeded", "refund rf_9 found",
+                                       resolver="bo@ops", reason="bank statement") is True
+    sessions.wait_for_completed_turns(session_id, 2)
+    settled = client.unknown_outcome(session_id, "call-lost")
+    assert settled is not None and settled.settlement is not None
+    assert (settled.status, settled.output, settled.settlement.settled_by, settled.settlement.resolver,
+            settled.settlement.reason) == (ToolCallStatus.SUCCEEDED, "refund rf_9 found", "operator", "bo@ops",
+                                           "bank statement")
+    told = client.snapshot(session_id).messages[-1].text or ""
+    assert told.startswith("echo: [Dex] An operator settled the outcome of an earlier tool call, refund "
+                           '{"order_id":9} (tool call call-lost), which you were told was unknown.')
+    assert "bo@ops settled it as succeeded. Reason: bank statement.\nrefund rf_9 found" in told
+    with pytest.raises(SessionRefusedError, match="was already settled as succeeded by bo@ops"):
+        client.resolve_tool_outcome(session_id, "call-lost", "failed", "no", resolver="ana")
+    assert tool_log(tmp_path).entries() == [f"refund:{session_id}/turn-1/call-lost"]  # its one attempt; never again

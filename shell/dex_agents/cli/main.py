@@ -2,7 +2,7 @@
 
 Commands: ``engine`` (the local Dex engine, unchanged: its arguments go to
 ``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat``, ``console``, ``replay`` and
-``sessions list|show|start|stop|tail|approve|reject|send|compact|export``.
+``sessions list|show|start|stop|tail|approve|reject|extend|resolve|send|compact|export``.
 
 Invariants:
     * A failure prints one line ``dex-agents: error: <message> (hint: <hint>)`` to stderr and exits
@@ -342,28 +342,80 @@ def sessions_tail(session: str, server: ServerOption = None, flow_type: FlowType
 
 @sessions_app.command("approve")
 def sessions_approve(session: str, interrupt_id: str, server: ServerOption = None,
-                     flow_type: FlowTypeOption = None, token_file: TokenFileOption = None) -> None:
-    """Approve a pending interrupt (needs a Worker)."""
-    from dex_agents.cli import sessions
+                     flow_type: FlowTypeOption = None,
+                     edit_arguments: Annotated[str | None, typer.Option(
+                         "--edit-arguments", help="a JSON object to run instead of the model's arguments (checked "
+                                                  "against the tool's schema before the call runs)")] = None,
+                     arguments_sha256: Annotated[str | None, typer.Option(
+                         "--arguments-sha256", help="the pending interrupt's arguments_sha256 you saw (sessions "
+                                                    "show): refused if the arguments changed")] = None,
+                     approver: Annotated[str | None, typer.Option("--approver", help="who approves (audit)")] = None,
+                     reason: Annotated[str | None, typer.Option("--reason", help="why (audit)")] = None,
+                     token_file: TokenFileOption = None) -> None:
+    """Approve a pending interrupt, as seen or with edited arguments (needs a Worker)."""
+    from dex_agents.cli import operate
 
     address = _server(server)
     credential = _credential(token_file)
-    _run(lambda: sessions.approve(address, flow_type, session, interrupt_id, True, None, _console(),
-                                  credential=credential), server=address)
+    approval = operate.Approval(approved=True, edited_arguments=edit_arguments, arguments_sha256=arguments_sha256,
+                                approver=approver, reason=reason)
+    _run(lambda: operate.approve(address, flow_type, session, interrupt_id, approval, _console(),
+                                 credential=credential), server=address)
 
 
 @sessions_app.command("reject")
 def sessions_reject(session: str, interrupt_id: str, server: ServerOption = None,
                     flow_type: FlowTypeOption = None,
                     message: Annotated[str | None, typer.Option("--message", help="what the model is told")] = None,
+                    approver: Annotated[str | None, typer.Option("--approver", help="who rejects (audit)")] = None,
                     token_file: TokenFileOption = None) -> None:
     """Reject a pending interrupt (needs a Worker)."""
-    from dex_agents.cli import sessions
+    from dex_agents.cli import operate
 
     address = _server(server)
     credential = _credential(token_file)
-    _run(lambda: sessions.approve(address, flow_type, session, interrupt_id, False, message, _console(),
-                                  credential=credential), server=address)
+    approval = operate.Approval(approved=False, message=message, approver=approver)
+    _run(lambda: operate.approve(address, flow_type, session, interrupt_id, approval, _console(),
+                                 credential=credential), server=address)
+
+
+@sessions_app.command("extend")
+def sessions_extend(session: str, interrupt_id: str, server: ServerOption = None,
+                    flow_type: FlowTypeOption = None,
+                    deadline_ms: Annotated[int | None, typer.Option(
+                        "--deadline-ms", min=1, help="the new deadline, in milliseconds from now")] = None,
+                    minutes: Annotated[float | None, typer.Option(
+                        "--minutes", min=0.001, help="the new deadline, in minutes from now")] = None,
+                    token_file: TokenFileOption = None) -> None:
+    """Give an approver more time: move a pending interrupt's deadline later (needs a Worker)."""
+    from dex_agents.cli import operate
+
+    address = _server(server)
+    credential = _credential(token_file)
+    milliseconds = _run(lambda: operate.deadline_of(deadline_ms, minutes))
+    _run(lambda: operate.extend(address, flow_type, session, interrupt_id, milliseconds, _console(),
+                                credential=credential), server=address)
+
+
+@sessions_app.command("resolve")
+def sessions_resolve(session: str, tool_call_id: str,
+                     status: Annotated[str, typer.Option("--status", help="succeeded or failed")],
+                     resolver: Annotated[str, typer.Option("--resolver", help="who settles it (audit)")],
+                     output: Annotated[str | None, typer.Option("--output", help="with succeeded: what the tool "
+                                                                                 "returned")] = None,
+                     message: Annotated[str | None, typer.Option("--message", help="with failed: why it "
+                                                                                   "failed")] = None,
+                     reason: Annotated[str | None, typer.Option("--reason", help="why (audit)")] = None,
+                     server: ServerOption = None, flow_type: FlowTypeOption = None,
+                     token_file: TokenFileOption = None) -> None:
+    """Settle a tool call whose outcome is unknown as succeeded or failed; the model is told (needs a Worker)."""
+    from dex_agents.cli import operate
+
+    address = _server(server)
+    credential = _credential(token_file)
+    text = _run(lambda: operate.settled_text(status, output, message))
+    _run(lambda: operate.resolve(address, flow_type, session, tool_call_id, status, text, resolver, reason,
+                                 _console(), credential=credential), server=address)
 
 
 @sessions_app.command("send")

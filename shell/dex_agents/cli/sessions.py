@@ -46,7 +46,7 @@ from dex_agents.pure.offline.export_document import render_export
 from dex_agents.pure.values.rpc import AgentSnapshot
 from dex_agents.pure.values.session import UserMessageReceipt
 
-__all__ = ["approve", "export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "start", "stop",
+__all__ = ["export", "list_sessions", "print_snapshot", "send", "session_lines", "show", "start", "stop",
            "tail"]
 
 
@@ -127,8 +127,9 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console, *
     console.print("pending interrupts:", style="bold")
     for interrupt in snapshot.pending_interrupts:
         console.print(f"  {interrupt.interrupt_id} {interrupt.tool_name}({_cut(interrupt.arguments, limit)})"
-                      + (f" until {interrupt.deadline}" if interrupt.deadline else ""), markup=False,
-                      highlight=False)
+                      + (f" until {interrupt.deadline}" if interrupt.deadline else "")
+                      + (f" arguments_sha256={interrupt.arguments_sha256}" if interrupt.arguments_sha256 else ""),
+                      markup=False, highlight=False)
     if not snapshot.pending_interrupts:
         console.print("  none", highlight=False)
     console.print("tool calls:", style="bold")
@@ -231,18 +232,6 @@ def send(server: str, flow_type: str | None, session_id: str, text: str, console
         if not accepted:
             raise CliError("the message was not accepted", hint="a message must not be blank")
     console.print(f"sent to {session_id}", highlight=False)
-
-
-def approve(server: str, flow_type: str | None, session_id: str, interrupt_id: str, approved: bool,
-            message: str | None, console: Console, *, credential: Credential | None = None) -> None:
-    """Approve or reject a pending interrupt (an RPC: needs a Worker)."""
-    with open_session(server, session_id, flow_type=flow_type, credential=credential) as sessions:
-        require_worker(sessions, session_id)
-        accepted = sessions.resolve_interrupt(session_id, interrupt_id, approved, message)
-    if not accepted:
-        raise CliError(f"interrupt {interrupt_id} is not pending",
-                       hint=f"see the pending interrupts with: dex-agents sessions show {session_id}")
-    console.print(f"interrupt {interrupt_id} {'approved' if approved else 'rejected'}", highlight=False)
 
 
 def compact(server: str, flow_type: str | None, session_id: str, console: Console, *,

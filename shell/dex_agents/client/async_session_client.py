@@ -57,6 +57,7 @@ from dex_agents.client.async_session_reads import AsyncSessionReads
 from dex_agents.client.connection import OwnedBlobCache, client_options, definition_of
 from dex_agents.client.retries import (
     checked_message_id,
+    outcome_options,
     is_repeatable_start,
     retried_start_options,
     send_options,
@@ -86,8 +87,10 @@ from dex_agents.pure.values.rpc import (
     CancelTurnInput,
     ExtendInterruptDeadlineInput,
     ResolveInterruptInput,
+    ResolveToolOutcomeInput,
     SendUserMessageOnceInput,
 )
+from dex_agents.pure.machine.reducers.outcomes import SETTLED_STATUSES
 from dex_agents.pure.machine.reducers.time_travel import session_rewound_event
 from dex_agents.pure.values.session import AgentSessionFork, AgentSessionStartInput
 from dex_agents.pure.values.time_travel import RecordSessionRewindInput, SessionRewind
@@ -453,6 +456,34 @@ class AsyncSessionClient(AsyncSessionReads):
         answer = await self._rpc(self.flow.cancel_tool_call, session_id, cancel, timeout=timeout,
                                  retry=repeat_lock_conflicts)
         return expect(answer, bool, "cancel_tool_call")
+
+    @client_errors
+    async def resolve_tool_outcome(self, session_id: str, tool_call_id: str, status: str, output_or_message: str, *,
+                                   resolver: str, reason: str | None = None, timeout: float | None = None) -> bool:
+        """Settle a call whose outcome is unknown (the RPC ``resolve_tool_outcome``): ``status``
+        ``"succeeded"`` with the tool's output, or ``"failed"`` with its error message; ``resolver`` (who
+        settles it) and ``reason`` are kept in the call's audit (``UnknownToolOutcomes``), and the model is
+        told in the session's next message. ``True`` once settled.
+
+        Raises:
+            ValueError: ``status`` is neither, or ``resolver`` or ``tool_call_id`` is blank.
+            SessionRefusedError: The session refused it, saying why: no call of that ID has an unknown
+                outcome, its status is another, it was already settled.
+            SessionBusyError: Another operator held the call's lock through the retries until ``timeout``.
+        """
+        check_name("session_id", session_id)
+        check_name("tool_call_id", tool_call_id)
+        if status not in SETTLED_STATUSES:
+            raise ValueError(f"status must be 'succeeded' or 'failed', got {status!r}")
+        check_text("output_or_message", output_or_message)
+        check_name("resolver", resolver)
+        check_text("reason", reason, optional=True)
+        check_seconds("timeout", timeout)
+        request = ResolveToolOutcomeInput(tool_call_id=tool_call_id, status=status,
+                                          output_or_message=output_or_message, resolver=resolver, reason=reason)
+        answer = await self._rpc(self.flow.resolve_tool_outcome, session_id, request, timeout=timeout,
+                                 options=outcome_options(tool_call_id), retry=repeat_lock_conflicts)
+        return expect(answer, bool, "resolve_tool_outcome")
 
     @client_errors
     async def compact(self, session_id: str, *, timeout: float | None = None) -> bool:

@@ -58,6 +58,7 @@ from dex_agents.pure.values.session import (
     AgentInterrupt,
     AgentState,
     AgentStatus,
+    AgentToolCall,
     AgentUsage,
     UserMessageReceipt,
 )
@@ -240,6 +241,16 @@ class AsyncSessionReads:
         """The committed ``PendingInterrupts`` (empty before the session started)."""
         pending = await self.read_attribute(session_id, self.flow.pending_interrupts)
         return pvector() if pending is None else pending
+
+    @client_errors
+    async def unknown_outcome(self, session_id: str, tool_call_id: str) -> AgentToolCall | None:
+        """The committed ``UnknownToolOutcomes`` record of the call ``tool_call_id``: ``outcome_unknown``
+        until ``resolve_tool_outcome`` settles it, then ``succeeded`` or ``failed`` with its
+        ``settlement`` (the audit); ``None`` when its outcome never became unknown."""
+        check_name("session_id", session_id)
+        check_name("tool_call_id", tool_call_id)
+        return await self._server.read_map_instance(session_id, self.flow.unknown_tool_outcomes, tool_call_id,
+                                                    timeout=self.timeout)
 
     @client_errors
     async def message_receipt(self, session_id: str, message_id: str) -> UserMessageReceipt | None:

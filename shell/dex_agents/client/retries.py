@@ -39,7 +39,7 @@ from dex import (
 )
 
 from dex_agents.pure.machine.keys import message_id_problem
-from dex_agents.shell.definitions import USER_MESSAGE_RECEIPTS
+from dex_agents.shell.definitions import AGENT_TOOL_CALLS, UNKNOWN_TOOL_OUTCOMES, USER_MESSAGE_RECEIPTS
 from dex_agents.shell.dex_options import session_flow_config
 
 __all__ = [
@@ -106,6 +106,15 @@ def send_options(message_id: str) -> RPCInvokeOptions:
     concurrent sends of one ID cannot both queue) and loaded (the handler reads it)."""
     return RPCInvokeOptions(lock_attribute_map_instances=(USER_MESSAGE_RECEIPTS.lock(message_id),),
                             load_attribute_map_instances=(USER_MESSAGE_RECEIPTS.load(message_id),))
+
+
+def outcome_options(tool_call_id: str) -> RPCInvokeOptions:
+    """``resolve_tool_outcome``'s per-call options: the call's ``UnknownToolOutcomes`` instance, locked
+    (two operators cannot both settle it) and loaded, and its ``AgentToolCalls`` instance loaded (the
+    handler reads both)."""
+    return RPCInvokeOptions(lock_attribute_map_instances=(UNKNOWN_TOOL_OUTCOMES.lock(tool_call_id),),
+                            load_attribute_map_instances=(UNKNOWN_TOOL_OUTCOMES.load(tool_call_id),
+                                                          AGENT_TOOL_CALLS.load(tool_call_id)))
 
 
 def retried_start_options(options: StartFlowOptions | None, request_id: str | None) -> StartFlowOptions:

@@ -112,6 +112,7 @@ COMPACTION_REQUESTED: Final = attribute_of(persistence.COMPACTION_REQUESTED)
 AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
 AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
 USER_MESSAGE_RECEIPTS: Final = map_of(persistence.USER_MESSAGE_RECEIPTS)
+UNKNOWN_TOOL_OUTCOMES: Final = map_of(persistence.UNKNOWN_TOOL_OUTCOMES)
 QUEUED_USER_MESSAGES: Final = channel_of(persistence.QUEUED_USER_MESSAGES)
 TOOL_CALL_RESULTS: Final = channel_of(persistence.TOOL_CALL_RESULTS)
 INTERRUPT_RESOLUTIONS: Final = channel_map_of(persistence.INTERRUPT_RESOLUTIONS)
@@ -152,6 +153,7 @@ __all__ = [
     "SCHEMA_DEFINITIONS",
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
+    "UNKNOWN_TOOL_OUTCOMES",
     "USER_MESSAGE_RECEIPTS",
     "AnyDefinition",
     "attribute_lock",

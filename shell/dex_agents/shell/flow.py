@@ -37,6 +37,7 @@ from dex_agents.pure.values.rpc import (
     ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
+    ResolveToolOutcomeInput,
     SendUserMessageInput,
     SendUserMessageOnceInput,
 )
@@ -52,6 +53,7 @@ from dex_agents.pure.machine.step_inputs import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
 )
@@ -71,6 +73,7 @@ from dex_agents.shell.definitions import (
     SCHEMA_DEFINITIONS,
     TOOL_CALL_RESULTS,
     TURN_MODEL_CALL_COUNT,
+    UNKNOWN_TOOL_OUTCOMES,
     USER_MESSAGE_RECEIPTS,
     event_stream,
 )
@@ -175,6 +178,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     tool_call_results: Final = TOOL_CALL_RESULTS
     turn_model_call_count: Final = TURN_MODEL_CALL_COUNT
     user_message_receipts: Final = USER_MESSAGE_RECEIPTS
+    unknown_tool_outcomes: Final = UNKNOWN_TOOL_OUTCOMES
     history_summary: Final = HISTORY_SUMMARY
     compaction_requested: Final = COMPACTION_REQUESTED
 
@@ -226,6 +230,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """Cancel one open tool call of the running turn (Dex cancels its Step; the model reads
         ``cancelled by the user: <reason>`` and the turn goes on): ``False`` unless it is open. Ours."""
         called = CancelToolCallCalled(input=input, now_ms=self.runtime.timing.now_ms())
+        return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
+
+    @session_rpc(RpcName.RESOLVE_TOOL_OUTCOME)
+    def resolve_tool_outcome(self, context: Context, input: ResolveToolOutcomeInput) -> RPCResult[bool]:
+        """Settle a call whose outcome is unknown as ``succeeded`` or ``failed``; ``True``, or refused
+        with the reason. Invoke it with the call's ``UnknownToolOutcomes`` instance locked and loaded and
+        its ``AgentToolCalls`` instance loaded (``SessionClient.resolve_tool_outcome`` does). Ours."""
+        called = ResolveToolOutcomeCalled(input=input, now_ms=self.runtime.timing.now_ms())
         return off_the_loop(lambda: drive_rpc(self.runtime, context, called, bool))
 
     @session_rpc(RpcName.GET_AGENT_SNAPSHOT)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TypeVar
 
-from dex import AttributeMapNotLoadedError, Context, ValueMappingError
+from dex import AttributeMap, AttributeMapNotLoadedError, Context, ValueMappingError
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
@@ -31,7 +31,6 @@ from dex_agents.pure.values.session import (
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
-    UserMessageReceipt,
 )
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import (
@@ -46,6 +45,7 @@ from dex_agents.shell.definitions import (
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
     TURN_MODEL_CALL_COUNT,
+    UNKNOWN_TOOL_OUTCOMES,
     USER_MESSAGE_RECEIPTS,
 )
 
@@ -71,19 +71,21 @@ def _tool_calls(context: Context, keys: Iterable[str]) -> PMap[str, AgentToolCal
     return pmap(records)
 
 
-def _receipts(context: Context, keys: Iterable[str]) -> PMap[str, UserMessageReceipt]:
-    receipts: dict[str, UserMessageReceipt] = {}
+def _caller_loaded(context: Context, definition: AttributeMap[T], keys: Iterable[str], rpc: str,
+                   client_method: str) -> PMap[str, T]:
+    """The instances keyed by ``keys`` of a map the RPC ``rpc``'s caller locks and loads
+    (``RPCInvokeOptions``; ``client_method`` does this); a ``RuntimeError`` when it did not."""
+    found: dict[str, T] = {}
     for key in keys:
         try:
-            receipt = read_stored(f"{USER_MESSAGE_RECEIPTS.name}/{key}",
-                                  partial(USER_MESSAGE_RECEIPTS.get, context, key))
+            value = read_stored(f"{definition.name}/{key}", partial(definition.get, context, key))
         except AttributeMapNotLoadedError as error:
             raise RuntimeError(
-                f"send_user_message_once needs the {USER_MESSAGE_RECEIPTS.name}/{key} instance locked and loaded "
-                f"by its caller (RPCInvokeOptions; SessionClient.send does this)") from error
-        if receipt is not None:
-            receipts[key] = receipt
-    return pmap(receipts)
+                f"{rpc} needs the {definition.name}/{key} instance loaded by its caller (RPCInvokeOptions; "
+                f"{client_method} does this)") from error
+        if value is not None:
+            found[key] = value
+    return pmap(found)
 
 
 def gather_state(
@@ -122,9 +124,12 @@ def gather_state(
         usage=AgentUsage() if usage is None else usage,
         queued_message_count=QUEUED_USER_MESSAGES.size(context),
         turn_model_call_count=read_stored(TURN_MODEL_CALL_COUNT.name, lambda: TURN_MODEL_CALL_COUNT.get(context)) or 0,
-        user_message_receipts=_receipts(
-            context, (ref.key for ref in instances if ref.name is MapName.USER_MESSAGE_RECEIPTS)
-        ),
+        user_message_receipts=_caller_loaded(
+            context, USER_MESSAGE_RECEIPTS, (ref.key for ref in instances if ref.name is MapName.USER_MESSAGE_RECEIPTS),
+            "send_user_message_once", "SessionClient.send"),
+        unknown_tool_outcomes=_caller_loaded(
+            context, UNKNOWN_TOOL_OUTCOMES, (ref.key for ref in instances if ref.name is MapName.UNKNOWN_TOOL_OUTCOMES),
+            "resolve_tool_outcome", "SessionClient.resolve_tool_outcome"),
         history_summary=read_stored(HISTORY_SUMMARY.name, lambda: HISTORY_SUMMARY.get(context)),
         compaction_requested=bool(read_stored(COMPACTION_REQUESTED.name, lambda: COMPACTION_REQUESTED.get(context))),
     )

@@ -114,8 +114,9 @@ class MethodAccess:
         locks: Attributes locked for the invocation.
         maps: AttributeMaps loaded whole.
         call_instances: AttributeMaps of which only the instance keyed by the Step's tool call ID loads.
-        message_instances: AttributeMaps of which only the instance keyed by the RPC input's message ID
-            loads; the caller locks and loads it when it invokes the RPC (``RPCInvokeOptions``), since
+        message_instances: AttributeMaps of which only the instance keyed by the RPC input's key loads
+            (``send_user_message_once``'s message ID, ``resolve_tool_outcome``'s tool call ID); the
+            caller locks and loads it when it invokes the RPC (``RPCInvokeOptions``), since
             an ``@rpc`` fixes its locks and loads when the class is defined.
         cached_maps: Maps of ``maps`` whose instances are written once (``AgentMessages``: messages are
             only appended), so a Worker may keep the committed ones between invocations. The method

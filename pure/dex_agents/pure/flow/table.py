@@ -65,6 +65,7 @@ from dex_agents.pure.values.rpc import (
     ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
+    ResolveToolOutcomeInput,
     SendUserMessageInput,
     SendUserMessageOnceInput,
 )
@@ -259,6 +260,13 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
                 input_type=CancelToolCallInput,
                 output_type=bool,
                 access=_OPERATOR_ACCESS,
+                writes=True,
+            ),
+            RpcRow(
+                rpc=RpcName.RESOLVE_TOOL_OUTCOME,
+                input_type=ResolveToolOutcomeInput,
+                output_type=bool,
+                access=MethodAccess(message_instances=(MapName.UNKNOWN_TOOL_OUTCOMES, MapName.AGENT_TOOL_CALLS)),
                 writes=True,
             ),
         )

@@ -35,6 +35,7 @@ from dex_agents.pure.machine.step_inputs import (
     ModelStepStarted,
     QueuedMessage,
     ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
     RpcCall,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
@@ -144,13 +145,17 @@ def rpc_of(call: RpcCall) -> RpcName:
             return RpcName.CANCEL_TURN
         case CancelToolCallCalled():
             return RpcName.CANCEL_TOOL_CALL
+        case ResolveToolOutcomeCalled():
+            return RpcName.RESOLVE_TOOL_OUTCOME
         case _:
             assert_never(call)
 
 
 def rpc_instance_key(call: RpcCall) -> str | None:
     """The key of the map instances ``call``'s RPC loads (its row's ``message_instances``): the
-    message ID of ``send_user_message_once``, else ``None``."""
+    message ID of ``send_user_message_once``, the tool call ID of ``resolve_tool_outcome``, else ``None``."""
+    if isinstance(call, ResolveToolOutcomeCalled):
+        return call.input.tool_call_id
     return call.input.message_id if isinstance(call, SendUserMessageOnceCalled) else None
 
 

@@ -35,6 +35,7 @@ from dex_agents.pure.machine.step_inputs import (
     AgentSnapshotRequested,
     ExtendInterruptDeadlineCalled,
     ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
     SessionInput,
@@ -90,7 +91,7 @@ def clock_of(session_input: SessionInput) -> int | None:
     match session_input:
         case (ResolveInterruptCalled(now_ms=now_ms) | ExtendInterruptDeadlineCalled(now_ms=now_ms)
               | SessionRewindRecorded(now_ms=now_ms) | CancelTurnCalled(now_ms=now_ms)
-              | CancelToolCallCalled(now_ms=now_ms)):
+              | CancelToolCallCalled(now_ms=now_ms) | ResolveToolOutcomeCalled(now_ms=now_ms)):
             return now_ms
         case (SendUserMessageCalled() | SendUserMessageOnceCalled() | AgentSnapshotRequested() | AgentMessagesListed()
               | CompactHistoryCalled()):

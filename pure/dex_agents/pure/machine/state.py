@@ -123,6 +123,8 @@ class SessionState:
         history_summary: The ``HistorySummary`` Attribute (``None`` before the first compaction).
         compaction_requested: Whether ``CompactionRequested`` is set (``compact_history`` was called and
             no compaction ran since).
+        unknown_tool_outcomes: The loaded ``UnknownToolOutcomes`` instances, by tool call ID (only
+            ``resolve_tool_outcome`` loads one: its call's).
     """
 
     agent_state: AgentState | None
@@ -136,6 +138,7 @@ class SessionState:
     user_message_receipts: PMap[str, UserMessageReceipt] = pmap()
     history_summary: HistorySummary | None = None
     compaction_requested: bool = False
+    unknown_tool_outcomes: PMap[str, AgentToolCall] = pmap()
 
     @staticmethod
     def initial() -> SessionState:

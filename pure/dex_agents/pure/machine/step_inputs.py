@@ -29,7 +29,7 @@ effects that may end in a request (``effects.Request``); the shell performs it a
 
 RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
 ``AgentMessagesListed``, ``SendUserMessageOnceCalled``, ``ExtendInterruptDeadlineCalled``,
-``CancelTurnCalled``, ``CancelToolCallCalled``.
+``CancelTurnCalled``, ``CancelToolCallCalled``, ``ResolveToolOutcomeCalled``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from dex_agents.pure.values.rpc import (
     ExtendInterruptDeadlineInput,
     ListAgentMessagesInput,
     ResolveInterruptInput,
+    ResolveToolOutcomeInput,
     SendUserMessageInput,
     SendUserMessageOnceInput,
 )
@@ -438,6 +439,16 @@ class ExtendInterruptDeadlineCalled:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ResolveToolOutcomeCalled:
+    """``resolve_tool_outcome`` was called at ``now_ms`` (epoch milliseconds, the Worker clock), with the
+    call's ``UnknownToolOutcomes`` and ``AgentToolCalls`` instances loaded. Ours."""
+
+    input: ResolveToolOutcomeInput
+    now_ms: int
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSnapshotRequested:
     """``get_agent_snapshot`` was called."""
 
@@ -504,6 +515,7 @@ RpcCall: TypeAlias = (
     | AgentSnapshotRequested
     | AgentMessagesListed
     | SendUserMessageOnceCalled
+    | ResolveToolOutcomeCalled
 )
 """Every RPC's input."""
 
@@ -539,6 +551,7 @@ __all__ = [
     "QueuedMessage",
     "RecoveryError",
     "ResolveInterruptCalled",
+    "ResolveToolOutcomeCalled",
     "RpcCall",
     "SendUserMessageCalled",
     "SendUserMessageOnceCalled",

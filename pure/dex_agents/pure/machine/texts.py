@@ -134,6 +134,27 @@ def settled_outcome_note(record: AgentToolCall) -> str:
             f"{record.status.value}.{reason}\n")
 
 
+def settled_by_operator_message(record: AgentToolCall) -> str:
+    """The user message that tells the model an operator settled ``record`` (``resolve_tool_outcome``):
+    ``[Dex] An operator settled the outcome of an earlier tool call, <tool> <arguments> (tool call <id>),
+    which you were told was unknown.``, a newline, then ``describe_tool_call_outcome(record)``.
+
+    >>> from dex_agents.pure.values.session import ToolCallSettlement, ToolEffect
+    >>> settled = AgentToolCall(tool_call_id="c1", turn_id="turn-1", tool_name="refund", arguments='{"id":4}',
+    ...     effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False, deferral_order=0,
+    ...     idempotency_key="s/turn-1/c1", status=ToolCallStatus.SUCCEEDED, interrupt_id=None, output="refunded",
+    ...     error=None, rejection_message=None, settlement=ToolCallSettlement(settled_by="operator",
+    ...     resolver="bo", reason="bank statement", unknown_error="Worker lost"))
+    >>> print(settled_by_operator_message(settled))
+    [Dex] An operator settled the outcome of an earlier tool call, refund {"id":4} (tool call c1), which you were told was unknown.
+    [Dex] The outcome was unknown (Worker lost); bo settled it as succeeded. Reason: bank statement.
+    refunded
+    """
+    return (f"[Dex] An operator settled the outcome of an earlier tool call, {record.tool_name} {record.arguments} "
+            f"(tool call {record.tool_call_id}), which you were told was unknown.\n"
+            + describe_tool_call_outcome(record))
+
+
 def _outcome_text(record: AgentToolCall) -> str:
     status = record.status
     match status:
@@ -232,5 +253,6 @@ __all__ = [
     "model_call_cap_error",
     "outcome_unknown_tool_result",
     "recovery_error_text",
+    "settled_by_operator_message",
     "settled_outcome_note",
 ]

@@ -29,6 +29,7 @@ from dex_agents.pure.machine.step_inputs import (
     SessionRewindRecorded,
     ToolCancellationStarted,
     TurnCancelStarted,
+    ResolveToolOutcomeCalled,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
@@ -104,6 +105,7 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "tool_cancellation_started": ToolCancellationStarted,
     "cancel_turn_called": CancelTurnCalled,
     "cancel_tool_call_called": CancelToolCallCalled,
+    "resolve_tool_outcome_called": ResolveToolOutcomeCalled,
 }
 """Every input's ``kind``, one per member of ``SessionInput``."""
 

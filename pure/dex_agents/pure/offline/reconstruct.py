@@ -41,6 +41,7 @@ from dex_agents.pure.values.rpc import (
     CancelToolCallInput,
     CancelTurnInput,
     ExtendInterruptDeadlineInput,
+    ResolveToolOutcomeInput,
     ResolveInterruptInput,
     SendUserMessageInput,
     SendUserMessageOnceInput,
@@ -53,6 +54,7 @@ from dex_agents.pure.machine.step_inputs import (
     TurnCancelStarted,
     ExtendInterruptDeadlineCalled,
     SessionRewindRecorded,
+    ResolveToolOutcomeCalled,
     ReconcileStarted,
     CompactionStarted,
     ApprovalWaitEnded,
@@ -221,6 +223,9 @@ def _rpc_call(step: HistoryStep, now_ms: Callable[[], int]) -> SessionInput:
             return CancelTurnCalled(input=_decoded(step.input, CancelTurnInput, "input"), now_ms=now_ms())
         case RpcName.CANCEL_TOOL_CALL:
             return CancelToolCallCalled(input=_decoded(step.input, CancelToolCallInput, "input"), now_ms=now_ms())
+        case RpcName.RESOLVE_TOOL_OUTCOME:
+            return ResolveToolOutcomeCalled(input=_decoded(step.input, ResolveToolOutcomeInput, "input"),
+                                            now_ms=now_ms())
         case _:
             raise _Unreconstructable(f"RPC {step.rpc_name!r} is not one that changes a session")
 

@@ -199,6 +199,8 @@ def state_from_values(values: Mapping[StoredKey, JsonValue], queued_message_coun
         turn_model_call_count=model_calls if isinstance(model_calls, int) else 0,
         user_message_receipts=pmap({key: receipt for key, receipt in parts[MapName.USER_MESSAGE_RECEIPTS]
                                     if key is not None and isinstance(receipt, UserMessageReceipt)}),
+        unknown_tool_outcomes=pmap({key: record for key, record in parts[MapName.UNKNOWN_TOOL_OUTCOMES]
+                                    if key is not None and isinstance(record, AgentToolCall)}),
     ))
 
 

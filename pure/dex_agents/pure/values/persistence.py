@@ -70,6 +70,7 @@ class MapName(StrEnum):
     AGENT_TOOL_CALLS = "AgentToolCalls"
     USER_MESSAGE_RECEIPTS = "UserMessageReceipts"
     SESSION_REWINDS = "SessionRewinds"
+    UNKNOWN_TOOL_OUTCOMES = "UnknownToolOutcomes"
 
 
 @final
@@ -128,6 +129,7 @@ class RpcName(StrEnum):
     RECORD_SESSION_REWIND = "record_session_rewind"
     CANCEL_TURN = "cancel_turn"
     CANCEL_TOOL_CALL = "cancel_tool_call"
+    RESOLVE_TOOL_OUTCOME = "resolve_tool_outcome"
 
 
 def _node_holds(value: object, node: WireNode) -> bool:
@@ -244,6 +246,10 @@ Not in the spec: an addition old readers never need."""
 SESSION_REWINDS: Final = MapKey(name=MapName.SESSION_REWINDS, value_type=record_type(SessionRewind))
 """Keyed by the Dex run a rewind replaced: the audit of each rewind (``record_session_rewind``). Not in
 the spec: an addition old readers never need; nothing on a turn's path loads it."""
+UNKNOWN_TOOL_OUTCOMES: Final = MapKey(name=MapName.UNKNOWN_TOOL_OUTCOMES, value_type=record_type(AgentToolCall))
+"""Keyed by tool call ID: every call whose record became ``outcome_unknown``, kept after its turn ended
+(``AgentToolCalls`` holds only the running turn's) until ``resolve_tool_outcome`` settles it, and then
+with its ``settlement``. Not in the spec: an addition old readers never need."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -268,9 +274,10 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     HISTORY_SUMMARY,
     COMPACTION_REQUESTED,
     SESSION_REWINDS,
+    UNKNOWN_TOOL_OUTCOMES,
 )
 """Every persisted name's key: the spec's, in its table order, then ours (``TurnModelCallCount``,
-``UserMessageReceipts``, ``HistorySummary``, ``CompactionRequested``)."""
+``UserMessageReceipts``, ``HistorySummary``, ``CompactionRequested``, ``UnknownToolOutcomes``)."""
 
 
 __all__ = [
@@ -288,6 +295,7 @@ __all__ = [
     "QUEUED_USER_MESSAGES",
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
+    "UNKNOWN_TOOL_OUTCOMES",
     "USER_MESSAGE_RECEIPTS",
     "SESSION_REWINDS",
     "AttributeKey",

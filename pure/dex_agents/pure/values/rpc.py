@@ -80,6 +80,21 @@ class CancelToolCallInput:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ResolveToolOutcomeInput:
+    """``resolve_tool_outcome`` input (ours): an operator settles a call whose outcome is unknown.
+
+    ``status`` is ``"succeeded"`` (``output_or_message``: the tool's output) or ``"failed"`` (its error
+    message); ``resolver`` names who settled it (not blank); ``reason`` says why (optional)."""
+
+    tool_call_id: str
+    status: str
+    output_or_message: str
+    resolver: str
+    reason: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListAgentMessagesInput:
     """``list_agent_messages`` input: the page holds messages with ``sequence < before_sequence``
     (all when ``None``), newest ``limit`` of them, returned oldest first. ``limit`` defaults to 50 and is
@@ -121,6 +136,7 @@ __all__ = [
     "ExtendInterruptDeadlineInput",
     "ListAgentMessagesInput",
     "ResolveInterruptInput",
+    "ResolveToolOutcomeInput",
     "SendUserMessageInput",
     "SendUserMessageOnceInput",
 ]

@@ -54,7 +54,6 @@ from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import (
     BuildUserMessage,
     PublishToChannelInstance,
-    SetMapInstance,
     StepEffect,
     Write,
     WriteEvent,
@@ -66,6 +65,7 @@ from dex_agents.pure.machine.reducers.common import (
     append_messages,
     clear_turn,
     finalize_record,
+    record_writes,
     go_to,
     set_agent_state,
     set_pending_interrupts,
@@ -83,7 +83,7 @@ from dex_agents.pure.machine.step_inputs import (
 from dex_agents.pure.machine.texts import build_turn_cancel_note, canceled_by_user, canceled_write_error
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, answer, refuse, reject, step
 from dex_agents.pure.machine.validation import lone_surrogate_problem
-from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, StepType
+from dex_agents.pure.values.persistence import INTERRUPT_RESOLUTIONS, StepType
 from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentState,
@@ -158,7 +158,7 @@ def reduce_cancel_turn(state: SessionState, called: CancelTurnCalled) -> RpcTran
         if not record.status.is_final:
             final = canceled_record(record, audit)
             records = records.set(record.tool_call_id, final)
-            writes.append(SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, final))
+            writes.extend(record_writes(final))
     cancellation = TurnCancellation(turn_id=request.turn_id, reason=request.reason, requested_at=at)
     canceling = replace(agent_state, cancellation=cancellation)
     canceled = replace(state, agent_state=canceling, tool_calls=records, pending_interrupts=pvector())
@@ -196,7 +196,7 @@ def reduce_cancel_tool_call(state: SessionState, called: CancelToolCallCalled) -
     final = canceled_record(record, ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TOOL_CALL_SCOPE))
     canceled = replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, final))
     restarts = [move_to(step_type, other.tool_call_id) for other in beside]
-    return answer(canceled, True, [SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, final)],
+    return answer(canceled, True, record_writes(final),
                   cancel_steps=[step_type],
                   next_steps=[move_to(StepType.RECORD_TOOL_CANCELLATION, record.tool_call_id), *restarts])
 

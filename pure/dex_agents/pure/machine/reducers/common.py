@@ -40,6 +40,7 @@ from dex_agents.pure.values.persistence import (
     PENDING_INTERRUPTS,
     TOOL_CALL_RESULTS,
     TURN_MODEL_CALL_COUNT,
+    UNKNOWN_TOOL_OUTCOMES,
     StepType,
 )
 from dex_agents.pure.machine.state import SessionState
@@ -55,6 +56,7 @@ from dex_agents.pure.values.session import (
     AgentToolCall,
     FrameworkMessage,
     ToolCallCompleted,
+    ToolCallStatus,
 )
 
 NOT_STARTED = "the session has not started"
@@ -196,17 +198,28 @@ def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Wr
     return cleared, effects
 
 
+def record_writes(record: AgentToolCall) -> list[Write]:
+    """The writes of a tool call record: its ``AgentToolCalls`` instance, and, when it is
+    ``outcome_unknown``, its ``UnknownToolOutcomes`` instance too (kept after the turn, until
+    ``resolve_tool_outcome`` settles it)."""
+    writes: list[Write] = [SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, record)]
+    if record.status is ToolCallStatus.OUTCOME_UNKNOWN:
+        writes.append(SetMapInstance.of(UNKNOWN_TOOL_OUTCOMES, record.tool_call_id, record))
+    return writes
+
+
 def finalize_record(
     state: SessionState, invocation: Invocation, final_record: AgentToolCall, before: Sequence[StepEffect] = ()
 ) -> StepTransition:
     """Store a record that became final, write ``tool_call_finished``, publish its one
-    ``ToolCallCompleted`` and dead-end. ``before`` are effects to perform first."""
+    ``ToolCallCompleted`` and dead-end. ``before`` are effects to perform first. An ``outcome_unknown``
+    record is also kept in ``UnknownToolOutcomes`` (after its turn, until ``resolve_tool_outcome``)."""
     new_state = replace(state, tool_calls=state.tool_calls.set(final_record.tool_call_id, final_record))
     return step(
         new_state,
         [
             *before,
-            SetMapInstance.of(AGENT_TOOL_CALLS, final_record.tool_call_id, final_record),
+            *record_writes(final_record),
             WriteEvent(event=events.tool_call_finished(invocation, final_record)),
             PublishToChannel.of(TOOL_CALL_RESULTS, ToolCallCompleted(tool_call_id=final_record.tool_call_id)),
         ],
@@ -235,6 +248,7 @@ __all__ = [
     "clear_turn",
     "dead_end",
     "finalize_record",
+    "record_writes",
     "go_to",
     "interrupt_deadline",
     "room_for_messages",

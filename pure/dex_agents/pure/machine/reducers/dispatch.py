@@ -54,6 +54,7 @@ refused call carry none (an attempt that fails commits nothing, so it records no
 | ``ToolOutcomeReconciled`` | ``ReconcileToolOutcome`` | ``tools.reduce_tool_outcome_reconciled`` |
 | ``ExtendInterruptDeadlineCalled`` | ``extend_interrupt_deadline`` | ``rpcs.reduce_extend_interrupt_deadline`` |
 | ``SessionRewindRecorded`` | ``record_session_rewind`` | ``time_travel.reduce_session_rewind_recorded`` |
+| ``ResolveToolOutcomeCalled`` | ``resolve_tool_outcome`` | ``outcomes.reduce_resolve_tool_outcome`` |
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ from dex_agents.pure.machine.reducers.model import (
     reduce_model_step_started,
 )
 from dex_agents.pure.machine.reducers.preconditions import state_problem, step_input_problem
+from dex_agents.pure.machine.reducers.outcomes import reduce_resolve_tool_outcome
 from dex_agents.pure.machine.reducers.rpcs import (
     reduce_agent_messages_listed,
     reduce_agent_snapshot_requested,
@@ -147,6 +149,7 @@ from dex_agents.pure.machine.step_inputs import (
     QueuedMessage,
     ReconcileStarted,
     ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
     RpcCall,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
@@ -269,7 +272,7 @@ def reduce_wait(state: SessionState, config: SessionConfig, wait_input: WaitInpu
 
 def reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> RpcTransition:
     """Reduce one RPC call (see the module table). A call that writes and read a clock
-    (``resolve_interrupt``) carries the invocation record of that clock; no other call reads one."""
+    (``resolve_interrupt``, ``extend_interrupt_deadline``, ``resolve_tool_outcome``) carries the invocation record of that clock; no other call reads one."""
     transition = _reduce_rpc(state, config, call)
     clock = clock_of(call)
     if not transition.effects or clock is None:
@@ -299,6 +302,8 @@ def _reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> Rp
             return reduce_cancel_turn(state, call)
         case CancelToolCallCalled():
             return reduce_cancel_tool_call(state, call)
+        case ResolveToolOutcomeCalled():
+            return reduce_resolve_tool_outcome(state, call)
         case _:
             assert_never(call)
 
@@ -331,6 +336,7 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             | SessionRewindRecorded()
             | CancelTurnCalled()
             | CancelToolCallCalled()
+            | ResolveToolOutcomeCalled()
         ):
             return reduce_rpc(state, config, session_input)
         case ApprovalWaitStarted():
