@@ -1,7 +1,7 @@
 """The console's JSON API (every route answers JSON; errors as ``errors`` describes).
 
 Routes: ``GET/POST /api/sessions``, ``GET /api/sessions/{id}``, ``GET/POST /api/sessions/{id}/messages``,
-``POST /api/sessions/{id}/interrupts/{interrupt_id}``, and ``POST /api/sessions/{id}/<action>`` for
+``POST /api/sessions/{id}/interrupts/{interrupt_id}`` (``approvals``'), and ``POST /api/sessions/{id}/<action>`` for
 each of ``OPERATOR_ACTIONS``. ``GET /api/sessions/{id}/events`` (SSE) is ``events``'.
 
 Invariants: a session route first reads the session's run (404 ``session_not_found`` when there is
@@ -10,19 +10,20 @@ none), then uses the client of its Flow type; bad input is 400 with the reason, 
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from dex_agents.console.actions import OPERATOR_ACTIONS, OperatorAction, action_values
-from dex_agents.console.backend import ConsoleBackend, ConsoleSettings
-from dex_agents.console.errors import ApiError, api_error_of, error_response
+from dex_agents.console.approvals import post_interrupt
+from dex_agents.console.backend import ConsoleBackend
+from dex_agents.console.errors import ApiError
+from dex_agents.console.handlers import backend_of, int_param, json_body, json_route, optional_text
 from dex_agents.console.views import (
     EventRow,
     Json,
@@ -36,66 +37,12 @@ from dex_agents.console.views import (
 )
 from dex_agents.pure.values.session import AgentMessage, AgentState
 
-__all__ = ["api_routes", "backend_of", "json_route", "list_sessions", "session_detail"]
+__all__ = ["api_routes", "list_sessions", "session_detail"]
 
 MAX_PAGE: Final = 1000
 DEFAULT_PAGE: Final = 50
 INCLUDABLE: Final = frozenset({"last_activity"})
 """The list's optional fields (``include=``): each costs a read per session more."""
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def backend_of(request: Request) -> ConsoleBackend:
-    """The app's backend (made on first use, on the serving event loop: its Clients belong to it)."""
-    settings: ConsoleSettings = request.app.state.settings
-    if request.app.state.backend is None:
-        request.app.state.backend = ConsoleBackend(settings.server_address, settings.credential)
-    backend: ConsoleBackend = request.app.state.backend
-    return backend
-
-
-def json_route(handler: Handler) -> Handler:
-    """``handler`` with every failure answered as JSON (``api_error_of``)."""
-
-    async def run(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except Exception as error:  # noqa: BLE001 - every failure is a JSON answer, never a traceback
-            return error_response(api_error_of(error, request.path_params.get("session_id")))
-
-    return run
-
-
-def int_param(request: Request, name: str, default: int | None, *, low: int, high: int) -> int | None:
-    """The query parameter ``name`` as an int in low..high (400 otherwise)."""
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ApiError("bad_request", f"{name} must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise ApiError("bad_request", f"{name} must be in {low}..{high}, got {value}")
-    return value
-
-
-async def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object (400 for anything else)."""
-    try:
-        body = await request.json()
-    except ValueError:
-        raise ApiError("bad_request", "the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise ApiError("bad_request", "the body must be a JSON object")
-    return body
-
-
-def optional_text(body: dict[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise ApiError("bad_request", f"{name} must be a string")
-    return value
 
 
 async def list_sessions(backend: ConsoleBackend, flow_type: str | None, status: str | None, limit: int,
@@ -207,65 +154,6 @@ async def post_message(request: Request) -> Response:
     await client.check_worker(session_id)
     queued = await client.send(session_id, text, message_id=message_id)
     return JSONResponse({"queued": queued, "message_id": message_id}, status_code=202)
-
-
-EDIT_CHECK_SECONDS: Final = 10.0
-"""How long an edited approval's answer waits for the session's check of the edit."""
-RESOLUTION_TEXTS: Final = ("rejection_message", "edited_arguments", "arguments_sha256", "approver", "reason")
-"""The optional text fields of an approval's answer (``resolve_interrupt``'s)."""
-
-
-def resolution_of(body: dict[str, Any]) -> tuple[bool, dict[str, str | None]]:
-    """``approved`` and the optional fields of an approval's answer, checked (400 before anything is
-    sent): ``edited_arguments`` only with an approval, and the text of a JSON object."""
-    if unknown := sorted(set(body) - {"approved", *RESOLUTION_TEXTS}):
-        raise ApiError("bad_request", f"unknown field(s) {unknown}; an answer takes approved and "
-                                      f"{', '.join(RESOLUTION_TEXTS)}")
-    approved = body.get("approved")
-    if not isinstance(approved, bool):
-        raise ApiError("bad_request", "approved (true or false) is required")
-    texts = {name: optional_text(body, name) for name in RESOLUTION_TEXTS}
-    edited = texts["edited_arguments"]
-    if edited is not None:
-        if not approved:
-            raise ApiError("bad_request", "edited_arguments go with an approval (approved: true)")
-        try:
-            parsed = json.loads(edited)
-        except ValueError as error:
-            raise ApiError("bad_request", f"edited_arguments is not JSON: {error}") from None
-        if not isinstance(parsed, dict):
-            raise ApiError("bad_request", "edited_arguments must be a JSON object")
-    return approved, texts
-
-
-@json_route
-async def post_interrupt(request: Request) -> Response:
-    """Approve or reject; an edited approval answers once the session checked the edit against the
-    tool's schema (422 ``refused`` with its reason when it did not take it; 202 with ``checked:
-    false`` when the check took longer than ``EDIT_CHECK_SECONDS``)."""
-    session_id, interrupt_id = request.path_params["session_id"], request.path_params["interrupt_id"]
-    approved, texts = resolution_of(await json_body(request))
-    backend = backend_of(request)
-    client = await backend.client_of(session_id)
-    await client.check_worker(session_id)
-    edited = texts["edited_arguments"] is not None
-    after = await backend.latest_cursor(client, session_id) if edited else ""
-    if not await client.resolve_interrupt(session_id, interrupt_id, approved, texts["rejection_message"],
-                                          edited_arguments=texts["edited_arguments"],
-                                          arguments_sha256=texts["arguments_sha256"], approver=texts["approver"],
-                                          reason=texts["reason"]):
-        raise ApiError("interrupt_not_pending", f"interrupt {interrupt_id!r} is not pending (answered, "
-                                                f"expired or unknown)")
-    answer = {"resolved": True, "approved": approved, "edited": edited}
-    if not edited:
-        return JSONResponse(answer)
-    checked = await backend.edit_check(client, session_id, interrupt_id, after, EDIT_CHECK_SECONDS)
-    if checked is None:
-        return JSONResponse({**answer, "checked": False}, status_code=202)
-    taken, why = checked
-    if not taken:
-        raise ApiError("refused", f"the session refused the edited arguments (the approval is pending again): {why}")
-    return JSONResponse({**answer, "checked": True})
 
 
 def action_route(action: OperatorAction) -> Route:

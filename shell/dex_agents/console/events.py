@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from dex_agents.console.api import backend_of, json_route
+from dex_agents.console.handlers import backend_of, json_route
 from dex_agents.console.views import EventRow, Json, event_json
 
 __all__ = ["KEEPALIVE_SECONDS", "MISSED_EVENTS", "events_route", "sse_message"]

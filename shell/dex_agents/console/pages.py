@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from dex_agents.console.api import DEFAULT_PAGE, backend_of, json_route, list_sessions, session_detail
+from dex_agents.console.api import DEFAULT_PAGE, list_sessions, session_detail
+from dex_agents.console.handlers import backend_of, json_route
 from dex_agents.console.render import list_fragment, session_fragment, shell
 
 __all__ = ["page_routes"]
