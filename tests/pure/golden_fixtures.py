@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.machine.reducers.time_travel import session_rewound_event
+from dex_agents.pure.machine.events import session_rewound_event
 from dex_agents.pure.values.time_travel import RewoundToolCall, SessionRewind
 from dex_agents.pure.wire.json_value import JsonObject, JsonValue
 from dex_agents.pure.values.session import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyrsistent import pmap, pvector
 
-from dex_agents.client import SessionNotFoundError, SessionRewindError
+from dex_agents.client import SessionNotFoundError, SessionRewindError, SessionStoppedError
 from dex_agents.pure.offline.replay_report import replay_export
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.rpc import AgentSnapshot
@@ -146,6 +146,9 @@ def test_a_rewind_across_a_pending_approval_drops_it_and_bad_input_changes_nothi
     assert _texts(sessions.snapshot(session_id)) == [ONE, "One.", THREE, "Three."]
     assert tool_log(tmp_path).entries() == [f"lookup:{session_id}/turn-1/c-lookup"]
     _replays_identically(sessions, session_id)
+    client.stop(session_id, "done")
+    with pytest.raises(SessionStoppedError):
+        client.rewind(session_id, 1)
 
 
 def test_a_fork_goes_on_independently_of_its_original(
@@ -179,4 +182,41 @@ def test_a_fork_goes_on_independently_of_its_original(
     assert _texts(sessions.snapshot(original)) == [ONE, "One.", REFUND, "Refunded.", FOUR, "Four."]
     assert client.fork(original, 1, forked) == client.describe(forked).run_id  # a repeat returns its run
     _replays_identically(sessions, original)
+    _replays_identically(sessions, forked)
+
+
+def test_a_rewind_reaches_back_to_the_last_continue_as_new_and_a_fork_reaches_further(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow, _ = _flow(tmp_path)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    session_id, forked = new_session_id(), new_session_id()
+    sessions.start_session(session_id, ONE)
+    sessions.wait_for_completed_turns(session_id, 1)
+    after_turn_1 = sessions.snapshot(session_id)
+    environment.client.trigger_continue_as_new(session_id)
+    assert sessions.send_user_message(session_id, THREE)
+    sessions.wait_for_completed_turns(session_id, 2)
+    after_turn_2 = sessions.snapshot(session_id)
+    assert sessions.send_user_message(session_id, FOUR)
+    sessions.wait_for_completed_turns(session_id, 3)
+    before = sessions.snapshot(session_id)
+
+    with pytest.raises(SessionRewindError, match="turn 1 ended in an earlier run of the session .* reaches back "
+                                                 "to turn 2 at the earliest"):
+        client.rewind(session_id, 1)
+    assert sessions.snapshot(session_id) == before
+
+    client.fork(session_id, 1, forked)  # from the run before the rollover
+    sessions.wait_for_status(forked, "waiting_for_user_message")
+    assert sessions.snapshot(forked).messages == after_turn_1.messages
+
+    audit = client.rewind(session_id, 2)
+    assert (audit.to_turn, audit.removed_turn_count, list(audit.tool_calls)) == (2, 1, [])
+    assert sessions.snapshot(session_id) == after_turn_2
+    assert sessions.send_user_message(session_id, FOUR)
+    sessions.wait_for_completed_turns(session_id, 3)
+    assert _texts(sessions.snapshot(session_id)) == [ONE, "One.", THREE, "Three.", FOUR, "Four."]
+    _replays_identically(sessions, session_id)
     _replays_identically(sessions, forked)

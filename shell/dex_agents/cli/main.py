@@ -326,6 +326,53 @@ def sessions_cancel(session: str, server: ServerOption = None, flow_type: FlowTy
          server=address)
 
 
+def _confirm(question: str) -> bool:
+    """Ask a yes/no question on the terminal (standard input); no answer is no."""
+    try:
+        return typer.confirm(question, default=False)
+    except typer.Abort:
+        return False
+
+
+@sessions_app.command("rewind")
+def sessions_rewind(session: str,
+                    to_turn: Annotated[int, typer.Option("--to-turn", min=0, help="go back to right after this "
+                                                                                  "turn ended")],
+                    reason: Annotated[str | None, typer.Option("--reason", help="why, kept in the session's "
+                                                                                "audit")] = None,
+                    yes: Annotated[bool, typer.Option("--yes", help="do not ask, even when removed tool calls "
+                                                                    "may have had effects")] = False,
+                    server: ServerOption = None, flow_type: FlowTypeOption = None,
+                    token_file: TokenFileOption = None) -> None:
+    """Rewind a session to its state right after a turn ended, naming every removed tool call that may
+    have had an effect (not undone); asks first when there is one (needs a Worker)."""
+    from dex_agents.cli import time_travel
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: time_travel.rewind(address, flow_type, session, to_turn, reason, _console(), yes=yes,
+                                    confirm=_confirm,
+                                    credential=credential), server=address)
+
+
+@sessions_app.command("fork")
+def sessions_fork(session: str,
+                  new_session: Annotated[str, typer.Argument(help="the new session's ID")],
+                  at_turn: Annotated[int, typer.Option("--at-turn", min=0, help="the new session's conversation "
+                                                                                "is the original's through this "
+                                                                                "turn")],
+                  server: ServerOption = None, flow_type: FlowTypeOption = None,
+                  token_file: TokenFileOption = None) -> None:
+    """Start a new session of the same Flow type from a session's conversation through a turn; both go
+    on independently (needs only the server)."""
+    from dex_agents.cli import time_travel
+
+    address = _server(server)
+    credential = _credential(token_file)
+    _run(lambda: time_travel.fork(address, flow_type, session, at_turn, new_session, _console(),
+                                  credential=credential), server=address)
+
+
 @sessions_app.command("tail")
 def sessions_tail(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
                   follow: Annotated[bool, typer.Option("--follow/--no-follow",

@@ -90,7 +90,7 @@ from dex_agents.pure.values.rpc import (
     SendUserMessageOnceInput,
 )
 from dex_agents.pure.machine.reducers.outcomes import SETTLED_STATUSES
-from dex_agents.pure.machine.reducers.time_travel import session_rewound_event
+from dex_agents.pure.machine.events import session_rewound_event
 from dex_agents.pure.values.session import AgentSessionFork, AgentSessionStartInput
 from dex_agents.pure.values.time_travel import RecordSessionRewindInput, SessionRewind
 from dex_agents.shell.flow import AgentSessionFlow
@@ -295,11 +295,9 @@ class SessionClient(SessionReads):
         check_text("reason", reason, optional=True)
         check_seconds("timeout", timeout)
         info = self.describe(session_id)
-        try:
-            self.check_worker(session_id)
-        except FlowNotActiveOrNotFoundError as error:
-            self._raise_if_stopped(session_id, error)
-            raise
+        if is_stopped_status(info.status):  # a time travel would start it again
+            raise SessionStoppedError(session_id, info.status, operation="rewind")
+        self.check_worker(session_id)
         point = rewind_point(read_run(self._server, session_id, "", timeout=self.timeout), info.run_id,
                              to_turn, reason)
         run_id = self.client.time_travel(session_id, TimeTravelOptions(

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowStatus
+import grpc
+from dex import DexServiceError, ErrorSubStatus, FlowNotActiveOrNotFoundError, FlowStatus
 
 from dex_agents.client.errors import SessionClientError
 
@@ -41,10 +42,13 @@ class SessionStoppedError(SessionClientError, FlowNotActiveOrNotFoundError):
         status: Its run's Flow status (``canceled``, ``terminated``, ``failed``, ``completed``).
     """
 
-    def __init__(self, session_id: str, status: FlowStatus, cause: DexServiceError) -> None:
-        super().__init__(cause.code, cause.sub_status,
+    def __init__(self, session_id: str, status: FlowStatus, cause: DexServiceError | None = None, *,
+                 operation: str = "") -> None:
+        """``cause``: Dex's refusal; ``None`` when the client refused before asking (``operation``)."""
+        super().__init__(grpc.StatusCode.FAILED_PRECONDITION if cause is None else cause.code,
+                         ErrorSubStatus.UNCATEGORIZED if cause is None else cause.sub_status,
                          f"session {session_id} is stopped (its run is {status.value}); it takes no more input",
-                         cause.operation, session_id)
+                         operation if cause is None else cause.operation, session_id)
         self.session_id = session_id
         self.status = status
 

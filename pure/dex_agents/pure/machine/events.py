@@ -17,6 +17,7 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 | ``dex_agents.approval_refused`` | ``{"interrupt_id","tool_call_id","error","approver","edited_arguments"}`` |
 | ``dex_agents.tool_outcome_settled`` | ``{"tool_call_id","tool_name","status","settled_by","resolver","reason"}`` |
 | ``dex_agents.turn_canceled`` | ``{"reason","requested_at"}``: the turn ended canceled (``cancel_turn``) |
+| ``dex_agents.session_rewound`` | ``{"to_turn","reason","previous_run_id","run_id","removed_turn_count","rewound_at","tool_calls"}`` (the client writes it, outside any Step) |
 
 ``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
 ``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
@@ -30,10 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyrsistent import pmap
+from pyrsistent import pmap, pvector
 
 from dex_agents.pure.wire.json_value import JsonObject, JsonValue
 from dex_agents.pure.machine.step_inputs import Invocation
+from dex_agents.pure.values.time_travel import SessionRewind
 from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterrupt,
@@ -230,7 +232,33 @@ def history_compacted(turn_id: str | None, invocation: Invocation, summary: Hist
                       step_execution_id=invocation.step_execution_id, payload=pmap(payload))
 
 
+
+SESSION_REWOUND = "dex_agents.session_rewound"
+"""The event ``SessionClient.rewind`` writes once the session recorded the rewind (ours)."""
+
+
+def session_rewound_event(audit: SessionRewind, run_id: str) -> AgentEvent:
+    """The ``dex_agents.session_rewound`` event of ``audit``, whose rewind started the run ``run_id``
+    (outside any turn and Step: ``turn_id`` null, ``attempt`` 0, ``step_execution_id`` empty)."""
+    calls: list[JsonValue] = [pmap({
+        "tool_call_id": call.tool_call_id, "turn_id": call.turn_id, "tool_name": call.tool_name,
+        "effect": call.effect.value, "status": call.status.value, "idempotency_key": call.idempotency_key,
+    }) for call in audit.tool_calls]
+    fields: dict[str, JsonValue] = {
+        "to_turn": audit.to_turn,
+        "reason": audit.reason,
+        "previous_run_id": audit.previous_run_id,
+        "run_id": run_id,
+        "removed_turn_count": audit.removed_turn_count,
+        "rewound_at": audit.rewound_at,
+        "tool_calls": pvector(calls),
+    }
+    payload: JsonObject = pmap(fields)
+    return AgentEvent(type=SESSION_REWOUND, turn_id=None, attempt=0, step_execution_id="", payload=payload)
+
 __all__ = [
+    "SESSION_REWOUND",
+    "session_rewound_event",
     "APPROVAL_REFUSED",
     "TOOL_OUTCOME_SETTLED",
     "approval_refused",

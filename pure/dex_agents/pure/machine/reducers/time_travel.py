@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pyrsistent import pmap, pvector
+from pyrsistent import pvector
 
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import PublishToChannel, SetAttribute, SetMapInstance, Write
@@ -35,33 +35,8 @@ from dex_agents.pure.values.persistence import (
     SESSION_REWINDS,
     StepType,
 )
-from dex_agents.pure.values.session import AgentEvent, AgentSessionFork, AgentStatus, AgentUserMessage
-from dex_agents.pure.wire.json_value import JsonObject, JsonValue
+from dex_agents.pure.values.session import AgentSessionFork, AgentStatus, AgentUserMessage
 from dex_agents.pure.values.time_travel import SessionRewind
-
-SESSION_REWOUND = "dex_agents.session_rewound"
-"""The event ``SessionClient.rewind`` writes once the session recorded the rewind (ours)."""
-
-
-def session_rewound_event(audit: SessionRewind, run_id: str) -> AgentEvent:
-    """The ``dex_agents.session_rewound`` event of ``audit``, whose rewind started the run ``run_id``
-    (outside any turn and Step: ``turn_id`` null, ``attempt`` 0, ``step_execution_id`` empty)."""
-    calls: list[JsonValue] = [pmap({
-        "tool_call_id": call.tool_call_id, "turn_id": call.turn_id, "tool_name": call.tool_name,
-        "effect": call.effect.value, "status": call.status.value, "idempotency_key": call.idempotency_key,
-    }) for call in audit.tool_calls]
-    fields: dict[str, JsonValue] = {
-        "to_turn": audit.to_turn,
-        "reason": audit.reason,
-        "previous_run_id": audit.previous_run_id,
-        "run_id": run_id,
-        "removed_turn_count": audit.removed_turn_count,
-        "rewound_at": audit.rewound_at,
-        "tool_calls": pvector(calls),
-    }
-    payload: JsonObject = pmap(fields)
-    return AgentEvent(type=SESSION_REWOUND, turn_id=None, attempt=0, step_execution_id="", payload=payload)
-
 
 def fork_problem(fork: AgentSessionFork) -> str | None:
     """Why ``fork`` is not a seed ``AgentSessionFork`` describes, or ``None``."""
@@ -123,4 +98,4 @@ def reduce_session_rewind_recorded(state: SessionState, recorded: SessionRewindR
     return answer(state, audit, [SetMapInstance.of(SESSION_REWINDS, request.previous_run_id, audit)])
 
 
-__all__ = ["SESSION_REWOUND", "fork_problem", "session_rewound_event", "reduce_session_forked", "reduce_session_rewind_recorded"]
+__all__ = ["fork_problem", "reduce_session_forked", "reduce_session_rewind_recorded"]
