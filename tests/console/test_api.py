@@ -15,10 +15,14 @@ from dex_agents.console.auth import check_bind
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
+from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.serving.gate import FileGate
+from dex_agents.testing import ScriptedModelCall
 from tests.console.agents import DEADLINE_MS, MODEL_GATE, build_console_flow, refunds
 from tests.console.support import parse_sse, run_with_app
 from tests.shell.agents import unique_flow_type
+from tests.shell.scenario_flows import call, scripted_runner, session_flow
 
 pytestmark = pytest.mark.slow
 
@@ -310,3 +314,51 @@ def test_cancel_a_turn_and_a_tool_call_through_the_api(dex_engine: PrivateDexEng
         run_with_app(dex_engine.server_address, body)
     finally:
         gate.release()
+
+
+def test_settle_an_unknown_outcome_through_the_api(dex_engine: PrivateDexEngine,
+                                                   agent_environment: AgentEnvironmentFactory,
+                                                   agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    async def lost_refund(_call: object) -> str:
+        raise ConnectionError("connection reset after the request was sent")
+
+    script = {"Refund order 9": (ScriptedModelCall(tool_calls=(call("call-lost", "refund", order_id=9),)),
+                                 ScriptedModelCall(text="Done."))}
+    flow = session_flow(scripted_runner(tmp_path, script, {"refund": lost_refund}), prefix="ConsoleSettle",
+                        tool_policies={"refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+                                                            requires_approval=False)})
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    sessions.start_session("settle-1", "Refund order 9")
+    sessions.wait_for_completed_turns("settle-1", 1)
+
+    async def body(http: httpx.AsyncClient, app: Starlette) -> None:
+        detail = (await http.get("/api/sessions/settle-1")).json()
+        (lost,) = [item["tool"] for item in detail["transcript"] if item["tool"] and item["role"] == "assistant"]
+        assert (lost["tool_call_id"], lost["status"], lost["settlement"]) == ("call-lost", "outcome_unknown", None)
+        unsettled_page = (await http.get("/ui/sessions/settle-1")).text
+        assert 'data-action-name="resolve_tool_outcome"' in unsettled_page and "The outcome is unknown" in unsettled_page
+        settle = "/api/sessions/settle-1/resolve_tool_outcome"
+        good = {"tool_call_id": "call-lost", "status": "succeeded", "output_or_message": "refund rf_9 found",
+                "resolver": "bo@ops", "reason": "bank statement"}
+        wrong_bodies: list[tuple[dict[str, object], int, str]] = [
+            ({**good, "status": "maybe"}, 400, "status must be one of ['succeeded', 'failed']"),
+            ({key: value for key, value in good.items() if key != "resolver"}, 400, "resolver is required"),
+            ({**good, "tool_call_id": "nope"}, 422, "no tool call 'nope' of this session has an unknown outcome")]
+        for wrong, status, reason in wrong_bodies:
+            answer = await http.post(settle, json=wrong)
+            assert (answer.status_code, reason in answer.json()["error"]["message"]) == (status, True), answer.text
+        assert (await http.post(settle, json=good)).json() == {"settled": True, "tool_call_id": "call-lost",
+                                                               "status": "succeeded"}
+        sessions.wait_for_completed_turns("settle-1", 2)
+        again = await http.post(settle, json={**good, "status": "failed", "resolver": "ana"})
+        assert (again.status_code, again.json()["error"]["code"]) == (422, "refused")
+        assert "was already settled as succeeded by bo@ops" in again.json()["error"]["message"]
+        settled = (await http.get("/api/sessions/settle-1")).json()
+        (tool,) = [item["tool"] for item in settled["transcript"] if item["tool"] and item["role"] == "assistant"]
+        assert (tool["status"], tool["settlement"]) == ("succeeded", {"status": "succeeded", "settled_by": "operator",
+                                                                      "resolver": "bo@ops", "reason": "bank statement"})
+        page = (await http.get("/ui/sessions/settle-1")).text
+        assert "outcome settled as succeeded (operator) by bo@ops · bank statement" in page
+        assert 'data-action-name="resolve_tool_outcome"' not in page
+
+    run_with_app(dex_engine.server_address, body)

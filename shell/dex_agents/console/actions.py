@@ -11,7 +11,8 @@ Invariants:
     * An action of an approval (``scope="interrupt"``) takes the pending interrupt's ``interrupt_id``
       too, and is offered on each pending approval rather than on the session; one of a tool call
       (``scope="tool_call"``) takes its ``tool_call_id`` and is offered on each open call of the
-      running turn.
+      running turn; one of an unknown outcome (``scope="unknown_outcome"``) on each call of the
+      transcript whose outcome is unknown.
     * An action whose input the session did not apply (a ``False`` answer) raises ``NotApplied``
       (409 ``not_applied``, with the action's reason).
 """
@@ -44,14 +45,16 @@ class ActionField:
     """One field of an action: its JSON name, its label on the page, its type and bounds.
 
     ``kind="milliseconds"`` is an integer of milliseconds that the page asks for in minutes;
-    ``prefill`` names the key of the session's state whose value the page puts in the field."""
+    ``kind="choice"`` one of ``choices``; ``prefill`` names the key of the session's state whose value
+    the page puts in the field."""
 
     name: str
     label: str
-    kind: Literal["text", "integer", "milliseconds"] = "text"
+    kind: Literal["text", "integer", "milliseconds", "choice"] = "text"
     required: bool = False
     minimum: int = 1
     prefill: str | None = None
+    choices: tuple[str, ...] = ()
 
 
 @final
@@ -64,7 +67,7 @@ class OperatorAction:
     description: str
     run: ActionRun
     fields: tuple[ActionField, ...] = ()
-    scope: Literal["session", "interrupt", "tool_call"] = "session"
+    scope: Literal["session", "interrupt", "tool_call", "unknown_outcome"] = "session"
     confirm: bool = False
     while_set: str | None = None
     """The page offers the action only while the session's state has this key set (``None``: always)."""
@@ -75,7 +78,7 @@ class OperatorAction:
         for an open tool call's)."""
         if self.scope == "interrupt":
             return (ActionField(name="interrupt_id", label="interrupt", required=True), *self.fields)
-        if self.scope == "tool_call":
+        if self.scope in ("tool_call", "unknown_outcome"):
             return (ActionField(name="tool_call_id", label="tool call", required=True), *self.fields)
         return self.fields
 
@@ -96,6 +99,10 @@ def action_values(action: OperatorAction, body: Mapping[str, object]) -> dict[st
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} must be a non-blank string")
             values[name] = value
+        elif field.kind == "choice":
+            if value not in field.choices:
+                raise ValueError(f"{name} must be one of {list(field.choices)}, got {value!r}")
+            values[name] = str(value)
         else:
             if not isinstance(value, int) or isinstance(value, bool) or value < field.minimum:
                 raise ValueError(f"{name} must be an integer >= {field.minimum}")
@@ -161,6 +168,15 @@ async def _cancel_tool_call(client: AsyncSessionClient, session_id: str, values:
     return {"canceled": True, "tool_call_id": tool_call_id}
 
 
+async def _settle(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:
+    tool_call_id, status = _text(values, "tool_call_id"), _text(values, "status")
+    told, resolver = _text(values, "output_or_message"), _text(values, "resolver")
+    assert tool_call_id is not None and status is not None and told is not None and resolver is not None
+    await client.resolve_tool_outcome(session_id, tool_call_id, status, told, resolver=resolver,
+                                      reason=_text(values, "reason"))
+    return {"settled": True, "tool_call_id": tool_call_id, "status": status}
+
+
 _TOLD_WHY: Final = ActionField(name="reason", label="why (told to the model)", required=True)
 
 OPERATOR_ACTIONS: Final[tuple[OperatorAction, ...]] = (
@@ -172,6 +188,15 @@ OPERATOR_ACTIONS: Final[tuple[OperatorAction, ...]] = (
                    fields=(_TOLD_WHY,),
                    description="cancel this open tool call; the model reads 'cancelled by the user: <why>' "
                                "as its result and the turn goes on"),
+    OperatorAction(name="resolve_tool_outcome", label="Settle outcome", run=_settle, scope="unknown_outcome",
+                   fields=(ActionField(name="status", label="status", kind="choice", required=True,
+                                       choices=("succeeded", "failed")),
+                           ActionField(name="output_or_message", label="the tool's output, or its error",
+                                       required=True),
+                           ActionField(name="resolver", label="resolver (who settles it)", required=True),
+                           ActionField(name="reason", label="reason (audit)")),
+                   description="settle a call whose outcome is unknown as succeeded or failed; the model is told "
+                               "in the session's next message"),
     OperatorAction(name="compact", label="Compact history", run=_compact,
                    description="summarize the oldest turns before the next model call (the transcript stays whole)"),
     OperatorAction(name="stop", label="Stop session", run=_stop, confirm=True,

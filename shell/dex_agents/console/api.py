@@ -29,13 +29,15 @@ from dex_agents.console.views import (
     Json,
     interrupt_json,
     open_calls_json,
+    settlement_json,
     state_json,
     summary_json,
     transcript_json,
     turn_usage,
     usage_json,
 )
-from dex_agents.pure.values.session import AgentMessage, AgentState
+from dex_agents.client import AsyncSessionClient
+from dex_agents.pure.values.session import AgentMessage, AgentState, ToolCallStatus
 
 __all__ = ["api_routes", "list_sessions", "session_detail"]
 
@@ -110,10 +112,24 @@ async def session_detail(backend: ConsoleBackend, session_id: str) -> Json:
         "queued_messages": None if snapshot is None else snapshot.queued_message_count,
         "pending_interrupts": [interrupt_json(interrupt, now) for interrupt in pending],
         "open_tool_calls": [] if snapshot is None else open_calls_json(snapshot.tool_calls),
-        "transcript": transcript_json(session_id, messages, rows,
-                                      () if snapshot is None else tuple(snapshot.tool_calls)),
+        "transcript": await settled(client, session_id, transcript_json(
+            session_id, messages, rows, () if snapshot is None else tuple(snapshot.tool_calls))),
         "event_cursor": live_cursor(rows, state, cursor), "actions": [action.name for action in OPERATOR_ACTIONS],
     }
+
+
+async def settled(client: AsyncSessionClient, session_id: str, transcript: list[Json]) -> list[Json]:
+    """``transcript`` with each call the events leave ``outcome_unknown`` read again from the session's
+    ``UnknownToolOutcomes`` (an operator's settlement writes no event): its status and ``settlement``."""
+    for item in transcript:
+        tool = item["tool"]
+        if tool is None or tool["status"] != ToolCallStatus.OUTCOME_UNKNOWN.value:
+            continue
+        record = await client.unknown_outcome(session_id, tool["tool_call_id"])
+        if record is not None and record.settlement is not None:
+            tool["status"] = record.status.value
+            tool["settlement"] = settlement_json(record.status, record.settlement)
+    return transcript
 
 
 def live_cursor(rows: Sequence[EventRow], state: AgentState | None, latest: str) -> str:

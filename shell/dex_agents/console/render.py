@@ -90,6 +90,10 @@ def _usage(usage: Json) -> str:
 
 def _field(field: ActionField, key: str, state: Json) -> str:
     """One input of an action's form; ``data-keep`` lets the page keep what was typed across refreshes."""
+    if field.kind == "choice":
+        options = "".join(f'<option value="{esc(choice)}">{esc(choice)}</option>' for choice in field.choices)
+        return (f'<select name="{esc(field.name)}" aria-label="{esc(field.label)}" '
+                f'data-keep="{esc(key)}/{esc(field.name)}">{options}</select>')
     kind = "number" if field.kind != "text" else "text"
     scale = (' data-scale="60000" min="0" step="any"' if field.kind == "milliseconds"
              else f' min="{field.minimum}" step="1"' if field.kind == "integer" else "")
@@ -154,8 +158,26 @@ def _tool_call(message: Json) -> str:
 <summary><span class="role">tool call</span> <strong>{esc(tool['tool_name'])}</strong>
 <span class="badge effect">{esc(tool['effect'] or '?')}</span> <span class="badge {esc(tool['status'])}">{esc(tool['status'] or '?')}</span>
 <span class="muted">{esc(attempts)} attempt{'' if attempts == 1 else 's'}</span></summary>
-<pre class="arguments">{esc(message['tool_arguments'])}</pre>{_answer(tool.get('approval'))}
+<pre class="arguments">{esc(message['tool_arguments'])}</pre>{_answer(tool.get('approval'))}{_settlement(tool)}
 <div class="muted">idempotency key {esc(tool['idempotency_key'])}</div></details>"""
+
+
+_SETTLING: Final = tuple(action for action in OPERATOR_ACTIONS if action.scope == "unknown_outcome")
+
+
+def _settlement(tool: Json) -> str:
+    """How an unknown outcome was settled, or while it is unknown the forms that settle it."""
+    settled = tool.get("settlement")
+    if settled:
+        by = "".join(f" {label} {esc(settled[name])}" for label, name in (("by", "resolver"), ("·", "reason"))
+                     if settled.get(name))
+        return (f'<div class="answer-note">outcome settled as {esc(settled.get("status"))} '
+                f'({esc(settled.get("settled_by"))}){by}</div>')
+    if tool["status"] != "outcome_unknown":
+        return ""
+    forms = "".join(_action_form(action, f"call/{tool['tool_call_id']}", {}, tool["tool_call_id"])
+                    for action in _SETTLING)
+    return f'<div class="warning">The outcome is unknown: settle it.</div><div class="operator settle">{forms}</div>'
 
 
 def _open_call(call: Json, actions: Sequence[OperatorAction]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from pyrsistent import thaw
 
@@ -28,6 +28,8 @@ from dex_agents.pure.values.session import (
     AgentState,
     AgentToolCall,
     AgentUsage,
+    ToolCallSettlement,
+    ToolCallStatus,
     text_sha256,
 )
 
@@ -36,6 +38,7 @@ __all__ = [
     "event_json",
     "interrupt_json",
     "open_calls_json",
+    "settlement_json",
     "state_json",
     "summary_json",
     "tool_facts",
@@ -68,6 +71,16 @@ def interrupt_json(interrupt: AgentInterrupt, now: datetime) -> Json:
     return {**asdict(interrupt), "effect": interrupt.effect.value,
             "arguments_sha256": text_sha256(interrupt.arguments),
             "seconds_left": _seconds_left(interrupt.deadline, now)}
+
+
+SETTLEMENT_FIELDS: Final = ("status", "settled_by", "resolver", "reason")
+"""A settlement's JSON fields (the ``dex_agents.tool_outcome_settled`` event's, and the record's)."""
+
+
+def settlement_json(status: ToolCallStatus, settlement: ToolCallSettlement) -> Json:
+    """How an unknown outcome was settled, as ``tool_facts`` reads it from the event."""
+    return {"status": status.value, "settled_by": settlement.settled_by, "resolver": settlement.resolver,
+            "reason": settlement.reason}
 
 
 def open_calls_json(records: Iterable[AgentToolCall]) -> list[Json]:
@@ -107,7 +120,8 @@ def event_json(row: EventRow) -> Json:
 
 def tool_facts(rows: Iterable[EventRow]) -> dict[tuple[str | None, str], Json]:
     """What the events tell of each tool call, by (turn ID, tool call ID): effect, approval, attempts,
-    status, and how its approval was answered (``answer``: approved, approver, reason, edited arguments)."""
+    status, how its approval was answered (``answer``: approved, approver, reason, edited arguments)
+    and how an unknown outcome was settled (``settlement``: status, settled_by, resolver, reason)."""
     facts: dict[tuple[str | None, str], Json] = {}
     raised: dict[str, tuple[str | None, str]] = {}
     for _, event, _ in rows:
@@ -121,6 +135,11 @@ def tool_facts(rows: Iterable[EventRow]) -> dict[tuple[str | None, str], Json]:
             continue
         if event.type == kinds.INTERRUPT_RAISED:
             raised[str(payload.get("interrupt_id"))] = (event.turn_id, call_id)
+            continue
+        if event.type == kinds.TOOL_OUTCOME_SETTLED:
+            fact = facts.setdefault((event.turn_id, call_id), {"attempts": 0, "status": "pending"})
+            fact["status"] = payload.get("status")
+            fact["settlement"] = {name: payload.get(name) for name in SETTLEMENT_FIELDS}
             continue
         if event.type not in (kinds.TOOL_CALL_DEFERRED, kinds.TOOL_CALL_STARTED, kinds.TOOL_CALL_FINISHED):
             continue
@@ -162,6 +181,7 @@ def _tool_json(session_id: str, message: AgentMessage, facts: Mapping[tuple[str 
         "idempotency_key": idempotency_key(session_id, message.turn_id, call_id) if call_id else None,
         "interrupt_id": record.interrupt_id if record is not None else None,
         "approval": fact.get("answer"),
+        "settlement": fact.get("settlement"),
     }
 
 

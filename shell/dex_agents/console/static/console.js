@@ -249,7 +249,7 @@ function onClick(event) {
 
 function actionPayload(form) {
   const payload = {};
-  for (const input of form.querySelectorAll("input[name]")) {
+  for (const input of form.querySelectorAll("input[name], select[name]")) {
     const text = input.value.trim();
     if (!text) continue;
     const kind = input.dataset.kind;
