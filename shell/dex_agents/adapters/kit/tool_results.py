@@ -32,7 +32,9 @@ _OUTCOMES: Final[Mapping[ToolCallStatus, ToolOutcome]] = {
     ToolCallStatus.FAILED: ToolOutcome.FAILED,
     ToolCallStatus.REJECTED: ToolOutcome.DENIED,
     ToolCallStatus.OUTCOME_UNKNOWN: ToolOutcome.UNKNOWN,
+    ToolCallStatus.CANCELED: ToolOutcome.DENIED,
 }
+"""A call an operator cancelled (``canceled``) reads as the user's refusal to let it finish: ``denied``."""
 
 
 @final

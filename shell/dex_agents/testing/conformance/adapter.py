@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, final
 
 from dex_agents.adapters.kit import SessionFlowOptions
+from dex_agents.shell.timing import SessionTiming
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance.model import ScriptedModel
 from dex_agents.testing.conformance.script import conversation
@@ -59,6 +60,8 @@ class ConformanceSetup:
     streaming: bool
     structured_output: bool
     options: dict[str, int | str | None]
+    heartbeat_interval_ms: int | None = None
+    """The Steps' background heartbeat period (``SessionTiming``), ``None``: the session's default."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -95,6 +98,8 @@ def build_conformance_flow(adapter: ConformanceAdapter, setup: ConformanceSetup)
     options: SessionFlowOptions = {}
     for key, value in setup.options.items():
         options[key] = value  # type: ignore[literal-required]
+    if setup.heartbeat_interval_ms is not None:
+        options["timing"] = SessionTiming(heartbeat_interval_seconds=setup.heartbeat_interval_ms / 1000)
     return adapter.build_flow(setup.flow_type, model, conformance_tools(directory),
                               structured_output=setup.structured_output, options=options)
 

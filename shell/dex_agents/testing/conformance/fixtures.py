@@ -34,14 +34,16 @@ class Conformance:
         self._count = 0
 
     def session(self, *, streaming: bool = True, structured_output: bool = False, worker_in_child: bool = False,
-                **options: Unpack[SessionFlowOptions]) -> ConformanceSession:
+                heartbeat_interval_ms: int | None = None, **options: Unpack[SessionFlowOptions]) -> ConformanceSession:
         """A new session of a new Flow; its Worker runs in this process, or in a child the test
-        starts with ``start_worker`` (for SIGKILL)."""
+        starts with ``start_worker`` (for SIGKILL). ``heartbeat_interval_ms``: the Steps' background
+        heartbeat period (a tool learns of its cancellation at its next heartbeat); default the session's."""
         self._count += 1
         state_directory = self._directory / f"conformance-{self._count}"
         state_directory.mkdir(parents=True)
         setup = new_setup(self.adapter, state_directory, streaming=streaming,
-                          structured_output=structured_output, options=options)
+                          structured_output=structured_output, options=options,
+                          heartbeat_interval_ms=heartbeat_interval_ms)
         flow = build_conformance_flow(self.adapter, setup)
         environment = self._environment([flow], is_worker_in_process=not worker_in_child)
         sessions = self._sessions(environment, flow, timeout=60.0)

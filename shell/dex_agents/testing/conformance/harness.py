@@ -81,6 +81,23 @@ class ConformanceSession:
         return self.sessions.wait_for_state(self.session_id, turns_ended(count),
                                             description=f"{count} ended turns", timeout=timeout)
 
+    def wait_for_ended_turns(self, count: int, timeout: float = 60.0) -> AgentState:
+        """Wait until ``count`` turns ended, a canceled one included (``ended_turn_count``)."""
+        return self.sessions.wait_for_state(
+            self.session_id, lambda state: state.ended_turn_count >= count and state.current_turn_id is None,
+            description=f"{count} ended turns (canceled included)", timeout=timeout)
+
+    def cancel_turn(self, reason: str) -> bool:
+        """``cancel_turn`` of the running turn (its ID read from the committed state)."""
+        turn_id = self.state().current_turn_id
+        if turn_id is None:
+            raise AssertionError(f"session {self.session_id} runs no turn to cancel")
+        return self.sessions.sessions.cancel_turn(self.session_id, turn_id, reason)
+
+    def cancel_tool_call(self, tool_call_id: str, reason: str) -> bool:
+        """``cancel_tool_call``."""
+        return self.sessions.sessions.cancel_tool_call(self.session_id, tool_call_id, reason)
+
     def wait_for_interrupt(self, tool_name: str) -> AgentInterrupt:
         return self.sessions.wait_for_pending_interrupt(self.session_id, tool_name)
 
@@ -124,9 +141,10 @@ class ConformanceSession:
 
 
 def new_setup(adapter: ConformanceAdapter, state_directory: Path, *, streaming: bool, structured_output: bool,
-              options: SessionFlowOptions) -> ConformanceSetup:
+              options: SessionFlowOptions, heartbeat_interval_ms: int | None = None) -> ConformanceSetup:
     """A setup with a Flow type of its own (Flow types are unique on the engine)."""
     return ConformanceSetup(
+        heartbeat_interval_ms=heartbeat_interval_ms,
         adapter=adapter_path(adapter),
         flow_type=f"Conformance-{adapter.name}-{uuid.uuid4().hex[:10]}",
         state_directory=str(state_directory),

@@ -19,6 +19,7 @@ import pytest
 
 from dex_agents.testing.conformance.adapter import ConformanceAdapter
 from dex_agents.testing.conformance.fixtures import Conformance
+from dex_agents.testing.conformance.suite_cancellation import CancellationConformance
 from dex_agents.testing.conformance.suite_compaction import CompactionConformance
 from dex_agents.testing.conformance.suite_crashes import CrashConformance
 from dex_agents.testing.conformance.suite_failures import FailureConformance
@@ -28,7 +29,7 @@ from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessi
 
 
 class AdapterConformanceSuite(TurnConformance, FailureConformance, CrashConformance, CompactionConformance,
-                              OperatorConformance):
+                              OperatorConformance, CancellationConformance):
     """All scenarios; a subclass sets ``conformance_adapter = adapter_fixture(...)``."""
 
     @pytest.fixture
