@@ -149,7 +149,8 @@ def test_a_rewind_is_recorded_with_the_worker_clock_and_its_event_names_every_to
 
 
 @pytest.mark.parametrize(("removal", "error"), [
-    (_removal(to_turn=2), "the session is after turn 1, not 2"),
+    (_removal(to_turn=2), "to_turn 2 is not a turn the session has ended (1 ended)"),
+    (_removal(to_turn=-1), "to_turn -1 is not a turn"),
     (_removal(previous_run_id=""), "previous_run_id"),
     (_removal(previous_run_id="a/b"), "previous_run_id"),
     (_removal(removed_turn_count=-1), "removed_turn_count"),
@@ -161,10 +162,15 @@ def test_a_rewind_record_no_rewind_could_make_is_refused(removal: RecordSessionR
     assert error in failure_of(session.feed_rpc(SessionRewindRecorded(input=removal, now_ms=T0_MS)))
 
 
-def test_a_rewind_record_is_refused_before_the_start_and_inside_a_turn() -> None:
+def test_a_rewind_record_is_refused_before_the_start_and_taken_once_the_session_went_on() -> None:
     assert "has not started" in failure_of(Session().feed_rpc(SessionRewindRecorded(input=_removal(), now_ms=T0_MS)))
-    running = started_session("one")
-    assert "turn-1 is running" in failure_of(running.feed_rpc(SessionRewindRecorded(input=_removal(), now_ms=T0_MS)))
+    session = started_session("one")
+    session.model(completed("One."))
+    session.send("two")
+    session.user_message_arrives("two")  # queued at turn 1's end: turn 2 starts before the record comes
+    assert session.state.current_turn_id == "turn-2"
+    assert isinstance(answer_of(session.feed_rpc(SessionRewindRecorded(input=_removal(), now_ms=T0_MS))),
+                      SessionRewind)
 
 
 class _Recording(Session):

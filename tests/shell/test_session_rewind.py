@@ -220,3 +220,30 @@ def test_a_rewind_reaches_back_to_the_last_continue_as_new_and_a_fork_reaches_fu
     assert _texts(sessions.snapshot(session_id)) == [ONE, "One.", THREE, "Three.", FOUR, "Four."]
     _replays_identically(sessions, session_id)
     _replays_identically(sessions, forked)
+
+
+def test_a_message_queued_at_the_turns_end_is_queued_again_and_starts_the_next_turn_at_once(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    flow, _ = _flow(tmp_path)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, ONE)
+    sessions.wait_for_completed_turns(session_id, 1)
+    assert sessions.send_user_message(session_id, APPROVED_REFUND)
+    interrupt = sessions.wait_for_pending_interrupt(session_id, "approved_refund")
+    assert sessions.send_user_message(session_id, THREE)  # queued while turn 2 waits
+    assert sessions.resolve_interrupt(session_id, interrupt.interrupt_id, True)
+    sessions.wait_for_completed_turns(session_id, 3)
+    finished = sessions.snapshot(session_id)
+
+    audit = client.rewind(session_id, 2, "again from turn 2")  # recorded although turn 3 starts at once
+
+    assert (audit.to_turn, audit.removed_turn_count, list(audit.tool_calls)) == (2, 1, [])
+    sessions.wait_for_completed_turns(session_id, 3)
+    again = sessions.snapshot(session_id)
+    assert _texts(again) == _texts(finished) == [ONE, "One.", APPROVED_REFUND, "Refunded after approval.", THREE,
+                                                 "Three."]
+    assert tool_log(tmp_path).entries() == [f"lookup:{session_id}/turn-1/c-lookup",
+                                            f"approved_refund:{session_id}/turn-2/c-approved"]
+    _replays_identically(sessions, session_id)

@@ -8,8 +8,10 @@
   ``AgentSessionFork``'s invariants is rejected (the start attempt fails and commits nothing).
 * ``SessionRewindRecorded`` (``record_session_rewind``): the audit of the rewind that just replaced
   the run ``previous_run_id``, stored in ``SessionRewinds/<previous_run_id>`` with the Worker clock
-  (answered); a repeat of the call writes the same instance again. Refused while a turn runs (a rewind
-  leaves the session between turns) or for an input no rewind could make.
+  (answered); a repeat of the call writes the same instance again. The session may have gone on since
+  the rewind (a message queued at turn ``to_turn``'s end starts the next turn at once), so a running or
+  later turn is no reason to refuse; a ``to_turn`` the session has not ended, or any other input no
+  rewind could make, is.
 """
 
 from __future__ import annotations
@@ -83,10 +85,9 @@ def reduce_session_rewind_recorded(state: SessionState, recorded: SessionRewindR
     agent_state = state.agent_state
     if agent_state is None:
         return refuse(state, "the session has not started")
-    if agent_state.current_turn_id is not None:
-        return refuse(state, f"{agent_state.current_turn_id} is running; a rewind leaves the session between turns")
-    if request.to_turn != agent_state.ended_turn_count:
-        return refuse(state, f"the session is after turn {agent_state.ended_turn_count}, not {request.to_turn}")
+    if not 0 <= request.to_turn <= agent_state.ended_turn_count:
+        return refuse(state, f"to_turn {request.to_turn} is not a turn the session has ended "
+                             f"({agent_state.ended_turn_count} ended)")
     if request.removed_turn_count < 0 or not request.previous_run_id or "/" in request.previous_run_id:
         return refuse(state, "removed_turn_count must be >= 0 and previous_run_id a Dex run ID")
     problem = None if request.reason is None else lone_surrogate_problem(request.reason, "reason")
