@@ -8,7 +8,9 @@ tool's runs (``ToolRuns``, ``lookup_order_function``), the checks of the request
 received, the waits on committed events and Step history, and ``hold_the_conversation``: a session
 with a turn of two sequential tool calls, a turn the provider breaks (HTTP 500, retried by
 ``RunModel`` until it fails), a turn it rejects (HTTP 400, failed at once), a tool turn after both
-failures, and a text turn, checked as every adapter must pass it.
+failures, a text turn, a turn whose HTTP request the provider holds until the operator cancels the turn
+(Dex aborts the model call; the turn ends canceled), and a turn whose request carries the cancel note,
+checked as every adapter must pass it.
 
 ``respond`` is a pure function of the request's messages (the last user message's text and what
 follows it), so a model call made again after a failure gets the same answer. Every wait is on
@@ -48,6 +50,8 @@ BREAK: Final = "And what about my refund?"
 BAD_REQUEST: Final = "Hello? Are you there?"
 ONE_LOOKUP: Final = "Where is order 3?"
 THANKS: Final = "Thanks!"
+HOLD: Final = "Take all the time you need."
+CANCEL_REASON: Final = "the customer hung up"
 
 TWO_LOOKUPS_ANSWER: Final = "Both found: order 1 shipped; order 2 shipped."
 SERVER_ERROR: Final = "The server had an error while processing your request (test)."
@@ -85,6 +89,23 @@ def last_turn(request: ChatRequest) -> tuple[str, int, list[str]]:
         message_text(message) for message in after if message.get("role") == "tool"]
 
 
+class HeldRequest:
+    """The provider holds a ``HOLD`` request (in its handler thread) until the test releases it, so the
+    model call it answers stays in flight until the operator cancels its turn."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.released = threading.Event()
+
+    def reset(self) -> None:
+        self.reached.clear()
+        self.released.clear()
+
+
+HELD: Final = HeldRequest()
+"""This process's held request (the over-HTTP tests of one process run one after another)."""
+
+
 def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
     """The provider in ``hold_the_conversation``: answers from the last user message and the assistant
     and tool messages after it (no counter); an ``AssertionError`` for any other last user message."""
@@ -101,6 +122,10 @@ def respond(request: ChatRequest) -> ChatReply | ChatErrorReply:
         return lookup_call(3) if rounds == 0 else ChatReply(text=f"Found it: {results[0]}.")
     if prompt == THANKS:
         return ChatReply(text=THANKS_ANSWER)
+    if prompt == HOLD:
+        HELD.reached.set()
+        HELD.released.wait(SESSION_TIMEOUT)
+        return ChatReply(text="I took my time.")
     raise AssertionError(f"unexpected last user message {prompt!r}")
 
 
@@ -320,13 +345,44 @@ def hold_the_conversation(server: OpenAICompatibleServer, sessions: AgentSession
     assert all(message.role != MessageRole.USER or message.text != system_prompt for message in snapshot.messages)
     assert runs.order_ids == [1, 2, 3]
     assert server.rejections == () and server.responder_errors == ()
+    cancel_a_held_model_call(server, sessions, session_id)
     return Conversation(rejected_turn_error=rejected_turn_error)
+
+
+def cancel_a_held_model_call(server: OpenAICompatibleServer, sessions: AgentSessionTestClient, session_id: str) -> None:
+    """Turn 6: the provider holds the model's HTTP request; the operator cancels the turn, Dex aborts the
+    model call and the turn ends canceled. Turn 7: its request carries the cancel note before its message."""
+    HELD.reset()
+    before = server.request_count
+    sessions.send_user_message(session_id, HOLD)
+    assert HELD.reached.wait(SESSION_TIMEOUT), "the held request reached the provider"
+    try:
+        assert sessions.sessions.cancel_turn(session_id, "turn-6", CANCEL_REASON) is True
+        state = sessions.wait_for_turns(session_id, 6)
+    finally:
+        HELD.released.set()
+    assert (state.completed_turn_count, state.failed_turn_count, state.canceled_turn_count) == (3, 2, 1)
+    assert server.request_count == before + 1, "one request: the cancelled call is not retried"
+    assert [event.payload["reason"] for event in sessions.events(session_id)
+            if event.type == "dex_agents.turn_canceled"] == [CANCEL_REASON]
+    sessions.send_user_message(session_id, THANKS)
+    sessions.wait_for_completed_turns(session_id, 4)
+    (turn_7,) = server.requests[before + 1:]
+    held, note, thanks = turn_7["messages"][-3:]
+    assert [held["role"], note["role"], thanks["role"]] == ["user", "user", "user"]
+    assert (message_text(held), message_text(thanks)) == (HOLD, THANKS)
+    assert message_text(note).startswith("[Dex] The user cancelled the previous turn before it finished.")
+    assert f"Reason: {CANCEL_REASON}" in message_text(note)
+    assert server.rejections == () and server.responder_errors == ()
 
 
 __all__ = [
     "BAD_REQUEST",
     "BAD_REQUEST_ERROR",
     "BREAK",
+    "CANCEL_REASON",
+    "HELD",
+    "HOLD",
     "FAILED_TURN_TIMEOUT",
     "MODEL_CALL_FAILED",
     "ONE_LOOKUP",
@@ -343,6 +399,7 @@ __all__ = [
     "assert_each_result_once_after_its_call",
     "async_openai_client",
     "call_ids",
+    "cancel_a_held_model_call",
     "hold_the_conversation",
     "last_turn",
     "lookup_call",

@@ -108,3 +108,49 @@ def test_a_cancelled_tool_call_gives_the_model_the_reason_and_the_turn_goes_on(
                             description="the tool to see its cancellation")
     assert completed_steps(environment.server_address, session_id) == [
         "StartAgentSession", "RunModel", "RecordToolCancellation", "ResumeTurn", "RunModel"], "CallTool never completed"
+
+
+def stubborn_tool(directory: Path) -> ScriptedTool:
+    """A read that ignores its cancellation: it logs it, waits for the gate ``finish`` and answers anyway."""
+    log = InvocationLog(directory, "stubborn")
+
+    async def tool(_call: DeferredToolExecution) -> str:
+        log.record("started")
+        try:
+            await FileGate(directory, "tool").mark_reached_async()
+        except asyncio.CancelledError:
+            log.record("cancelled")
+            await FileGate(directory, "finish").mark_reached_async()
+            log.record("answered late")
+        return "found it anyway"
+
+    return tool
+
+
+def test_a_step_that_finishes_after_its_cancellation_commits_nothing(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
+                     ScriptedModelCall(text="Cancelled, then."))}
+    flow = session_flow(scripted_runner(tmp_path, script, {"slow": stubborn_tool(tmp_path)}), prefix="CancelLate",
+                        tool_policies={"slow": ToolPolicy(effect=ToolEffect.READ)}, timing=QUICK_HEARTBEATS)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, SLOW)
+    FileGate(tmp_path, "tool").wait_until_reached()
+    assert client.cancel_tool_call(session_id, "call-slow", "not needed") is True
+    finish = FileGate(tmp_path, "finish")
+    finish.wait_until_reached()  # the tool saw its cancellation and still runs
+    sessions.wait_for_completed_turns(session_id, 1)  # the turn went on without it
+    finish.release()
+    log = InvocationLog(tmp_path, "stubborn")
+    sessions.wait_for_state(session_id, lambda _s: "answered late" in log.entries(),
+                            description="the stubborn tool to answer late")
+    assert client.state(session_id) is not None
+    (result,) = [m for m in client.snapshot(session_id).messages if m.role.value == "tool"]
+    assert result.tool_output == "cancelled by the user: not needed", "the late answer is discarded"
+    finished = of_type(sessions.events(session_id), "tool_call_finished")
+    assert [e.payload["status"] for e in finished] == [ToolCallStatus.CANCELED.value]
+    assert log.entries() == ["started", "cancelled", "answered late"], "it ran once"
+    assert "CallTool" not in completed_steps(environment.server_address, session_id)
