@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "StoredValueError": "dex_agents.shell.codecs",
     "ToolExecutionError": "dex_agents.shell.runner",
     "ToolExecutionResult": "dex_agents.shell.runner",
+    "current_tool_call": "dex_agents.shell.tool_context",
     "create_agent_session_flow": "dex_agents.shell.flow",
     "session_flow_definition": "dex_agents.shell.flow",
     "AsyncSessionClient": "dex_agents.client.async_session_client",
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
     from dex_agents.shell.runner import AgentFrameworkRunner as AgentFrameworkRunner
     from dex_agents.shell.runner import AgentTurnContext as AgentTurnContext
     from dex_agents.shell.runner import DeferredToolExecution as DeferredToolExecution
+    from dex_agents.shell.tool_context import current_tool_call as current_tool_call
     from dex_agents.shell.runner import ModelRetryAfterError as ModelRetryAfterError
     from dex_agents.shell.runner import NonRetryableModelError as NonRetryableModelError
     from dex_agents.pure.flow.rows import RetryPolicy as RetryPolicy

@@ -108,12 +108,13 @@ def test_the_demo_conversation_looks_up_then_refunds_once_after_approval(
     sessions.wait_for_completed_turns(session_id, 2)
     snapshot = sessions.snapshot(session_id)
     assert (snapshot.messages[-1].text or "").startswith("Done: Refunded 19.99")
-    assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == ["order=42 amount=19.99"]
+    assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == [
+        f"order=42 amount=19.99 key={session_id}/turn-2/{interrupt.tool_call_id}"]  # the ledger, by idempotency key
     assert snapshot.usage.requests == 4 and snapshot.usage.input_tokens > 0
 
 
 @pytest.mark.parametrize("name", DEMOS)
-def test_a_crash_during_the_refund_records_outcome_unknown_and_the_model_is_told(
+def test_a_crash_during_the_refund_is_reconciled_from_the_ledger_and_the_model_is_told(
         name: str, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
         killable_worker: KillableWorkerFactory, tmp_path: Path) -> None:
     flow_type = _flow_type(f"crash_{name}")
@@ -135,7 +136,12 @@ def test_a_crash_during_the_refund_records_outcome_unknown_and_the_model_is_told
     sessions.wait_for_completed_turns(session_id, 1)
     snapshot = sessions.snapshot(session_id)
     tool_message = [m for m in snapshot.messages if m.role == MessageRole.TOOL][0]
-    assert (tool_message.tool_output or "").startswith(OUTCOME_UNKNOWN_PREFIX)
-    assert "cannot tell whether the refund" in (snapshot.messages[-1].text or "")
-    assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == ["order=42 amount=19.99"]  # ran exactly once
+    told = tool_message.tool_output or ""
+    assert told.startswith("[Dex] The outcome was unknown (") and OUTCOME_UNKNOWN_PREFIX not in told
+    assert told.endswith("the tool's reconcile check settled it as succeeded.\nRefunded 19.99 for order 42.")
+    assert "the refund ledger shows it went through" in (snapshot.messages[-1].text or "")
+    key = f"{session_id}/turn-1/{interrupt.tool_call_id}"
+    assert (tmp_path / REFUNDS_LOG).read_text().splitlines() == [f"order=42 amount=19.99 key={key}"]  # ran once
+    (settled,) = [e for e in sessions.events(session_id) if e.type == "dex_agents.tool_outcome_settled"]
+    assert (settled.payload["status"], settled.payload["settled_by"]) == ("succeeded", "reconcile")
     assert len(snapshot.tool_calls) == 0

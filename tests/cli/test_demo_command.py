@@ -72,7 +72,9 @@ def test_demo_crash_as_a_user_runs_it(tmp_path: Path, framework: str) -> None:
                      environment={"TMPDIR": str(tmp_path)}, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "CRASH: Worker pid" in result.stdout and "worker 2: pid" in result.stdout
-    assert "tool refund_order finished: outcome_unknown" in result.stdout
-    assert "the model was told: The tool call's outcome is unknown" in result.stdout
+    assert "tool refund_order: the unknown outcome was settled by its reconcile check: succeeded" in result.stdout
+    assert "tool refund_order finished: succeeded" in result.stdout and "outcome_unknown" not in result.stdout
+    assert "the model was told: [Dex] The outcome was unknown (" in result.stdout
+    assert "the tool's reconcile check settled it as succeeded" in result.stdout
     assert "refunds performed: 1" in result.stdout
     assert os.listdir(tmp_path) == []

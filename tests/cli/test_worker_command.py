@@ -87,7 +87,8 @@ def test_the_demo_agent_served_by_dex_agents_worker_answers_the_sessions_command
                 sessions.wait_for_completed_turns(session_id, 2)
                 shown = run_cli("sessions", "show", session_id, *server)
                 assert "Done: Refunded 19.99 for order 42." in shown.stdout, shown.stdout
-                assert (state / "refunds.log").read_text().splitlines() == ["order=42 amount=19.99"]
+                assert (state / "refunds.log").read_text().splitlines() == [
+                    f"order=42 amount=19.99 key={session_id}/turn-2/{interrupt.tool_call_id}"]
 
                 assert worker.stop(signal.SIGTERM) == 0
                 assert worker.lines[-1] == "dex-agents worker stopped (SIGTERM)"

@@ -9,8 +9,10 @@ Invariants:
     * The Worker children are ``dex-agents worker --agent <agent>``, the command a user runs.
     * ``--crash``: the first Worker runs with the refund's crash gate armed; once the refund reaches
       its gate the Worker's process group is SIGKILLed and a new Worker (gate not armed) takes over,
-      then the gate is released. The refund is not run again: its tool call is recorded
-      ``outcome_unknown`` and the model is told.
+      then the gate is released. The refund is not run again: its outcome is unknown, and the demo
+      agent's ``reconcile`` finds the refund in its ledger by the call's idempotency key, so the call
+      is recorded ``succeeded`` (settled by the reconcile check) and the model is told so; an agent
+      without a reconcile records ``outcome_unknown`` and the model is told that.
     * ``--console``: the session console serves the demo's engine on a free loopback port (no token)
       from before the session starts until the demo ends; its URL is printed first.
 """
@@ -48,6 +50,8 @@ CRASH_GATE_ENV: Final = "DEX_AGENTS_DEMO_CRASH_GATE"
 REFUND_TOOL: Final = "refund_order"
 REFUND_GATE: Final = "refund"
 REFUNDS_LOG: Final = "refunds.log"
+SETTLED_NOTE: Final = "[Dex] The outcome was unknown ("
+"""How the result of a call whose unknown outcome was settled begins (``texts.settled_outcome_note``)."""
 MODEL_HINT: Final = ("pass --model provider:name (e.g. openai:gpt-4o-mini) with the provider's API key set, "
                      "or leave --model out for the scripted model, which needs no key")
 
@@ -186,12 +190,11 @@ def _summary(snapshot: AgentSnapshot, view: EventView, state_directory: Path, co
     for (turn_id, tool_call_id), (tool_name, status) in view.finished_tools.items():
         console.print(f"tool call {tool_name}: {status}", markup=False, highlight=False,
                       style="bold red" if status == "outcome_unknown" else None)
-        if status != "outcome_unknown":
-            continue
         told = next((message.tool_output for message in snapshot.messages
                      if message.turn_id == turn_id and message.tool_call_id == tool_call_id
                      and message.tool_output is not None), None)
-        if told is not None:
+        settled = told is not None and told.startswith(SETTLED_NOTE)  # an unknown outcome the reconcile settled
+        if told is not None and (status == "outcome_unknown" or settled):
             console.print(f"  the model was told: {told}", markup=False, highlight=False)
     console.print(f"session usage: {format_usage(snapshot.usage)}", highlight=False)
     log = state_directory / REFUNDS_LOG

@@ -151,6 +151,10 @@ class EventView:
                     reason = _text(payload, "rejection_message")
                     self._line(f"  interrupt {_text(payload, 'interrupt_id')} rejected"
                                + (f": {reason}" if reason else ""), "yellow")
+            case kinds.TOOL_OUTCOME_SETTLED:
+                by = "its reconcile check" if payload.get("settled_by") == "reconcile" else _text(payload, "resolver")
+                self._line(f"  tool {_text(payload, 'tool_name')}: the unknown outcome was settled by {by}: "
+                           f"{_text(payload, 'status')}", "bold green")
             case kinds.USAGE_RECORDED:
                 recorded = usage_from_json(payload.get("recorded"))
                 self.turn_usage[turn_id] = _add(self.turn_usage.get(turn_id, AgentUsage()), recorded)

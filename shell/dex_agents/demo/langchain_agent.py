@@ -65,6 +65,7 @@ from dex_agents.demo.support_script import (
     scripted_reply,
     support_tools,
     word_chunks,
+    support_policies,
 )
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
@@ -166,7 +167,7 @@ def build_support_flow(
 ) -> AgentSessionFlow:
     """The demo support agent's session Flow on LangChain (see the module docstring)."""
     return create_langchain_session_flow(build_chat_model(model), build_support_tools(state_directory), flow_type,
-                                         system_prompt=INSTRUCTIONS)
+                                         system_prompt=INSTRUCTIONS, tool_policies=support_policies(state_directory))
 
 
 def support_flow() -> AgentSessionFlow:

@@ -70,6 +70,7 @@ from dex_agents.demo.support_script import (
     scripted_reply,
     support_tools,
     word_chunks,
+    support_policies,
 )
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
@@ -179,7 +180,7 @@ def build_support_flow(
 ) -> AgentSessionFlow:
     """The demo support agent's session Flow (see the module docstring)."""
     return create_openai_agents_session_flow(build_support_agent(model=model, state_directory=state_directory),
-                                             flow_type)
+                                             flow_type, tool_policies=support_policies(state_directory))
 
 
 def support_flow() -> AgentSessionFlow:

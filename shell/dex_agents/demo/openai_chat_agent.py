@@ -50,6 +50,7 @@ from dex_agents.demo.support_script import (
     openai_model_name,
     scripted_reply,
     support_tools,
+    support_policies,
 )
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
@@ -95,7 +96,8 @@ def build_support_flow(
     functions = support_tools(state_directory)
     tools: list[Callable[..., Any]] = [tool(effect=ToolEffect.READ)(functions.lookup_order),
                                        tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)(functions.refund_order)]
-    return create_openai_chat_session_flow(client, name, tools, flow_type, instructions=INSTRUCTIONS)
+    return create_openai_chat_session_flow(client, name, tools, flow_type, instructions=INSTRUCTIONS,
+                                           tool_policies=support_policies(state_directory))
 
 
 def support_flow() -> AgentSessionFlow:

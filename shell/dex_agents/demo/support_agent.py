@@ -55,6 +55,7 @@ from dex_agents.demo.support_script import (
     scripted_reply,
     support_tools,
     word_chunks,
+    support_policies,
 )
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
@@ -147,7 +148,8 @@ def build_support_flow(
     *, model: str | None = None, state_directory: Path, flow_type: str = "SupportAgent"
 ) -> AgentSessionFlow:
     """The demo support agent's session Flow (see the module docstring)."""
-    return create_pydantic_ai_session_flow(build_support_agent(model=model, state_directory=state_directory), flow_type)
+    return create_pydantic_ai_session_flow(build_support_agent(model=model, state_directory=state_directory), flow_type,
+                                           tool_policies=support_policies(state_directory))
 
 
 def support_flow() -> AgentSessionFlow:

@@ -19,9 +19,14 @@ Public API:
     ``word_chunks(text) -> list[str]``: ``text`` as the scripted models stream it, word by word.
     ``support_tools(state_directory) -> SupportTools``: the coroutines ``lookup_order(order_id: int)
     -> str`` and ``refund_order(order_id: int, amount: float) -> str``. Every refund appends one line
-    (``record_refund``) to ``REFUNDS_LOG`` in ``state_directory``; with ``CRASH_GATE_ENV=1`` in the
-    environment when the tools are built, it then waits at ``FileGate(state_directory, REFUND_GATE)``
-    before it returns (performed, not yet reported).
+    (``record_refund``: ``order=<id> amount=<amount> key=<the call's idempotency key>``, the key from
+    ``dex_agents.current_tool_call()``) to ``REFUNDS_LOG`` in ``state_directory``, the demo's refund
+    ledger; with ``CRASH_GATE_ENV=1`` in the environment when the tools are built, it then waits at
+    ``FileGate(state_directory, REFUND_GATE)`` before it returns (performed, not yet reported).
+    ``support_policies(state_directory)``: the Flow's ``tool_policies``: ``refund_order`` a
+    ``non_idempotent_write`` whose ``reconcile`` (``reconcile_refund``) looks the refund up in the
+    ledger by its idempotency key, so a crash inside the refund is settled (``succeeded`` with the
+    ledger's refund, ``failed`` when the ledger has none) instead of left ``outcome_unknown``.
     ``provider_and_name(model)``, ``require_key(model, variable)``, ``openai_model_name(model, demo)``:
     the model checks (``ValueError``; ``MissingModelKeyError`` for a missing key).
     ``flow_from_environment(build) -> AgentSessionFlow``: ``build(model=..., state_directory=...)``
@@ -38,8 +43,11 @@ from pathlib import Path
 from typing import Final, NamedTuple, Protocol
 
 from dex_agents.pure.machine.texts import FAILED_PREFIX, OUTCOME_UNKNOWN_PREFIX, REJECTED_PREFIX
+from dex_agents.pure.values.runner import Reconcile, ReconciledOutcome, ToolPolicy
+from dex_agents.pure.values.session import ToolEffect
 from dex_agents.serving.gate import FileGate
 from dex_agents.shell.flow import AgentSessionFlow
+from dex_agents.shell.tool_context import current_tool_call
 
 DEMO_TURNS: Final[tuple[str, ...]] = ("Where is order 42?", "Please refund order 42")
 CRASH_GATE_ENV: Final = "DEX_AGENTS_DEMO_CRASH_GATE"
@@ -79,7 +87,13 @@ class ScriptedCall:
 
 
 def refund_answer(result: str) -> str:
-    """The scripted model's answer to the refund tool's ``result``."""
+    """The scripted model's answer to the refund tool's ``result`` (after the ``[Dex]`` notes, if any:
+    a result an operator or the reconcile check settled says so first)."""
+    notes, _, outcome = result.rpartition("\n") if result.startswith("[Dex] ") else ("", "", result)
+    if "settled it as succeeded" in notes:
+        return (f"Done: {outcome} The refund was interrupted by a crash; the refund ledger shows it went "
+                "through, so I did not refund again.")
+    result = outcome
     if result.startswith(OUTCOME_UNKNOWN_PREFIX):
         return ("I cannot tell whether the refund of order 42 went through: the refund was interrupted. "
                 "Please check the refunds before trying again.")
@@ -148,12 +162,35 @@ def support_tools(state_directory: Path) -> SupportTools:
 
     async def refund_order(order_id: int, amount: float) -> str:
         """Refund an amount of an order to the customer."""
-        record_refund(state_directory, f"order={order_id} amount={amount:.2f}")
+        call = current_tool_call()
+        record_refund(state_directory, f"order={order_id} amount={amount:.2f} key={call.idempotency_key if call else '-'}")
         if gate is not None:  # the crash demo kills the Worker here: refunded, but not yet reported
             await gate.mark_reached_async()
         return f"Refunded {amount:.2f} for order {order_id}."
 
     return SupportTools(lookup_order=lookup_order, refund_order=refund_order)
+
+
+def reconcile_refund(state_directory: Path) -> Reconcile:
+    """The refund's ``reconcile``: the ledger's line of the call's idempotency key (``succeeded`` with
+    the refund it records; ``failed`` when there is none: the refund was not performed)."""
+
+    def reconcile(tool_name: str, arguments: str, idempotency_key: str, error: str) -> ReconciledOutcome:
+        log = state_directory / REFUNDS_LOG
+        for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
+            fields = dict(field.partition("=")[::2] for field in line.split(" "))
+            if fields.get("key") == idempotency_key:
+                return ReconciledOutcome.succeeded(f"Refunded {fields.get('amount')} for order {fields.get('order')}.")
+        return ReconciledOutcome.failed(f"the refund ledger has no refund of this call ({idempotency_key}): "
+                                        "it was not performed")
+
+    return reconcile
+
+
+def support_policies(state_directory: Path) -> dict[str, ToolPolicy]:
+    """The demo Flow's ``tool_policies`` (see the module docstring)."""
+    return {"refund_order": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+                                       reconcile=reconcile_refund(state_directory))}
 
 
 def provider_and_name(model: str) -> tuple[str, str]:
@@ -212,10 +249,12 @@ __all__ = [
     "lookup_answer",
     "openai_model_name",
     "provider_and_name",
+    "reconcile_refund",
     "record_refund",
     "refund_answer",
     "require_key",
     "scripted_reply",
+    "support_policies",
     "support_tools",
     "word_chunks",
 ]

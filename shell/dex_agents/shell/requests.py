@@ -70,6 +70,7 @@ from dex_agents.pure.values.session import AgentUsage, FrameworkMessage
 from dex_agents.shell import tracing
 from dex_agents.shell.heartbeats import background_heartbeats, heartbeat_sent
 from dex_agents.shell.start_confirmation import confirm_start
+from dex_agents.shell.tool_context import running_tool_call
 from dex_agents.shell.runner import (
     AgentTurnContext,
     ContextWindowExceededError,
@@ -312,7 +313,8 @@ async def _execute_tool_call(run: StepRun, request: ExecuteDeferredToolCall) -> 
     started_ns = time.time_ns() if tracing.tracing_enabled() else 0
     try:
         async with background_heartbeats(context, run.runtime.timing.heartbeat_interval_seconds):
-            result: object = await run.runtime.runner.execute_deferred_tool_call(execution)
+            with running_tool_call(execution):
+                result: object = await run.runtime.runner.execute_deferred_tool_call(execution)
     except ToolExecutionError as error:
         failed = ToolExecutionFailed(invocation=run.now(), tool_call_id=tool_call_id, error=error.message)
         _tool_span(run, request, started_ns, "failed")
