@@ -141,6 +141,10 @@ def test_a_demo_session_through_the_api(dex_engine: PrivateDexEngine, agent_envi
         assert (await http.post("/api/sessions/api-1/stop")).json() == {"stopped": True}
         stopped = (await http.get("/api/sessions/api-1")).json()
         assert stopped["run_status"] in ("canceled", "terminated", "running") and stopped["state"] is not None
+        # a stopped session's transcript still reads (query-only RPCs answer for a terminal run)
+        assert stopped["worker"] is True and stopped["transcript"][-1]["text"] == "Done: Refunded 19.99 for order 42."
+        refused = await http.post("/api/sessions/api-1/messages", json={"text": "still there?"})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (409, "session_not_running")
 
     run_with_app(dex_engine.server_address, body)
 
