@@ -1,7 +1,8 @@
 """``dex-agents sessions rewind`` and ``sessions fork`` as subprocesses against the local engine, with the
 support agent served by an in-process Worker: a rewind past an approved refund (a non-idempotent write)
 names it and asks first (no: nothing changes; yes: rewound), ``--yes`` does not ask, a turn that has not
-ended is one error line; a fork starts from turn 1 and the original is unchanged."""
+ended is one error line; a fork starts from turn 1 and the original is unchanged; both sessions' exports
+replay identically (``sessions export``, ``replay``)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,15 @@ def test_rewind_asks_before_removing_a_write_and_fork_starts_a_session_from_a_tu
     assert sessions.snapshot("cli-fork-1").messages == after_turn_1.messages
     assert sessions.snapshot("cli-fork-1").messages[-1].text == LOOKUP_ANSWER
     assert len(sessions.snapshot(session_id).messages) > len(after_turn_1.messages)  # the original is unchanged
+    for exported_id in (session_id, "cli-fork-1"):  # dex-agents export and replay: identical
+        out = tmp_path / f"{exported_id}.json"
+        exported = run_cli("sessions", "export", exported_id, "--out", str(out), environment=server)
+        assert exported.returncode == 0, exported.stderr
+        replayed = run_cli("replay", str(out))
+        assert replayed.returncode == 0 and "identical" in replayed.stdout, replayed.stdout + replayed.stderr
+    assert '"rewound_runs": [' in (tmp_path / f"{session_id}.json").read_text(encoding="utf-8")
+    assert "the export also holds 2 run(s) a rewind replaced (rewound_runs)" in run_cli(
+        "replay", str(tmp_path / f"{session_id}.json")).stdout
     again = run_cli("sessions", "fork", session_id, "--at-turn", "3", "cli-fork-2", environment=server)
     assert (again.returncode, again.stderr.strip()) == (
         1, f"dex-agents: error: cannot fork {session_id}: turn 3 has not ended: the session has ended 2 turns "

@@ -106,6 +106,8 @@ class ReplayReport:
     step_count: int
     snapshot: AgentSnapshot
     difference: Difference | None
+    rewound_run_count: int = 0
+    """Runs a rewind replaced (the export's ``rewound_runs``): their removed steps are not replayed."""
 
     @property
     def identical(self) -> bool:
@@ -115,9 +117,11 @@ class ReplayReport:
         """The report as lines of text (what ``dex-agents replay`` prints)."""
         head = (f"replay of session {self.session_id}: {self.input_count} inputs through {self.step_count} "
                 f"history steps")
+        rewound = [f"  the export also holds {self.rewound_run_count} run(s) a rewind replaced (rewound_runs): their "
+                   f"removed steps are not replayed"] if self.rewound_run_count else []
         if self.difference is None:
-            return [f"{head}: identical (every step's writes and the snapshot reproduced)"]
-        return [f"{head}: differs", *self.difference.describe()]
+            return [f"{head}: identical (every step's writes and the snapshot reproduced)", *rewound]
+        return [f"{head}: differs", *self.difference.describe(), *rewound]
 
 
 def _shown(value: JsonValue) -> str:
@@ -281,7 +285,7 @@ def replay_export(document: ExportDocument, *, reducer: Reducer = reduce) -> Res
     difference = replay.run()
     return Success(ReplayReport(session_id=document.session.session_id, input_count=len(document.inputs),
                                 step_count=len(document.steps), snapshot=snapshot_of(replay.state),
-                                difference=difference))
+                                difference=difference, rewound_run_count=len(document.rewound_runs)))
 
 
 def replay_export_text(text: str, *, reducer: Reducer = reduce) -> Result[ReplayReport, ExportError]:
