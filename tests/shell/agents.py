@@ -3,7 +3,9 @@ in the test process (for its Client) and in a Worker child (``tests.shell.worker
 
 Tools: ``lookup_order`` (``read``), ``refund`` (``non_idempotent_write``, so it needs approval),
 ``lost_refund`` (``non_idempotent_write`` without approval, whose one attempt always fails: its outcome
-is unknown),
+is unknown), ``ledger_refund`` (``refund`` without approval, whose policy reconciles: the reconcile
+records each ask in ``RECONCILE_LOG``, stops at ``RECONCILE_GATE``, then finds the refund in the tool
+log by its idempotency key),
 and ``stalled_self_destruct_refund`` (``non_idempotent_write`` without approval, which first stops
 its Worker's event loop at the synchronous ``SELF_DESTRUCT_GATE``, so nothing the Step had not handed
 to gRPC before the tool ran can leave the process, then SIGKILLs its Worker). It kills only in a Flow
@@ -31,7 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Final
 
-from dex_agents.pure.values.runner import ToolPolicy
+from dex_agents.pure.values.runner import ReconciledOutcome, ToolPolicy
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell import AgentSessionFlow, DeferredToolExecution, create_agent_session_flow
 from dex_agents.testing import FileGate, InvocationLog, ScriptedAgentRunner, ScriptedModelCall, ScriptedToolCall
@@ -54,6 +56,8 @@ GATED_MODEL_ANSWER: Final = "I thought it over."
 LOOKUP_THEN_GATED_MODEL_MESSAGE: Final = "Where is order 42? Think before you answer."
 SELF_DESTRUCT_ANSWER: Final = "The refund of order 42 may or may not have happened."
 STALLED_SELF_DESTRUCT_MESSAGE: Final = "Refund order 42, stall, and crash."
+LEDGER_REFUND_MESSAGE: Final = "Refund order 42 and keep it in the ledger."
+LEDGER_REFUND_ANSWER: Final = "Order 42 is refunded, says the ledger."
 LOST_REFUND_MESSAGE: Final = "Refund order 42; the bank may not answer."
 LOST_REFUND_ANSWER: Final = "I cannot tell whether order 42 was refunded."
 
@@ -67,6 +71,10 @@ LOOKUP_CALL_ID: Final = "call-lookup"
 REFUND_CALL_ID: Final = "call-refund"
 STALLED_SELF_DESTRUCT_CALL_ID: Final = "call-stalled-self-destruct"
 LOST_REFUND_CALL_ID: Final = "call-lost-refund"
+LEDGER_REFUND_CALL_ID: Final = "call-ledger-refund"
+LEDGER_GATE: Final = "ledger"
+RECONCILE_GATE: Final = "reconcile"
+RECONCILE_LOG: Final = "reconcile-calls"
 
 
 def _order_call(tool_name: str, tool_call_id: str, gate: str | None = None) -> ScriptedToolCall:
@@ -93,6 +101,9 @@ SUPPORT_SCRIPT: Final = {
     STALLED_SELF_DESTRUCT_MESSAGE: (
         ScriptedModelCall(tool_calls=(_order_call("stalled_self_destruct_refund", STALLED_SELF_DESTRUCT_CALL_ID),)),
         ScriptedModelCall(text=SELF_DESTRUCT_ANSWER)),
+    LEDGER_REFUND_MESSAGE: (
+        ScriptedModelCall(tool_calls=(_order_call("ledger_refund", LEDGER_REFUND_CALL_ID, LEDGER_GATE),)),
+        ScriptedModelCall(text=LEDGER_REFUND_ANSWER)),
     LOST_REFUND_MESSAGE: (ScriptedModelCall(tool_calls=(_order_call("lost_refund", LOST_REFUND_CALL_ID),)),
                           ScriptedModelCall(text=LOST_REFUND_ANSWER)),
 }
@@ -151,11 +162,21 @@ def build_support_flow(state_directory: Path, *, flow_type: str = DEFAULT_FLOW_T
     async def lost_refund(call: DeferredToolExecution) -> str:
         raise ConnectionError("the bank closed the connection after the refund request was sent")
 
+    async def reconcile_ledger_refund(tool_name: str, arguments: str, idempotency_key: str,
+                                      error: str) -> ReconciledOutcome:
+        InvocationLog(state_directory, RECONCILE_LOG).record(idempotency_key)
+        await FileGate(state_directory, RECONCILE_GATE).mark_reached_async()
+        if f"{tool_name}:{idempotency_key}" in tool_invocations(state_directory).entries():
+            return ReconciledOutcome.succeeded(f"the ledger holds the refund {idempotency_key}")
+        return ReconciledOutcome.failed("the ledger holds no such refund")
+
     tools = {"lookup_order": lookup_order, "refund": refund, "stalled_self_destruct_refund": stalled_self_destruct_refund,
-             "lost_refund": lost_refund}
+             "lost_refund": lost_refund, "ledger_refund": refund}
+    policies = {**TOOL_POLICIES, "ledger_refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+                                                             requires_approval=False, reconcile=reconcile_ledger_refund)}
     runner = ScriptedAgentRunner(script=SUPPORT_SCRIPT, tools=tools,
                                  gate_directory=state_directory, invocation_log=tool_invocations(state_directory))
-    return create_agent_session_flow(runner, flow_type, tool_policies=TOOL_POLICIES,
+    return create_agent_session_flow(runner, flow_type, tool_policies=policies,
                                      interrupt_deadline_ms=interrupt_deadline_ms)
 
 
