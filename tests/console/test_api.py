@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import httpx
 import pytest
@@ -145,6 +146,20 @@ def test_a_demo_session_through_the_api(dex_engine: PrivateDexEngine, agent_envi
         assert stopped["worker"] is True and stopped["transcript"][-1]["text"] == "Done: Refunded 19.99 for order 42."
         refused = await http.post("/api/sessions/api-1/messages", json={"text": "still there?"})
         assert (refused.status_code, refused.json()["error"]["code"]) == (409, "session_not_running")
+
+        # a closed run's summary is read once: the list answers it again without reading the server
+        listing = f"/api/sessions?flow_type={flow.get_flow_type()}&include=last_activity"
+        sessions.sessions.wait_for(  # the search index saw the run close
+            "api-1", StateCondition(description="run closed", predicate=lambda _: sessions.sessions.is_stopped("api-1")))
+        (closed,) = (await http.get(listing)).json()["sessions"]
+        assert closed["run_status"] == "canceled" and closed["closed_at"] is not None
+        client = await app.state.backend.client_for(flow.get_flow_type())
+
+        async def no_reads(*args: object) -> NoReturn:
+            raise AssertionError("a closed run was read again")
+
+        client.overview = no_reads
+        assert (await http.get(listing)).json()["sessions"] == [closed]
 
     run_with_app(dex_engine.server_address, body)
 

@@ -6,6 +6,9 @@ Invariants:
     * Unknown sessions raise ``FlowNotFoundError`` (the routes answer 404); nothing here catches.
     * ``summary`` reads committed values only (no Worker needed); ``detail`` adds the snapshot when
       a Worker answers the probe, and says ``worker: false`` otherwise.
+    * A closed run's values and events no longer change (a rewind or a restart makes another run, with
+      another run ID), so the list reads a closed run's summary once, by (session ID, run ID), and
+      keeps up to ``CLOSED_RUNS_KEPT`` of them; an open run's is read on every answer.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Final, final
 
 from dex import AsyncClient, Credential, FileCredential, FlowInfo, Registry, SearchFlowEntry, SearchFlowsPage
 
-from dex_agents.client import AsyncSessionClient, NoWorkerError
+from dex_agents.client import AsyncSessionClient, NoWorkerError, SessionOverview
 from dex_agents.client.connection import OwnedBlobCache, client_options
 from dex_agents.client.shared import sessions_query
 from dex_agents.pure.machine import events as kinds
@@ -53,6 +56,20 @@ class SessionSummary:
     """The latest event's time (ISO-8601), when it was read and there is one."""
 
 
+CLOSED_RUNS_KEPT: Final = 10_000
+"""Closed runs whose summaries the list keeps (beyond it, the one read longest ago is dropped)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ClosedRun:
+    """A closed run's summary values, read once (``with_last_event``: its latest event was read too)."""
+
+    overview: SessionOverview
+    last_event_at: str | None
+    with_last_event: bool
+
+
 @final
 class ConsoleBackend:
     """Sessions of every Flow type on one Dex server (see the module docstring)."""
@@ -65,6 +82,7 @@ class ConsoleBackend:
         self._clients: dict[str, AsyncSessionClient] = {}
         self._lock = asyncio.Lock()
         self._reads = asyncio.Semaphore(_ROWS_AT_ONCE)
+        self._closed: dict[tuple[str, str], _ClosedRun] = {}
 
     async def describe(self, session_id: str) -> FlowInfo:
         """The session's run (``FlowNotFoundError`` when there is none)."""
@@ -94,15 +112,28 @@ class ConsoleBackend:
         return list(await asyncio.gather(*(self._summary(entry, last_activity) for entry in entries)))
 
     async def _summary(self, entry: SearchFlowEntry, last_activity: bool) -> SessionSummary:
-        client = await self.client_for(entry.flow_type)
-        async with self._reads:
-            if last_activity:
-                overview, last = await asyncio.gather(client.overview(entry.flow_id),
-                                                      self._last_event(client, entry.flow_id))
-            else:
-                overview, last = await client.overview(entry.flow_id), None
+        key = (entry.flow_id, entry.run_id)
+        kept = self._closed.get(key) if entry.closed_at is not None else None
+        if kept is not None and (kept.with_last_event or not last_activity):
+            overview, last = kept.overview, kept.last_event_at
+        else:
+            client = await self.client_for(entry.flow_type)
+            async with self._reads:
+                if last_activity:
+                    overview, last = await asyncio.gather(client.overview(entry.flow_id),
+                                                          self._last_event(client, entry.flow_id))
+                else:
+                    overview, last = await client.overview(entry.flow_id), None
+            if entry.closed_at is not None:
+                self._keep(key, _ClosedRun(overview=overview, last_event_at=last, with_last_event=last_activity))
         return SessionSummary(entry=entry, state=overview.state, pending=overview.pending_interrupts,
                               usage=overview.usage, last_event_at=last)
+
+    def _keep(self, key: tuple[str, str], closed: _ClosedRun) -> None:
+        self._closed.pop(key, None)
+        self._closed[key] = closed
+        while len(self._closed) > CLOSED_RUNS_KEPT:
+            del self._closed[next(iter(self._closed))]
 
     async def _last_event(self, client: AsyncSessionClient, session_id: str) -> str | None:
         page = await client.client.list_stream_messages(session_id, client.flow.agent_events, 1)
