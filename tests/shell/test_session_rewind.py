@@ -6,12 +6,21 @@ changes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyrsistent import pmap, pvector
 
-from dex_agents.client import SessionNotFoundError, SessionRewindError, SessionStoppedError
+from dex_agents.client import (
+    NoWorkerError,
+    RewindNotRecordedError,
+    SessionClient,
+    SessionNotFoundError,
+    SessionRewindError,
+    SessionStoppedError,
+)
 from dex_agents.pure.offline.replay_report import replay_export
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.rpc import AgentSnapshot
@@ -247,3 +256,36 @@ def test_a_message_queued_at_the_turns_end_is_queued_again_and_starts_the_next_t
     assert tool_log(tmp_path).entries() == [f"lookup:{session_id}/turn-1/c-lookup",
                                             f"approved_refund:{session_id}/turn-2/c-approved"]
     _replays_identically(sessions, session_id)
+
+
+def test_a_rewind_whose_record_fails_says_the_session_was_rewound(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    flow, _ = _flow(tmp_path)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, ONE)
+    sessions.wait_for_completed_turns(session_id, 1)
+    after_turn_1 = sessions.snapshot(session_id)
+    assert sessions.send_user_message(session_id, REFUND)
+    sessions.wait_for_completed_turns(session_id, 2)
+    previous_run = client.describe(session_id).run_id
+    rpc = SessionClient._rpc
+
+    def record_fails(self: SessionClient, method: Callable[..., object], *args: Any, **kwargs: Any) -> object:
+        if getattr(method, "__name__", "") == "record_session_rewind":
+            raise NoWorkerError(self.flow_type, self.server_address, 1)
+        return rpc(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(SessionClient, "_rpc", record_fails)
+    with pytest.raises(RewindNotRecordedError, match=f"session {session_id} was rewound to right after turn 1 "
+                                                     rf"\(run .+\), but the session did not record the rewind: no "
+                                                     rf"Worker serving .* the replaced run {previous_run} keeps") as raised:
+        client.rewind(session_id, 1)
+    assert isinstance(raised.value.__cause__, NoWorkerError) and raised.value.previous_run_id == previous_run
+    monkeypatch.undo()
+    assert sessions.snapshot(session_id) == after_turn_1
+    document = client.export(session_id)
+    assert [run.run_id for run in document.rewound_runs] == [previous_run]
+    assert not [value for value in document.values if value.name == "SessionRewinds"]

@@ -12,6 +12,7 @@ every method (``dex_agents.client.errors``): ``ValueError``/``TypeError`` for a 
 from dex_agents.client.async_session_client import AsyncSessionClient as AsyncSessionClient
 from dex_agents.client.connection import SERVER_ADDRESS_ENV as SERVER_ADDRESS_ENV
 from dex_agents.client.errors import NoWorkerError as NoWorkerError
+from dex_agents.client.errors import RewindNotRecordedError as RewindNotRecordedError
 from dex_agents.client.errors import SessionBusyError as SessionBusyError
 from dex_agents.client.errors import SessionClientError as SessionClientError
 from dex_agents.client.errors import SessionExistsError as SessionExistsError
@@ -38,6 +39,7 @@ __all__ = [
     "AsyncSessionClient",
     "EventPage",
     "NoWorkerError",
+    "RewindNotRecordedError",
     "SessionBusyError",
     "SessionClient",
     "SessionClientError",

@@ -43,6 +43,7 @@ from dex import runtime_errors as _runtime_errors
 
 __all__ = [
     "NoWorkerError",
+    "RewindNotRecordedError",
     "SessionBusyError",
     "SessionClientError",
     "SessionExistsError",
@@ -123,6 +124,23 @@ class SessionBusyError(SessionClientError, RpcLockConflictError):
 class SessionRewindError(SessionClientError, ValueError):
     """``rewind`` or ``fork`` named a turn the session has no point for: it has not ended, nothing came
     after it, or (``rewind``) it ended in an earlier run. Nothing was changed."""
+
+
+@final
+class RewindNotRecordedError(SessionClientError):
+    """``rewind`` moved the session back (Dex started the run ``run_id``), but the session did not record
+    the rewind (its ``SessionRewinds`` audit and event are missing): the cause is chained. The replaced
+    run ``previous_run_id`` keeps the removed turns (``export``'s ``rewound_runs``); do not rewind again
+    to record it (the session is right after ``to_turn`` already)."""
+
+    def __init__(self, session_id: str, to_turn: int, run_id: str, previous_run_id: str, cause: BaseException) -> None:
+        super().__init__(f"session {session_id} was rewound to right after turn {to_turn} (run {run_id}), but the "
+                         f"session did not record the rewind: {cause}; the replaced run {previous_run_id} keeps the "
+                         f"removed turns (export the session to read them)")
+        self.session_id = session_id
+        self.to_turn = to_turn
+        self.run_id = run_id
+        self.previous_run_id = previous_run_id
 
 
 @final

@@ -62,7 +62,7 @@ from dex_agents.client.retries import (
     send_options,
     start_request_id,
 )
-from dex_agents.client.errors import NoWorkerError, SessionExistsError, client_errors
+from dex_agents.client.errors import NoWorkerError, RewindNotRecordedError, SessionExistsError, client_errors
 from dex_agents.client.server_requests import is_no_worker
 from dex_agents.client.shared import (
     MAX_MESSAGE_PAGE,
@@ -289,6 +289,8 @@ class SessionClient(SessionReads):
                 earlier run (before a continue-as-new; ``fork`` reaches it). Nothing changed.
             NoWorkerError: No Worker serving the Flow type answered; nothing changed.
             SessionStoppedError: The session is stopped; nothing changed.
+            RewindNotRecordedError: The session was rewound, but recording the rewind failed (the
+                cause is chained): its audit and event are missing.
         """
         check_name("session_id", session_id)
         check_count("to_turn", to_turn, minimum=0)
@@ -303,10 +305,13 @@ class SessionClient(SessionReads):
         run_id = self.client.time_travel(session_id, TimeTravelOptions(
             type=TimeTravelType.STEP_EXECUTION_ID, step_execution_id=point.end.step_execution_id,
             step_method=TimeTravelStepMethod.WAIT_FOR, skip_writes_reapply=True, reason=reason))
-        replaced = read_run(self._server, session_id, info.run_id, timeout=self.timeout)
-        removal = removal_after(replaced, info.run_id, point.end, reason)
-        audit = expect(self._rpc(self.flow.record_session_rewind, session_id, removal, timeout=timeout,
-                                       retry=repeat), SessionRewind, "record_session_rewind")
+        try:
+            replaced = read_run(self._server, session_id, info.run_id, timeout=self.timeout)
+            removal = removal_after(replaced, info.run_id, point.end, reason)
+            audit = expect(self._rpc(self.flow.record_session_rewind, session_id, removal, timeout=timeout,
+                                           retry=repeat), SessionRewind, "record_session_rewind")
+        except Exception as error:
+            raise RewindNotRecordedError(session_id, to_turn, run_id, info.run_id, error) from error
         self.client.write_stream(session_id, self.flow.agent_events, EVENT_SOURCE,
                                        session_rewound_event(audit, run_id))
         return audit
