@@ -37,7 +37,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions
-from dex_agents.adapters.langchain import create_langchain_session_flow
+from dex_agents.adapters.langchain import create_langchain_session_flow, native_subagent_tool
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance import ConformanceTool, ModelReply, ScriptedModel, SeenCall, SeenMessage
 
@@ -162,6 +162,6 @@ class LangChainConformance:
                    structured_output: bool, options: SessionFlowOptions) -> AgentSessionFlow:
         chat_tools = [StructuredTool.from_function(coroutine=tool.function, name=tool.name,
                                                    metadata={DEX_EFFECT_METADATA_KEY: tool.effect.value})
-                      for tool in tools]
+                      for tool in tools] + [native_subagent_tool(sub) for sub in options.get("sub_agents", ())]
         return create_langchain_session_flow(chat_model(model), chat_tools, flow_type,
                                              response_format=Status if structured_output else None, **options)

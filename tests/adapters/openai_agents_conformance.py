@@ -27,7 +27,7 @@ from openai.types.responses.response_reasoning_item import Summary
 from pydantic import BaseModel
 
 from dex_agents.adapters.kit import SessionFlowOptions
-from dex_agents.adapters.openai_agents import create_openai_agents_session_flow, with_tool_effect
+from dex_agents.adapters.openai_agents import create_openai_agents_session_flow, native_subagent_tool, with_tool_effect
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance import ConformanceTool, ModelReply, ScriptedModel, SeenCall, SeenMessage
 
@@ -168,6 +168,7 @@ class OpenAIAgentsConformance:
                    structured_output: bool, options: SessionFlowOptions) -> AgentSessionFlow:
         agent_tools: list[Tool] = [with_tool_effect(function_tool(tool.function, name_override=tool.name), tool.effect)
                                    for tool in tools]
+        agent_tools += [native_subagent_tool(sub) for sub in options.get("sub_agents", ())]
         agent: Agent[None] = Agent(name="conformance", instructions="Follow the conformance script.",
                                    model=ConformanceModel(model), tools=agent_tools,
                                    output_type=Status if structured_output else None)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from dex_agents.adapters.kit import SessionFlowOptions
-from dex_agents.adapters.openai_chat import create_openai_chat_session_flow, tool
+from dex_agents.adapters.openai_chat import create_openai_chat_session_flow, native_subagent_tool, tool
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance import ConformanceTool, ScriptedModel, SeenCall, SeenMessage
 from dex_agents.testing.openai_compatible import ChatErrorReply, ChatReply, ChatRequest, ChatToolCall, ChatUsage
@@ -87,6 +87,7 @@ class OpenAIChatConformance:
     def build_flow(self, flow_type: str, model: ScriptedModel, tools: Sequence[ConformanceTool], *,
                    structured_output: bool, options: SessionFlowOptions) -> AgentSessionFlow:
         functions = [tool(effect=found.effect)(found.function) for found in tools]
+        functions += [native_subagent_tool(sub) for sub in options.get("sub_agents", ())]
         return create_openai_chat_session_flow(
             in_process_openai_client(responder(model)), MODEL, functions, flow_type,
             instructions="You are the support agent of an online shop.",

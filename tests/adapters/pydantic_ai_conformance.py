@@ -25,7 +25,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions
-from dex_agents.adapters.pydantic_ai import create_pydantic_ai_session_flow
+from dex_agents.adapters.pydantic_ai import create_pydantic_ai_session_flow, native_subagent_tool
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance import ConformanceTool, ModelReply, ScriptedModel, SeenCall, SeenMessage
 from tests.adapters.pydantic_ai_support import streamed_parts
@@ -106,7 +106,7 @@ class PydanticAIConformance:
     def build_flow(self, flow_type: str, model: ScriptedModel, tools: Sequence[ConformanceTool], *,
                    structured_output: bool, options: SessionFlowOptions) -> AgentSessionFlow:
         agent_tools = [Tool(tool.function, name=tool.name, metadata={DEX_EFFECT_METADATA_KEY: tool.effect.value})
-                       for tool in tools]
+                       for tool in tools] + [native_subagent_tool(sub) for sub in options.get("sub_agents", ())]
         output_type: object = ToolOutput(Status) if structured_output else str
         agent: Agent[None, object] = Agent(function_model(model), tools=agent_tools,
                                            output_type=output_type)  # type: ignore[call-overload]

@@ -49,6 +49,8 @@ UNKNOWN_SESSION_CALLS: Final[dict[str, Call]] = {
     "state": lambda c, s: c.state(s),
     "pending_interrupts": lambda c, s: c.pending_interrupts(s),
     "overview": lambda c, s: c.overview(s),
+    "pending_approvals": lambda c, s: c.pending_approvals(s),
+    "children": lambda c, s: c.children(s),
     "message_receipt": lambda c, s: c.message_receipt(s, "m-1"),
     "unknown_outcome": lambda c, s: c.unknown_outcome(s, "call-1"),
     "export": lambda c, s: c.export(s),
@@ -92,6 +94,8 @@ BAD_ARGUMENTS: Final[list[tuple[str, Call, type[Exception], str]]] = [
     ("state", lambda c, s: c.state(""), ValueError, "session_id"),
     ("pending_interrupts", lambda c, s: c.pending_interrupts(""), ValueError, "session_id"),
     ("overview", lambda c, s: c.overview(" "), ValueError, "session_id"),
+    ("pending_approvals", lambda c, s: c.pending_approvals(" "), ValueError, "session_id"),
+    ("children", lambda c, s: c.children(""), ValueError, "session_id"),
     ("message_receipt", lambda c, s: c.message_receipt(s, "a/b"), ValueError, "message_id must not contain '/'"),
     ("export", lambda c, s: c.export(""), ValueError, "session_id"),
     ("wait_for", lambda c, s: c.wait_for(s, "done"), TypeError, "condition must be a StateCondition"),  # type: ignore[arg-type]

@@ -57,6 +57,7 @@ from dex_agents.pure.values.session import (
     FrameworkMessage,
     ToolCallApproval,
     ToolCallCompleted,
+    SubAgentResult,
     ToolCallSettlement,
     ToolCallStatus,
     ToolEffect,
@@ -164,7 +165,12 @@ GOLDEN_CASES: list[GoldenCase] = [
                                  tool_calls=SESSION_REWIND.tool_calls),
         record_type(RecordSessionRewindInput),
     ),
+    _case("agent_session_start_input.child", AgentSessionStartInput(
+        initial_message="Refund order 17 if it was charged twice.", parent_session_id="support-ana",
+        parent_tool_call_id="call_billing_1"), record_type(AgentSessionStartInput)),
     _case("agent_usage", SESSION_USAGE, record_type(AgentUsage)),
+    _case("sub_agent_result", SubAgentResult(status="completed", text="Refunded order 17 (rf_881).",
+                                             usage=SESSION_USAGE), record_type(SubAgentResult)),
     _case(
         "history_summary",
         HistorySummary(
@@ -234,6 +240,13 @@ GOLDEN_CASES: list[GoldenCase] = [
     _case("cancel_turn_input", CancelTurnInput(turn_id="turn-2", reason="wrong customer"), record_type(CancelTurnInput)),
     _case("cancel_tool_call_input", CancelToolCallInput(tool_call_id="call_search_1", reason="too slow"),
           record_type(CancelToolCallInput)),
+    _case(
+        "agent_tool_call.sub_agent",
+        replace(CHARGE_CALL, tool_name="ask_billing", arguments='{"task":"Refund order 17"}', status=ToolCallStatus.SUCCEEDED,
+                requires_approval=False, interrupt_id=None, output="Refunded order 17 (rf_881).", sub_agent="billing",
+                child_session_id="SubFlow:support-ana-AwaitSubAgent-1-0"),
+        record_type(AgentToolCall),
+    ),
     _case("tool_call_approval", ToolCallApproval(approved=False, approver="ana@ops", reason="no",
                                                  resolved_at="2026-11-30T18:29:01.500Z"), record_type(ToolCallApproval)),
     _case("tool_call_settlement", ToolCallSettlement(settled_by="operator", resolver="bo@ops", reason="bank statement",

@@ -5,7 +5,7 @@ the invocation record of its clocks. ``reconstruct`` must rebuild inputs that re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyrsistent import pvector
 
@@ -19,6 +19,7 @@ from dex_agents.pure.offline.export_document import (
     HistoryStep,
     StepFailure,
     StoredValue,
+    SubFlowOutcome,
 )
 from dex_agents.pure.machine.invocation_record import InvocationRecord, clock_of, invocation_record
 from dex_agents.pure.wire.json_value import JsonValue
@@ -41,10 +42,15 @@ class HistoryRecorder:
 
     def step(self, step_type: str, dex_input: object, run: Callable[[], object], *, method: str = METHOD_EXECUTE,
              consumed: Sequence[ChannelMessages] = (), timer_fired: bool = False, recorded: bool = True,
-             from_step: str | None = None) -> HistoryStep:
-        """Run one Step method (``run`` feeds its inputs to the session) and record it."""
+             from_step: str | None = None, sub_flows: Sequence[SubFlowOutcome] = ()) -> HistoryStep:
+        """Run one Step method (``run`` feeds its inputs to the session) and record it (``sub_flows``:
+        the SubFlow results its wait delivered)."""
         run()
-        return self._record(step_type, None, freeze(dex_input), method, consumed, timer_fired, recorded, from_step)
+        step = self._record(step_type, None, freeze(dex_input), method, consumed, timer_fired, recorded, from_step)
+        if sub_flows:
+            step = replace(step, sub_flows=pvector(sub_flows))
+            self.steps[-1] = step
+        return step
 
     def rpc(self, rpc_name: str, dex_input: object, run: Callable[[], object], *, recorded: bool = True) -> HistoryStep:
         run()

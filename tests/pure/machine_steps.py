@@ -73,6 +73,8 @@ class SessionSteps(SessionInvariants):
                 raise AssertionError("the machine's sessions do not compact (test_scenarios_compaction does)")
             case StepType.CANCEL_TURN | StepType.RECORD_TOOL_CANCELLATION:
                 raise AssertionError("no operator cancels in this machine (test_scenarios_cancellation does)")
+            case StepType.AWAIT_SUB_AGENT:
+                raise AssertionError("no tool of this machine is a sub-agent (test_scenarios_subagents has them)")
 
     def _await_user_message(self, step: PendingStep) -> None:
         loaded = self.world.load(step.movement.options)

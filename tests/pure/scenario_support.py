@@ -15,6 +15,7 @@ from dex_agents.pure.machine.effects import (
     ApprovalWait,
     BuildUserMessage,
     CallModel,
+    CompleteSession,
     DeadEnd,
     ExecuteDeferredToolCall,
     FailAttempt,
@@ -25,6 +26,8 @@ from dex_agents.pure.machine.effects import (
     Request,
     RpcOutput,
     SendHeartbeat,
+    SkipWait,
+    WaitForResolution,
     WriteEvent,
 )
 from dex_agents.pure.machine.flow_shape import allowed_next_steps
@@ -66,6 +69,7 @@ from dex_agents.pure.machine.step_inputs import (
     ToolStepStarted,
     UserMessageArrived,
     UserMessageBuilt,
+    WaitInput,
 )
 from dex_agents.pure.flow.step_options import StepMovement
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Transition, WaitTransition
@@ -267,7 +271,7 @@ class Session:
         self._record(call, t)
         return t
 
-    def feed_wait(self, wait_input: ApprovalWaitStarted) -> WaitTransition:
+    def feed_wait(self, wait_input: WaitInput) -> WaitTransition:
         t = reduce_wait(self.state, self.config, wait_input)
         assert t.state == self.state, "a wait changed the state"
         self._record(wait_input, t)
@@ -291,7 +295,7 @@ class Session:
         clocks = [started.invocation.now_ms]
         while True:
             self.attempt.append(t)
-            decides = isinstance(t.ending, GoToSteps | DeadEnd)
+            decides = isinstance(t.ending, GoToSteps | DeadEnd | CompleteSession)
             expected = RecordInvocation(record=invocation_record(clocks, self.config)) if decides else None
             assert t.record == expected, f"the invocation record of {t.ending} is {t.record}, not {expected}"
             follow_up = self._answer(t.ending, started.invocation, answer)
@@ -349,7 +353,9 @@ class Session:
 
     def wait_for(self, tool_call_id: str) -> ApprovalWait:
         """``AwaitToolApproval``'s ``wait_for`` at ``now_ms``."""
-        return self.feed_wait(ApprovalWaitStarted(invocation=self.inv(), tool_call_id=tool_call_id)).ending
+        ending = self.feed_wait(ApprovalWaitStarted(invocation=self.inv(), tool_call_id=tool_call_id)).ending
+        assert isinstance(ending, WaitForResolution | SkipWait), ending
+        return ending
 
     def approval(
         self, tool_call_id: str, *, timer_fired: bool = False, resolutions: Sequence[AgentInterruptResolution] = ()

@@ -36,11 +36,17 @@ from dex_agents.pure.machine.effects import (
     SkipWait,
     StepEffect,
     WaitForResolution,
-    ApprovalWait,
+    WaitEnding,
     WriteEvent,
 )
 from dex_agents.pure.machine.flow_shape import rpc_of
-from dex_agents.pure.flow.rows import ForInputCountMessages, ForOneMessage, ForResolutionOrDeadline, NoWait
+from dex_agents.pure.flow.rows import (
+    ForChildSession,
+    ForInputCountMessages,
+    ForOneMessage,
+    ForResolutionOrDeadline,
+    NoWait,
+)
 from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE
 from dex_agents.pure.machine.keys import message_sequence_key
 from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, MapName, StepType
@@ -108,7 +114,7 @@ class PendingStep:
     execution: int
     movement: StepMovement
     attempt: int = 1
-    wait: ApprovalWait | None = None
+    wait: WaitEnding | None = None
     timer_due_ms: int | None = None
 
     @property
@@ -325,6 +331,8 @@ class SessionMachineBase(RuleBasedStateMachine):
                 assert isinstance(wait, WaitForResolution)
                 timer_due = step.timer_due_ms is not None and step.timer_due_ms <= self.now_ms
                 return timer_due or self.world.channel_map_size(channel_map, wait.interrupt_id) >= 1
+            case ForChildSession():
+                raise AssertionError("no tool of this machine is a sub-agent")
             case _:
                 assert_never(table_wait)
 

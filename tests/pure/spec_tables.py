@@ -56,7 +56,8 @@ def check_movement_against_spec(movement: StepMovement) -> None:
             route = options.failure_route
             assert route is not None and route.step_type is StepType.RECORD_TURN_FAILURE
             _check_recording_route(route.options)
-        case StepType.CALL_TOOL | StepType.CALL_SINGLE_ATTEMPT_TOOL | StepType.RECONCILE_TOOL_OUTCOME:
+        case (StepType.CALL_TOOL | StepType.CALL_SINGLE_ATTEMPT_TOOL | StepType.RECONCILE_TOOL_OUTCOME
+              | StepType.AWAIT_SUB_AGENT):
             attempts, route_type = (
                 (1, StepType.RECORD_TOOL_OUTCOME_UNKNOWN)
                 if movement.step_type is StepType.CALL_SINGLE_ATTEMPT_TOOL

@@ -19,6 +19,7 @@ from dex_agents.pure.machine.effects import (
     SetMapInstance,
 )
 from dex_agents.pure.flow.rows import (
+    ForChildSession,
     ForInputCountMessages,
     ForOneMessage,
     ForResolutionOrDeadline,
@@ -106,7 +107,8 @@ SPEC_INPUTS = {
 ADDED_INPUTS = {StepType.COMPACT_HISTORY: StepInputKind.COMPACTION_TRIGGER,
                 StepType.RECONCILE_TOOL_OUTCOME: StepInputKind.TOOL_CALL_ID,
                 StepType.CANCEL_TURN: StepInputKind.NONE,
-                StepType.RECORD_TOOL_CANCELLATION: StepInputKind.TOOL_CALL_ID}
+                StepType.RECORD_TOOL_CANCELLATION: StepInputKind.TOOL_CALL_ID,
+                StepType.AWAIT_SUB_AGENT: StepInputKind.TOOL_CALL_ID}
 """Our Step types' inputs (docs/wire.md)."""
 
 SPEC_FAILURE_ROUTES = {
@@ -117,9 +119,11 @@ SPEC_FAILURE_ROUTES = {
 """The spec's Step table, "Options" column: the failure routes."""
 
 ADDED_FAILURE_ROUTES = {StepType.COMPACT_HISTORY: StepType.RECORD_TURN_FAILURE,
-                        StepType.RECONCILE_TOOL_OUTCOME: StepType.RECORD_TOOL_OUTCOME_UNKNOWN}
+                        StepType.RECONCILE_TOOL_OUTCOME: StepType.RECORD_TOOL_OUTCOME_UNKNOWN,
+                        StepType.AWAIT_SUB_AGENT: StepType.RECORD_TOOL_FAILURE}
 """Our Step types' failure routes: a compaction that cannot be made fails the turn; a reconcile that
-cannot answer leaves the outcome unknown."""
+cannot answer leaves the outcome unknown; a sub-agent call whose Step runs out of attempts is recorded
+as a tool call that failed (its effect's crash status)."""
 
 
 def test_every_step_type_and_rpc_has_one_row_under_its_own_name() -> None:
@@ -148,13 +152,17 @@ def test_waits_are_the_spec_step_tables() -> None:
         StepType.AWAIT_USER_MESSAGE: ForOneMessage(channel=ChannelName.QUEUED_USER_MESSAGES),
         StepType.RESUME_TURN: ForInputCountMessages(channel=ChannelName.TOOL_CALL_RESULTS),
         StepType.AWAIT_TOOL_APPROVAL: ForResolutionOrDeadline(channel_map=ChannelMapName.INTERRUPT_RESOLUTIONS),
+        StepType.AWAIT_SUB_AGENT: ForChildSession(),
     }
 
 
-def test_only_approvals_and_compactions_lock_in_execute() -> None:
+def test_only_approvals_compactions_and_sub_agents_lock_in_execute() -> None:
+    """A sub-agent's call adds its child's usage to ``AgentUsage``: two such calls of one round run at
+    once, so each locks it."""
     locking = {step_type: row.execute.locks for step_type, row in STEP_TABLE.items() if row.execute.locks}
     assert locking == {StepType.AWAIT_TOOL_APPROVAL: (AttributeName.PENDING_INTERRUPTS,),
-                       StepType.COMPACT_HISTORY: (AttributeName.HISTORY_SUMMARY,)}
+                       StepType.COMPACT_HISTORY: (AttributeName.HISTORY_SUMMARY,),
+                       StepType.AWAIT_SUB_AGENT: (AttributeName.AGENT_USAGE,)}
     assert all(not row.wait_for.locks for row in STEP_TABLE.values())
 
 

@@ -9,7 +9,11 @@ import dataclasses
 
 from pyrsistent import pvector
 
-from dex_agents.pure.offline.export_document import ChannelMessages, HistoryStep, StoredValue
+from dex_agents.pure.machine.reducers import SKIPPED
+from dex_agents.pure.machine.step_inputs import SubAgentEnded, SubAgentWaitStarted
+from dex_agents.pure.offline.export_document import ChannelMessages, HistoryStep, StoredValue, SubFlowOutcome
+from dex_agents.pure.values.session import AgentUsage, SubAgentResult
+from dex_agents.pure.wire import encode
 from dex_agents.pure.offline.history_answers import PLACEHOLDER_CALL_ID
 from dex_agents.pure.offline.input_wire import input_to_data
 from dex_agents.pure.offline.reconstruct import CLOCK_HISTORY, CLOCK_MIXED, CLOCK_NONE, CLOCK_RECORDED, reconstruct_inputs
@@ -23,7 +27,7 @@ from dex_agents.pure.values.session import ToolEffect
 from dex_agents.pure.wire import to_json_data, record_type
 from dex_agents.pure.values.session import AgentSessionStartInput
 from tests.pure.history_support import HistoryRecorder
-from tests.pure.scenario_support import FLOW_ID, Session, completed, requested, tool_call
+from tests.pure.scenario_support import FLOW_ID, Session, completed, invocation, requested, tool_call
 
 DAY_MS = 86_400_000
 
@@ -84,6 +88,34 @@ def test_a_session_with_tools_an_approval_a_cap_and_a_non_retryable_failure_is_r
     failed = [item.input for item in rebuilt.inputs if isinstance(item.input, ModelCallFailed)]
     assert failed == [ModelCallFailed(invocation=failed[0].invocation, error="refused by the provider", retryable=False)]
     assert session.state.agent_state is not None and session.state.agent_state.failed_turn_count == 2
+
+
+def test_a_sub_agent_call_is_rebuilt_from_its_subflow_result() -> None:
+    """``AwaitSubAgent``'s wait and its ``execute``, whose input is the SubFlow result the export
+    holds (the child's ``SubAgentResult`` JSON); a skipped wait (no SubFlow) fails the call."""
+    session = Session()
+    recorder = HistoryRecorder(session)
+    _start(recorder, "Refund order 17")
+    calls = [tool_call(call_id, ToolEffect.NON_IDEMPOTENT_WRITE, tool_name="ask_billing", arguments=arguments,
+                       requires_approval=False) for call_id, arguments in (("b", '{"task":"refund 17"}'), ("n", "{}"))]
+    recorder.step("RunModel", None, lambda: session.model(requested(
+        *(dataclasses.replace(call, policy=dataclasses.replace(call.policy, sub_agent="billing")) for call in calls))))
+    result = SubAgentResult(status="completed", text="refunded", usage=AgentUsage(requests=2, input_tokens=9))
+    for call_id in ("b", "n"):
+        recorder.step("AwaitSubAgent", call_id, lambda c=call_id: session.feed_wait(  # type: ignore[misc]
+            SubAgentWaitStarted(invocation=session.inv(), tool_call_id=c)), method="wait_for")
+    step_id = session.inv().step_execution_id
+    recorder.step("AwaitSubAgent", "b", lambda: session.run_step(SubAgentEnded(
+        invocation=invocation(step=step_id), tool_call_id="b", child_session_id=f"SubFlow:{FLOW_ID}-{step_id}-0",
+        child_status="COMPLETED", result=result)), sub_flows=[SubFlowOutcome(status="COMPLETED", output=encode(result))])
+    recorder.step("AwaitSubAgent", "n", lambda: session.run_step(SubAgentEnded(
+        invocation=session.inv(), tool_call_id="n", child_session_id=None, child_status=SKIPPED, result=None)))
+    recorder.step("ResumeTurn", 2, lambda: session.results_arrive(2))
+    recorder.step("RunModel", None, lambda: session.model(completed("done")))
+
+    rebuilt = reconstruct_inputs(FLOW_ID, recorder.steps)
+    assert replay([item.input for item in rebuilt.inputs]) == session.state
+    assert session.state.usage.requests == 2 + 2 and list(rebuilt.notes) == []
 
 
 def test_failure_routes_take_the_recovery_error_from_the_failed_step() -> None:

@@ -161,6 +161,7 @@ def test_persisted_names_are_the_specs_plus_ours() -> None:
         "ReconcileToolOutcome",
         "CancelTurn",
         "RecordToolCancellation",
+        "AwaitSubAgent",
     }
 
 

@@ -26,6 +26,7 @@ from dex_agents.pure.machine.step_inputs import (
     CancelToolCallCalled,
     CancelTurnCalled,
     CompactHistoryCalled,
+    SubAgentWaitStarted,
     ExtendInterruptDeadlineCalled,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -57,7 +58,7 @@ def check_total(state: SessionState, config: SessionConfig, session_input: Sessi
             assert isinstance(result, RpcTransition)
             if isinstance(result.ending, RefuseRpc):
                 assert result.state == state and len(result.effects) == 0 and result.ending.error.strip()
-        case ApprovalWaitStarted():
+        case ApprovalWaitStarted() | SubAgentWaitStarted():
             assert isinstance(result, WaitTransition) and result.state == state, "a wait changes nothing"
             assert not result.fails_attempt and not result.is_rejection
         case _:

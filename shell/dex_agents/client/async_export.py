@@ -40,6 +40,7 @@ from dex_agents.pure.offline.export_document import (
     RewoundRun,
     StepFailure,
     StoredValue,
+    SubFlowOutcome,
 )
 from dex_agents.pure.machine.invocation_record import InvocationRecord
 from dex_agents.pure.wire.json_value import JsonValue
@@ -91,6 +92,12 @@ class _Converter:
                 for result in results.channel_results if result.condition_status == pb.CONDITION_STATUS_COMPLETED
                 for name, instance in [split_key(result.channel_name)]]
 
+    async def sub_flows(self, results: pb.ConditionResults) -> list[SubFlowOutcome]:
+        """The SubFlow results a wait delivered, by index: Dex's status name and the first output."""
+        return [SubFlowOutcome(status=pb.FlowStatus.Name(result.flow_status).removeprefix("FLOW_STATUS_"),
+                               output=await self.json(result.results[0].completed_step_output) if result.results else None)
+                for result in results.sub_flow_results]
+
     async def step(self, event: pb.FlowHistoryEvent) -> HistoryStep | None:
         """The step an event records; ``None`` for other events (a pending one is remembered)."""
         kind = event.WhichOneof("payload")
@@ -124,26 +131,28 @@ class _Converter:
                 writes=await self.writes(output.upsert_attributes),
                 published=await self.channels(output.publish_to_channel),
                 next_steps=[move.step_type for move in output.step_decision.next_steps] if executed else [],
-                failure=step_failure(completed.context.last_failure_info), recorded=recorded(output.record_events))
+                failure=step_failure(completed.context.last_failure_info), recorded=recorded(output.record_events),
+                sub_flows=await self.sub_flows(results) if executed else [])
         if kind in ("step_execute_failed", "step_wait_for_failed"):
             failed = getattr(event, kind)
             return await self._method(event, failed.context, failed.input.step_input, OUTCOME_FAILED,
                                       METHOD_EXECUTE if kind == "step_execute_failed" else METHOD_WAIT_FOR,
                                       consumed=[], timer_fired=False, writes=[], published=[], next_steps=[],
-                                      failure=step_failure(failed.output.failure), recorded=None)
+                                      failure=step_failure(failed.output.failure), recorded=None, sub_flows=[])
         return None
 
     async def _method(self, event: pb.FlowHistoryEvent, context: pb.StepMethodEventContext, step_input: pb.Value,
                       outcome: str, method: str, *, consumed: list[ChannelMessages], timer_fired: bool,
                       writes: list[StoredValue], published: list[ChannelMessages], next_steps: list[str],
-                      failure: StepFailure | None, recorded: InvocationRecord | None) -> HistoryStep:
+                      failure: StepFailure | None, recorded: InvocationRecord | None,
+                      sub_flows: list[SubFlowOutcome]) -> HistoryStep:
         return HistoryStep(
             event_id=event.event_id, time=event_time(event), method=method, outcome=outcome,
             step_type=context.step_type, step_execution_id=context.step_execution_id,
             from_step_execution_id=context.from_step_execution_id or None, attempt=context.final_attempt,
             rpc_name=None, input=await self.json(step_input), output=None, consumed=pvector(consumed),
             timer_fired=timer_fired, writes=pvector(writes), published=pvector(published),
-            next_steps=pvector(next_steps), failure=failure, recorded=recorded)
+            next_steps=pvector(next_steps), failure=failure, recorded=recorded, sub_flows=pvector(sub_flows))
 
 
 async def history_steps(server: AsyncServerCalls, session_id: str,

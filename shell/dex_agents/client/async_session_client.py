@@ -52,6 +52,7 @@ from dex import (
     TimeTravelType,
 )
 
+from dex_agents.client.async_children import descendants, interrupt_holder
 from dex_agents.client.async_loops import repeat, repeat_lock_conflicts
 from dex_agents.client.async_session_reads import AsyncSessionReads
 from dex_agents.client.connection import OwnedBlobCache, client_options, definition_of
@@ -214,7 +215,8 @@ class AsyncSessionClient(AsyncSessionReads):
         """Stop the session (Dex cancels its run unless ``options`` say otherwise), recording ``reason``
         with Dex (the run's stop reason); returns once Dex accepted the request. From then on the
         session is stopped (``is_stopped``): its committed values stay readable, and a message,
-        approval or other write raises ``SessionStoppedError``.
+        approval or other write raises ``SessionStoppedError``. Its sub-agents' child sessions still
+        running are stopped too (Dex itself never stops a SubFlow with its parent).
 
         ``stop(session_id, StopFlowOptions(...))``, the earlier form, still works.
 
@@ -234,6 +236,13 @@ class AsyncSessionClient(AsyncSessionReads):
         except FlowNotActiveOrNotFoundError as error:
             await self._raise_if_stopped(session_id, error)
             raise
+        for child in await descendants(self.client.search_flows, session_id):  # Dex never stops a SubFlow
+            if not is_stopped_status(child.status):
+                child_options = replace(stop_options, reason=f"its parent session {session_id} was stopped")
+                try:
+                    await self.client.stop_flow(child.flow_id, child_options)
+                except FlowNotActiveOrNotFoundError:
+                    pass  # it ended meanwhile
 
     @client_errors
     async def is_stopped(self, session_id: str) -> bool:
@@ -391,6 +400,8 @@ class AsyncSessionClient(AsyncSessionReads):
                                 arguments_sha256: str | None = None, approver: str | None = None,
                                 reason: str | None = None, timeout: float | None = None) -> bool:
         """Approve or reject a pending interrupt: ``False`` when it is not pending or past its deadline.
+        An interrupt a sub-agent's child session of ``session_id`` holds (``pending_approvals``) is
+        resolved there, through the parent.
 
         ``edited_arguments`` (a JSON object's text, with an approval) runs in place of the model's once
         the tool's schema accepts it (else ``dex_agents.approval_refused`` and the interrupt stays
@@ -414,6 +425,11 @@ class AsyncSessionClient(AsyncSessionReads):
                                            arguments_sha256=arguments_sha256, approver=approver, reason=reason)
         answer = await self._rpc(self.flow.resolve_interrupt, session_id, resolution, timeout=timeout,
                                  retry=repeat_lock_conflicts)
+        if answer is False:  # not pending here: one of its sub-agents' child sessions may hold it
+            holder = await interrupt_holder(self.client.search_flows, self.pending_interrupts, session_id, interrupt_id)
+            if holder is not None:
+                answer = await self._rpc(self.flow.resolve_interrupt, holder, resolution, timeout=timeout,
+                                         retry=repeat_lock_conflicts)
         return expect(answer, bool, "resolve_interrupt")
 
     @client_errors

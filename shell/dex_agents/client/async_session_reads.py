@@ -29,10 +29,19 @@ from types import TracebackType
 from typing import Self, TypeVar, cast
 
 import grpc
-from dex import AsyncClient, Attribute, DexServiceError, FlowInfo, LongPollTimeoutError, StreamMessage
+from dex import (
+    AsyncClient,
+    Attribute,
+    DexServiceError,
+    FlowInfo,
+    LongPollTimeoutError,
+    SearchFlowEntry,
+    StreamMessage,
+)
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
+from dex_agents.client.async_children import children, pending_approvals
 from dex_agents.client.async_export import export_session
 from dex_agents.client.async_loops import close_all, pause, poll_until
 from dex_agents.client.async_server_calls import AsyncServerCalls
@@ -43,6 +52,7 @@ from dex_agents.client.stopped import is_stopped_status
 from dex_agents.client.values import (
     DEFAULT_WORKER_PROBE_SECONDS,
     EventPage,
+    PendingApproval,
     PendingInterruptOf,
     SessionEvent,
     SessionOverview,
@@ -251,6 +261,21 @@ class AsyncSessionReads:
         check_name("tool_call_id", tool_call_id)
         return await self._server.read_map_instance(session_id, self.flow.unknown_tool_outcomes, tool_call_id,
                                                     timeout=self.timeout)
+
+    @client_errors
+    async def children(self, session_id: str) -> list[SearchFlowEntry]:
+        """The child sessions ``session_id``'s sub-agent calls started (Dex SubFlows), in the server's
+        order: each entry's ``flow_id`` is the child's session ID, ``flow_type`` its agent's Flow type."""
+        check_name("session_id", session_id)
+        await self.describe(session_id)  # an unknown session is SessionNotFoundError, not "no children"
+        return await children(self.client.search_flows, session_id)
+
+    @client_errors
+    async def pending_approvals(self, session_id: str) -> list[PendingApproval]:
+        """The session's pending interrupts, then those of its sub-agents' child sessions (and theirs),
+        each with the session that holds it; ``resolve_interrupt`` through ``session_id`` reaches them."""
+        check_name("session_id", session_id)
+        return await pending_approvals(self.client.search_flows, self.pending_interrupts, session_id)
 
     @client_errors
     async def message_receipt(self, session_id: str, message_id: str) -> UserMessageReceipt | None:

@@ -28,6 +28,7 @@ from dex_agents.pure.machine.keys import turn_number_of
 from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus, AgentUsage
 
 __all__ = [
+    "PendingApproval",
     "DEFAULT_WORKER_PROBE_SECONDS",
     "EventPage",
     "NOTHING_READ",
@@ -124,6 +125,16 @@ class StateCondition:
     def accept(self, state: AgentState | None) -> AgentState | None:
         """``state`` when it is there and meets the condition (what a wait returns), else ``None``."""
         return state if state is not None and self.predicate(state) else None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingApproval:
+    """A pending interrupt and the session that holds it: the session asked about, or one of its
+    sub-agents' child sessions (resolve it through either)."""
+
+    session_id: str
+    interrupt: AgentInterrupt
 
 
 @final

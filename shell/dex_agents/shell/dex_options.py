@@ -18,6 +18,7 @@ from dex import AttributeMapLoad, FlowConfig, RetryPolicy, Step, StepDurability,
 
 from dex_agents.pure.flow.rows import (
     Durability,
+    ForChildSession,
     ForInputCountMessages,
     ForOneMessage,
     ForResolutionOrDeadline,
@@ -132,7 +133,7 @@ def dex_wait(step_type: StepType, step_input: int | None = None) -> Wait:
             return Wait.until(CHANNELS[channel].for_one())
         case ForInputCountMessages(channel=channel) if step_input is not None:
             return Wait.until(CHANNELS[channel].for_n(step_input))
-        case ForInputCountMessages() | ForResolutionOrDeadline() | NoWait():
+        case ForInputCountMessages() | ForResolutionOrDeadline() | ForChildSession() | NoWait():
             raise ValueError(f"{step_type} has no fixed wait for input {step_input!r}: {wait}")
         case _:
             assert_never(wait)

@@ -120,7 +120,7 @@ def drive_wait(
     """Run one Step ``wait_for`` the core decides: gather what its row loads, reduce, return the Wait."""
     state = gather_for(context, STEP_TABLE[step_type].wait_for, tool_call_id)
     wait_input = started(_invocation(context, runtime.timing.now_ms()))
-    return perform_wait(runtime.reduce_wait(state, wait_input), context)
+    return perform_wait(runtime.reduce_wait(state, wait_input), context, runtime.sub_agents)
 
 
 def off_the_loop(body: Callable[[], RPCResult[OutputT]]) -> RPCResult[OutputT]:

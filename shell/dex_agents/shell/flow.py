@@ -20,7 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, get_args, get_type_hints
 
 from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream
@@ -93,8 +93,10 @@ from dex_agents.shell.runner import (
 )
 from dex_agents.shell.runtime import SessionRuntime
 from dex_agents.shell.step_base import SessionStep
+from dex_agents.shell.subagents import SubAgentTool, sub_agent_policies
 from dex_agents.shell.timing import SessionTiming
 from dex_agents.shell.tool_steps import (
+    AwaitSubAgent,
     AwaitToolApproval,
     CallSingleAttemptTool,
     CallTool,
@@ -130,6 +132,7 @@ _STEP_CLASSES: Final[tuple[type[SessionStep[Any]], ...]] = (
     ReconcileToolOutcome,
     CancelTurn,
     RecordToolCancellation,
+    AwaitSubAgent,
 )
 
 
@@ -150,6 +153,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         timing: SessionTiming,
         event_stream_capacity_bytes: int,
         fact_observer: Callable[[SessionInput], None] | None = None,
+        sub_agents: Sequence[SubAgentTool] = (),
     ) -> None:
         """Use ``create_agent_session_flow``, which validates the options first."""
         self._flow_type = flow_type
@@ -164,7 +168,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             events=self.agent_events,
             step_classes=step_classes,
             fact_observer=fact_observer,
+            sub_agents={tool.child_flow_type: tool.child for tool in sub_agents},
         )
+        self.sub_agent_tools: Final = tuple(sub_agents)
+        """The sub-agent tools this Flow's calls delegate through (``create_agent_session_flow``'s ``sub_agents``)."""
         self._steps = tuple(cls(self.runtime) for cls in _STEP_CLASSES)
 
     agent_state: Final = AGENT_STATE
@@ -297,6 +304,7 @@ def create_agent_session_flow(
     fact_observer: Callable[[SessionInput], None] | None = None,
     compaction: CompactionPolicy | None = DEFAULT_COMPACTION,
     model_retry: RetryPolicy | None = None,
+    sub_agents: Sequence[SubAgentTool] = (),
 ) -> AgentSessionFlow:
     """A new session Flow of type ``flow_type`` driven by ``runner``.
 
@@ -327,6 +335,8 @@ def create_agent_session_flow(
             ``CompactHistory``. ``None``: their flow table rows' (3 attempts; Dex's default backoff
             waits 1 s, then 2 s; 30 minutes in all). A model error with a retry-after
             (``ModelRetryAfterError``, a ``Retry-After`` header) waits that long instead.
+        sub_agents: Tools whose calls run as child sessions of other agents (``subagent_tool``); their
+            policies join ``tool_policies``. Serve each child's Flow on the same Workers.
 
     Raises:
         ValueError: an option is out of range (a blank Flow type, a capacity <= 0, a deadline that does
@@ -340,10 +350,10 @@ def create_agent_session_flow(
         if compaction is not DEFAULT_COMPACTION and compaction is not None:
             raise TypeError(f"runner {type(runner).__name__} has no summarize_history, which compaction needs")
         compaction = None
-    config = session_config(tool_policies or {}, default_tool_effect, interrupt_deadline_ms, max_model_calls_per_turn,
+    config = session_config(sub_agent_policies(sub_agents, tool_policies or {}), default_tool_effect, interrupt_deadline_ms, max_model_calls_per_turn,
                             compaction, model_retry)
     return AgentSessionFlow(
-        runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes, fact_observer
+        runner, flow_type, config, timing or SessionTiming(), event_stream_capacity_bytes, fact_observer, sub_agents
     )
 
 

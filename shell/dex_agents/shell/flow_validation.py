@@ -66,8 +66,11 @@ def _tool_policy(name: object, policy: object) -> ToolPolicy:
         raise TypeError(f"tool_policies[{name!r}].requires_approval must be a bool or None, got {approval!r}")
     if policy.reconcile is not None and not callable(policy.reconcile):
         raise TypeError(f"tool_policies[{name!r}].reconcile must be callable, got {policy.reconcile!r}")
+    sub_agent: object = policy.sub_agent
+    if sub_agent is not None and (not isinstance(sub_agent, str) or sub_agent == ""):
+        raise TypeError(f"tool_policies[{name!r}].sub_agent must be a Flow type or None, got {sub_agent!r}")
     return ToolPolicy(effect=tool_effect(policy.effect, f"tool_policies[{name!r}]"), requires_approval=approval,
-                      reconcile=policy.reconcile)
+                      reconcile=policy.reconcile, sub_agent=policy.sub_agent)
 
 
 def _interrupt_deadline(deadline_ms: object) -> int | None:

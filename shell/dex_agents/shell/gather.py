@@ -17,14 +17,15 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TypeVar
 
-from dex import AttributeMap, AttributeMapNotLoadedError, Context, ValueMappingError
+from dex import AttributeMap, AttributeMapNotLoadedError, Context, FlowStatus, SubFlow, ValueMappingError
 from pyrsistent import pmap, pvector
 from pyrsistent.typing import PMap, PVector
 
 from dex_agents.pure.flow.rows import MapInstanceRef, MethodAccess
 from dex_agents.pure.values.persistence import MapName
 from dex_agents.pure.machine.state import SessionState
-from dex_agents.pure.machine.step_inputs import RecoveryError
+from dex_agents.pure.machine.reducers import SKIPPED, sub_agent_result_of
+from dex_agents.pure.machine.step_inputs import Invocation, RecoveryError, SubAgentEnded
 from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentMessage,
@@ -160,6 +161,21 @@ def consumed_resolutions(context: Context, state: SessionState) -> PVector[Agent
     return pvector(consumed)
 
 
+def child_outcome(context: Context, invocation: Invocation, tool_call_id: str) -> SubAgentEnded:
+    """How ``AwaitSubAgent``'s child session closed, as its wait's SubFlow result reports it (no child
+    when the wait was skipped)."""
+    try:
+        result = SubFlow.get_condition_results(context)
+    except ValueError:
+        return SubAgentEnded(invocation=invocation, tool_call_id=tool_call_id, child_session_id=None,
+                             child_status=SKIPPED, result=None)
+    output = None
+    if result.status is FlowStatus.COMPLETED and result.completions:
+        output = sub_agent_result_of(result.single_output(str))
+    return SubAgentEnded(invocation=invocation, tool_call_id=tool_call_id, child_session_id=SubFlow.get_flow_id(context),
+                         child_status=result.status.name, result=output)
+
+
 def recovery_error_of(context: Context) -> RecoveryError | None:
     """The failure that routed the Step here, as Dex reported it (``None`` outside a failure route)."""
     info = context.recovery_error
@@ -169,6 +185,7 @@ def recovery_error_of(context: Context) -> RecoveryError | None:
 
 
 __all__ = [
+    "child_outcome",
     "consumed_messages",
     "consumed_resolutions",
     "gather_for",

@@ -25,15 +25,17 @@ Invariants:
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Final, assert_never
+from collections.abc import Mapping
+from typing import Any, Final, assert_never
 
-from dex import Context, StepDecision, Timer, Wait, dead_end, go_to_many
+from dex import Context, Flow, StepDecision, SubFlow, Timer, Wait, dead_end, go_to_many, graceful_complete
 
 from dex_agents.pure.machine.effects import (
     ReconcileToolCall,
     ValidateToolArguments,
     AnswerRpc,
     BuildUserMessage,
+    CompleteSession,
     CallModel,
     DeadEnd,
     DeleteAttribute,
@@ -52,6 +54,7 @@ from dex_agents.pure.machine.effects import (
     SetAttribute,
     SetMapInstance,
     SkipWait,
+    WaitForChildSession,
     WaitForResolution,
     Write,
     WriteEvent,
@@ -129,6 +132,8 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
                                 for movement in movements))
         case DeadEnd():
             return dead_end()
+        case CompleteSession(result=result):
+            return graceful_complete(encode(result))
         case (BuildUserMessage() | CallModel() | SendHeartbeat() | ExecuteDeferredToolCall() | SummarizeHistory()
               | ValidateToolArguments() | ReconcileToolCall()):
             return ending
@@ -151,8 +156,10 @@ def _message_loads(transition: StepTransition, run: StepRun) -> CachedLoads | No
     return message_loads(run.runtime.history, context.flow_id, context.run_id, count)
 
 
-def perform_wait(transition: WaitTransition, context: Context) -> Wait:
-    """Stage the ``wait_for`` transition's invocation record, then answer its ``Wait``."""
+def perform_wait(transition: WaitTransition, context: Context,
+                 sub_agents: Mapping[str, Flow[Any]] | None = None) -> Wait:
+    """Stage the ``wait_for`` transition's invocation record, then answer its ``Wait`` (a child
+    session's SubFlow runs the Flow of its type in ``sub_agents``, the Flows this Flow delegates to)."""
     perform_record(transition.record, context)
     ending = transition.ending
     match ending:
@@ -164,6 +171,12 @@ def perform_wait(transition: WaitTransition, context: Context) -> Wait:
                 return Wait.until(resolution)
             deadline = Timer.by_duration(timedelta(seconds=seconds), condition_id=DEADLINE_CONDITION_ID)
             return Wait.any_of(deadline, resolution)
+        case WaitForChildSession(flow_type=flow_type, start_input=start_input):
+            child = (sub_agents or {}).get(flow_type)
+            if child is None:
+                raise RuntimeError(f"this Flow has no sub-agent of Flow type {flow_type!r} (create_agent_session_flow's "
+                                   "sub_agents)")
+            return Wait.until(SubFlow.run(child, start_input))
         case _:
             assert_never(ending)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from dex import Step, Stream
+from dex import Flow, Step, Stream
 
 from dex_agents.pure.flow.step_options import RetryOverrides
 from dex_agents.pure.values.persistence import StepType
@@ -38,6 +38,8 @@ class SessionRuntime:
     events: Stream[AgentEvent]
     step_classes: Mapping[StepType, type[Step[Any]]]
     fact_observer: Callable[[SessionInput], None] | None = None
+    sub_agents: Mapping[str, Flow[Any]] = field(default_factory=dict)
+    """The Flows this Flow's sub-agent tools start child sessions of, by Flow type."""
     history: MessageHistory = field(default_factory=MessageHistory)
     """This Flow's cache of committed messages on this Worker (``shell.history``)."""
     confirmations: StartConfirmations = field(default_factory=StartConfirmations)

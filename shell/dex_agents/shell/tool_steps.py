@@ -1,5 +1,6 @@
 """The Steps of one tool call: ``AwaitToolApproval``, ``CallTool``, ``CallSingleAttemptTool`` and the
-failure routes ``RecordToolFailure`` and ``RecordToolOutcomeUnknown``, and ours, ``ReconcileToolOutcome``. Each takes the tool call ID as
+failure routes ``RecordToolFailure`` and ``RecordToolOutcomeUnknown``, and ours, ``ReconcileToolOutcome`` and
+``AwaitSubAgent`` (a sub-agent's call, run as a child session). Each takes the tool call ID as
 its input and loads only that call's ``AgentToolCalls`` instance; each reports what its invocation
 saw as its started input, and the core decides (``AwaitToolApproval``'s wait included)."""
 
@@ -15,11 +16,13 @@ from dex_agents.pure.machine.step_inputs import (
     Invocation,
     ReconcileStarted,
     SingleAttemptToolFailed,
+    SubAgentEnded,
+    SubAgentWaitStarted,
     ToolAttemptsExhausted,
     ToolStepStarted,
 )
 from dex_agents.shell.driver import drive_step, drive_wait
-from dex_agents.shell.gather import consumed_resolutions, recovery_error_of
+from dex_agents.shell.gather import child_outcome, consumed_resolutions, recovery_error_of
 from dex_agents.shell.step_base import SessionStep
 
 
@@ -95,6 +98,25 @@ class RecordToolOutcomeUnknown(_RecordingRoute):
     exhausted = SingleAttemptToolFailed
 
 
+class AwaitSubAgent(SessionStep[str]):
+    """Runs a sub-agent's call (ours): ``wait_for`` starts (or finds again) its child session, a Dex
+    SubFlow, and waits for it to close; ``execute`` reports how it closed (``child_outcome``)."""
+
+    step_type = StepType.AWAIT_SUB_AGENT
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
+        def started(invocation: Invocation) -> SubAgentWaitStarted:
+            return SubAgentWaitStarted(invocation=invocation, tool_call_id=input)
+
+        return drive_wait(self.runtime, context, self.step_type, input, started)
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        def started(invocation: Invocation, _state: SessionState) -> SubAgentEnded:
+            return child_outcome(context, invocation, input)
+
+        return await drive_step(self.runtime, context, self.step_type, input, started)
+
+
 class ReconcileToolOutcome(SessionStep[str]):
     """Asks the tool policy's ``reconcile`` what became of a write whose outcome is unknown (3
     attempts, route ``RecordToolOutcomeUnknown``); the tool itself never runs again."""
@@ -109,6 +131,7 @@ class ReconcileToolOutcome(SessionStep[str]):
 
 
 __all__ = [
+    "AwaitSubAgent",
     "ReconcileToolOutcome",
     "AwaitToolApproval",
     "CallSingleAttemptTool",

@@ -174,7 +174,14 @@ class ForResolutionOrDeadline:
     channel_map: ChannelMapName
 
 
-StepWait: TypeAlias = NoWait | ForOneMessage | ForInputCountMessages | ForResolutionOrDeadline
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForChildSession:
+    """Wait for the call's child session, a Dex SubFlow this wait starts (or finds again), to close
+    (ours; the core decides the child's Flow type and start input: ``SubAgentWait``)."""
+
+
+StepWait: TypeAlias = NoWait | ForOneMessage | ForInputCountMessages | ForResolutionOrDeadline | ForChildSession
 """What a Step's ``wait_for`` waits on."""
 
 
@@ -222,6 +229,7 @@ class RpcRow:
 __all__ = [
     "DEX_DEFAULT_METHOD_TIMEOUT_SECONDS",
     "Durability",
+    "ForChildSession",
     "ForInputCountMessages",
     "ForOneMessage",
     "ForResolutionOrDeadline",

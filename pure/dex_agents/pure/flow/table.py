@@ -20,6 +20,9 @@ RecordToolFailure(id), RecordToolOutcomeUnknown(id) -> ReconcileToolOutcome(id) 
     unknown and its tool policy reconciles; ours)
 ReconcileToolOutcome(id) -> dead end, after publishing to ToolCallResults
                           | RecordToolOutcomeUnknown(id) (retries exhausted: outcome_unknown)
+RunModel, AwaitToolApproval(id) -> AwaitSubAgent(id) (a sub-agent's call; ours): waits for its child
+    session (a Dex SubFlow) to close -> dead end, after publishing to ToolCallResults
+                                     | RecordToolFailure(id) (retries exhausted)
 ResumeTurn(n) -> RunModel | ResumeTurn(k) (k records still open)
 CompactHistory(trigger) -> RunModel (summarized, or nothing left to summarize)
                          | AwaitUserMessage (the turn failed: a summary no retry can make)
@@ -47,6 +50,7 @@ from typing import Final
 
 from dex_agents.pure.flow.rows import (
     DEX_DEFAULT_METHOD_TIMEOUT_SECONDS,
+    ForChildSession,
     ForInputCountMessages,
     ForOneMessage,
     ForResolutionOrDeadline,
@@ -75,7 +79,7 @@ from dex_agents.pure.values.time_travel import RecordSessionRewindInput, Session
 START_INPUT_TYPE: Final = AgentSessionStartInput
 """The record a ``START_INPUT`` Step (``StartAgentSession``) receives."""
 
-_TOOL_STEPS: Final = frozenset({StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL})
+_TOOL_STEPS: Final = frozenset({StepType.CALL_TOOL, StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.AWAIT_SUB_AGENT})
 _OWN_CALL: Final = MethodAccess(call_instances=(MapName.AGENT_TOOL_CALLS,))
 _RECORDING_RETRY: Final = RetrySpec(maximum_interval_seconds=5)
 """The recording Steps cap their retry backoff at 5 s."""
@@ -195,6 +199,15 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         input=StepInputKind.TOOL_CALL_ID,
         execute_retry=_RECORDING_RETRY,
         execute=_OWN_CALL,
+    ),
+    StepRow(
+        step_type=StepType.AWAIT_SUB_AGENT,
+        input=StepInputKind.TOOL_CALL_ID,
+        wait=ForChildSession(),
+        wait_for=_OWN_CALL,
+        execute_retry=RetrySpec(maximum_attempts=3),
+        execute=MethodAccess(locks=(AttributeName.AGENT_USAGE,), call_instances=(MapName.AGENT_TOOL_CALLS,)),
+        failure_route=StepType.RECORD_TOOL_FAILURE,
     ),
 )
 """Every Step type's row (the spec's Flow shape and Step table)."""

@@ -6,7 +6,7 @@ becomes, in three closed unions by where they may appear. The shell interprets t
 | ``Write`` | ``SetAttribute``, ``DeleteAttribute``, ``SetMapInstance``, ``DeleteMapInstance``, ``PublishToChannel``, ``PublishToChannelInstance`` | Steps and RPCs, before the ending |
 | ``StepEffect`` | ``Write``, ``WriteEvent`` | a Step's effects, before its ending |
 | ``StepEnding`` | a decision (``GoToSteps``, ``DeadEnd``), a request (``BuildUserMessage``, ``CallModel``, ``SendHeartbeat``, ``ExecuteDeferredToolCall``) or ``FailAttempt`` | a Step transition's last element |
-| ``ApprovalWait`` | ``WaitForResolution``, ``SkipWait`` | the ending of ``AwaitToolApproval``'s ``wait_for`` |
+| ``WaitEnding`` | ``WaitForResolution``, ``WaitForChildSession``, ``SkipWait`` | the ending of ``AwaitToolApproval``'s (``ApprovalWait``) or ``AwaitSubAgent``'s ``wait_for`` |
 | ``RpcEnding`` | ``AnswerRpc``, ``RefuseRpc`` | an RPC transition's last element |
 | ``RecordInvocation`` | ``RecordInvocation`` | a transition's ``record``: a decision, a ``wait_for``, an RPC that writes and read a clock |
 
@@ -57,7 +57,14 @@ from dex_agents.pure.values.time_travel import SessionRewind
 from dex_agents.pure.machine.invocation_record import InvocationRecord
 from dex_agents.pure.machine.step_inputs import UserMessagePurpose
 from dex_agents.pure.flow.step_options import StepMovement
-from dex_agents.pure.values.session import AgentEvent, AgentInterruptResolution, AgentMessage, AgentToolCall
+from dex_agents.pure.values.session import (
+    AgentEvent,
+    AgentInterruptResolution,
+    AgentMessage,
+    AgentSessionStartInput,
+    AgentToolCall,
+    SubAgentResult,
+)
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -214,7 +221,16 @@ class DeadEnd:
     """``dead_end()``: end this branch of the Flow; the session keeps running."""
 
 
-Decision: TypeAlias = GoToSteps | DeadEnd
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteSession:
+    """``graceful_complete(result)``: a sub-agent's child session ends its Flow with its one turn's
+    result, which its parent's ``AwaitSubAgent`` reads (ours)."""
+
+    result: SubAgentResult
+
+
+Decision: TypeAlias = GoToSteps | DeadEnd | CompleteSession
 """What a Step's ``execute`` returns to Dex."""
 
 
@@ -357,7 +373,21 @@ class SkipWait:
 
 
 ApprovalWait: TypeAlias = WaitForResolution | SkipWait
-"""What ``AwaitToolApproval``'s ``wait_for`` waits on: the ending of its ``WaitTransition``."""
+"""What ``AwaitToolApproval``'s ``wait_for`` waits on."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitForChildSession:
+    """Start (or find again) the call's child session, a Dex SubFlow of Flow type ``flow_type`` with
+    ``start_input``, and wait for it to close (ours: ``AwaitSubAgent``'s ``wait_for``)."""
+
+    flow_type: str
+    start_input: AgentSessionStartInput
+
+
+WaitEnding: TypeAlias = WaitForResolution | WaitForChildSession | SkipWait
+"""The ending of a ``WaitTransition``: ``AwaitToolApproval``'s or ``AwaitSubAgent``'s wait."""
 
 
 RpcOutput: TypeAlias = bool | AgentSnapshot | AgentMessagePage | SessionRewind
@@ -407,6 +437,7 @@ __all__ = [
     "ApprovalWait",
     "BuildUserMessage",
     "CallModel",
+    "CompleteSession",
     "DeadEnd",
     "Decision",
     "DeleteAttribute",
@@ -427,6 +458,8 @@ __all__ = [
     "SkipWait",
     "StepEffect",
     "StepEnding",
+    "WaitEnding",
+    "WaitForChildSession",
     "WaitForResolution",
     "Write",
     "WriteEvent",

@@ -18,6 +18,7 @@ types and payload keys. Every event carries ``turn_id``, the Step ``attempt`` an
 | ``dex_agents.tool_outcome_settled`` | ``{"tool_call_id","tool_name","status","settled_by","resolver","reason"}`` |
 | ``dex_agents.turn_canceled`` | ``{"reason","requested_at"}``: the turn ended canceled (``cancel_turn``) |
 | ``dex_agents.session_rewound`` | ``{"to_turn","reason","previous_run_id","run_id","removed_turn_count","rewound_at","tool_calls"}`` (the client writes it, outside any Step) |
+| ``dex_agents.sub_agent_ended`` | ``{"tool_call_id","tool_name","child_session_id","child_status","usage"}`` |
 
 ``dex_agents.model_call_failed`` is ours (the spec's table has no such event, so it carries a prefix):
 ``RunModel`` writes it when ``run_model_step`` raised, before the attempt fails, so a UI sees the
@@ -63,6 +64,7 @@ HISTORY_COMPACTED = "dex_agents.history_compacted"
 APPROVAL_REFUSED = "dex_agents.approval_refused"
 TOOL_OUTCOME_SETTLED = "dex_agents.tool_outcome_settled"
 TURN_CANCELED = "dex_agents.turn_canceled"
+SUB_AGENT_ENDED = "dex_agents.sub_agent_ended"
 
 
 def _event(event_type: str, turn_id: str, invocation: Invocation, payload: Mapping[str, JsonValue]) -> AgentEvent:
@@ -214,6 +216,17 @@ def usage_recorded(turn_id: str, invocation: Invocation, recorded: AgentUsage, s
     return _event(USAGE_RECORDED, turn_id, invocation, payload)
 
 
+def sub_agent_ended(invocation: Invocation, record: AgentToolCall, child_status: str,
+                    usage: AgentUsage) -> AgentEvent:
+    """``dex_agents.sub_agent_ended``: the call's child session closed with ``child_status`` (Dex's
+    Flow status) after using ``usage``, which the session's usage now includes (ours)."""
+    payload: dict[str, JsonValue] = {
+        "tool_call_id": record.tool_call_id, "tool_name": record.tool_name,
+        "child_session_id": record.child_session_id, "child_status": child_status, "usage": usage_json(usage),
+    }
+    return _event(SUB_AGENT_ENDED, record.turn_id, invocation, payload)
+
+
 def model_call_failed(turn_id: str, invocation: Invocation, error: str, retrying: bool) -> AgentEvent:
     """``dex_agents.model_call_failed``: the model call raised ``error``; ``retrying``: another attempt follows."""
     return _event(MODEL_CALL_FAILED, turn_id, invocation, {"error": error, "retrying": retrying})
@@ -269,6 +282,8 @@ __all__ = [
     "INTERRUPT_RESOLVED",
     "MODEL_CALL_FAILED",
     "REASONING_DELTA",
+    "SUB_AGENT_ENDED",
+    "sub_agent_ended",
     "TEXT_DELTA",
     "TOOL_CALL_DEFERRED",
     "TOOL_CALL_FINISHED",

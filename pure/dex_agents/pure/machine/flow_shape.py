@@ -42,6 +42,7 @@ from dex_agents.pure.machine.step_inputs import (
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
+    SubAgentEnded,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
@@ -88,6 +89,8 @@ def steps_producing(step_input: StepInput) -> frozenset[StepType]:
             return frozenset({StepType.RUN_MODEL})
         case ApprovalWaitEnded() | ToolArgumentsValidated():
             return frozenset({StepType.AWAIT_TOOL_APPROVAL})
+        case SubAgentEnded():
+            return frozenset({StepType.AWAIT_SUB_AGENT})
         case ReconcileStarted() | ToolOutcomeReconciled():
             return frozenset({StepType.RECONCILE_TOOL_OUTCOME})
         case ToolStepStarted():

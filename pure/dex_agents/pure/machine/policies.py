@@ -41,7 +41,7 @@ from typing import assert_never
 from dex_agents.pure.flow.table import STEP_TABLE
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.runner import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
-from dex_agents.pure.values.session import ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import AgentToolCall, ToolCallStatus, ToolEffect
 
 
 def approval_required_by_default(effect: ToolEffect) -> bool:
@@ -68,6 +68,12 @@ def tool_step_type(effect: ToolEffect) -> StepType:
             return StepType.CALL_SINGLE_ATTEMPT_TOOL
         case _:  # pragma: no cover - unreachable, exhaustiveness is checked by mypy
             assert_never(effect)
+
+
+def call_step_type(record: AgentToolCall) -> StepType:
+    """The Step that runs ``record``: ``AwaitSubAgent`` for a sub-agent's call (ours: its child session
+    runs the task), else the Step of its effect (``tool_step_type``)."""
+    return StepType.AWAIT_SUB_AGENT if record.sub_agent is not None else tool_step_type(record.effect)
 
 
 def tool_step_attempts(effect: ToolEffect) -> int:
@@ -107,7 +113,7 @@ def resolve_tool_policy(
     that sets only the effect still gets that effect's default approval).
 
     >>> resolve_tool_policy("search", None, {}, ToolEffect.UNCLASSIFIED)
-    ResolvedToolPolicy(effect=<ToolEffect.UNCLASSIFIED: 'unclassified'>, requires_approval=True)
+    ResolvedToolPolicy(effect=<ToolEffect.UNCLASSIFIED: 'unclassified'>, requires_approval=True, sub_agent=None)
     """
     policy = tool_policies.get(tool_name)
     if policy is not None:
@@ -120,7 +126,8 @@ def resolve_tool_policy(
         requires_approval = policy.requires_approval
     else:
         requires_approval = approval_required_by_default(effect)
-    return ResolvedToolPolicy(effect=effect, requires_approval=requires_approval)
+    return ResolvedToolPolicy(effect=effect, requires_approval=requires_approval,
+                              sub_agent=None if policy is None else policy.sub_agent)
 
 
 def tool_effect_from_mcp_annotations(annotations: McpToolAnnotations | None) -> ToolEffect | None:
@@ -147,6 +154,7 @@ def tool_effect_from_mcp_annotations(annotations: McpToolAnnotations | None) -> 
 
 __all__ = [
     "approval_required_by_default",
+    "call_step_type",
     "crash_status",
     "resolve_tool_policy",
     "tool_effect_from_mcp_annotations",

@@ -58,6 +58,7 @@ from dex_agents.pure.values.session import (
     AgentUsage,
     AgentUserMessage,
     FrameworkMessage,
+    SubAgentResult,
 )
 
 
@@ -92,7 +93,10 @@ class RecoveryError:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InitialMessage:
-    """The user message ``StartAgentSession`` starts ``turn-1`` with."""
+    """The user message ``StartAgentSession`` starts ``turn-1`` with (``parent_session_id``: the start
+    input's, for a sub-agent's child session; ours)."""
+
+    parent_session_id: str | None = None
 
 
 @final
@@ -293,6 +297,29 @@ class ToolStepStarted:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentWaitStarted:
+    """``AwaitSubAgent(tool_call_id)``'s ``wait_for`` runs: which child session should it wait on? (ours)"""
+
+    invocation: Invocation
+    tool_call_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentEnded:
+    """``AwaitSubAgent(tool_call_id)`` runs: its child session ``child_session_id`` closed with Dex
+    status ``child_status`` (``COMPLETED``, ``FAILED``, ``CANCELED``, ...) and, when it completed, its
+    ``result``; ``None`` when its wait was skipped (ours)."""
+
+    invocation: Invocation
+    tool_call_id: str
+    child_session_id: str | None
+    child_status: str
+    result: SubAgentResult | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatSent:
     """The heartbeat a ``SendHeartbeat`` asked for before ``tool_call_id`` runs is out of the Worker."""
 
@@ -393,6 +420,7 @@ StepInput: TypeAlias = (
     | ModelCallFailed
     | ApprovalWaitEnded
     | ToolStepStarted
+    | SubAgentEnded
     | HeartbeatSent
     | ToolCallSucceeded
     | ToolExecutionFailed
@@ -406,9 +434,9 @@ StepInput: TypeAlias = (
 )
 """Every input of a Step's ``execute`` (started inputs and follow-ups)."""
 
-WaitInput: TypeAlias = ApprovalWaitStarted
-"""Every input of a Step's ``wait_for`` that the core decides (only ``AwaitToolApproval``'s wait
-depends on the state; the other waits are the flow table's)."""
+WaitInput: TypeAlias = ApprovalWaitStarted | SubAgentWaitStarted
+"""Every input of a Step's ``wait_for`` that the core decides (``AwaitToolApproval``'s and
+``AwaitSubAgent``'s waits depend on the state; the other waits are the flow table's)."""
 
 
 @final
@@ -528,6 +556,8 @@ __all__ = [
     "ToolCancellationStarted",
     "TurnCancelNote",
     "TurnCancelStarted",
+    "SubAgentEnded",
+    "SubAgentWaitStarted",
     "ExtendInterruptDeadlineCalled",
     "SessionRewindRecorded",
     "ReconcileStarted",

@@ -4,7 +4,7 @@ its ending, held apart so that nothing can follow the ending.
 | Transition | Reduces | Effects | Ending |
 | --- | --- | --- | --- |
 | ``StepTransition`` | a ``StepInput`` | ``StepEffect`` (writes, events) | ``StepEnding``: a decision, a request or ``FailAttempt`` |
-| ``WaitTransition`` | a ``WaitInput`` | none | ``ApprovalWait`` |
+| ``WaitTransition`` | a ``WaitInput`` | none | ``WaitEnding`` |
 | ``RpcTransition`` | an ``RpcCall`` | ``Write`` | ``AnswerRpc`` or ``RefuseRpc`` |
 
 A transition may also carry its invocation's record (``record``: ``RecordInvocation``), which the
@@ -29,7 +29,7 @@ from pyrsistent.typing import PVector
 
 from dex_agents.pure.machine.effects import (
     AnswerRpc,
-    ApprovalWait,
+    WaitEnding,
     FailAttempt,
     RecordInvocation,
     RefuseRpc,
@@ -75,7 +75,7 @@ class WaitTransition:
     """A ``wait_for`` input's transition: the state (unchanged: a wait writes nothing) and the wait."""
 
     state: SessionState
-    ending: ApprovalWait
+    ending: WaitEnding
     record: RecordInvocation | None = None
 
     @property
@@ -124,7 +124,7 @@ def reject(state: SessionState, error: str) -> StepTransition:
     return StepTransition(state=state, effects=pvector(), ending=FailAttempt(error=error))
 
 
-def wait(state: SessionState, ending: ApprovalWait) -> WaitTransition:
+def wait(state: SessionState, ending: WaitEnding) -> WaitTransition:
     """A ``wait_for`` transition that waits on ``ending``."""
     return WaitTransition(state=state, ending=ending)
 

@@ -84,6 +84,16 @@ class ChannelMessages:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SubFlowOutcome:
+    """How a SubFlow of a Step's wait closed (ours): Dex's Flow status name (``COMPLETED``, ``FAILED``,
+    ...) and its output, as JSON (null without one)."""
+
+    status: str
+    output: JsonValue
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepFailure:
     """A failed attempt as Dex recorded it: its detail and error type (either may be empty)."""
 
@@ -114,6 +124,8 @@ class HistoryStep:
         failure: The last failed attempt: the one that ended a failed method, or the last retried
             one before the completion (null when none failed).
         recorded: The ``dex_agents.invocation`` record it committed (null in a history without one).
+        sub_flows: The SubFlow results its wait delivered, by index (``execute`` only; ours, may be
+            absent: an ``AwaitSubAgent``'s child session).
     """
 
     event_id: int
@@ -134,6 +146,7 @@ class HistoryStep:
     next_steps: PVector[str]
     failure: StepFailure | None
     recorded: InvocationRecord | None
+    sub_flows: PVector[SubFlowOutcome] = pvector()
 
 
 @final
@@ -270,6 +283,7 @@ def read_export(text: str) -> Result[ExportDocument, ExportError]:
 
 
 __all__ = [
+    "SubFlowOutcome",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "METHOD_EXECUTE",

@@ -127,7 +127,8 @@ def _built_message(request: BuildUserMessage, state: SessionState, writes: Mappi
 
 def _deferred(record: AgentToolCall) -> DeferredToolCall:
     return DeferredToolCall(tool_call_id=record.tool_call_id, tool_name=record.tool_name, arguments=record.arguments,
-                            policy=ResolvedToolPolicy(effect=record.effect, requires_approval=record.requires_approval))
+                            policy=ResolvedToolPolicy(effect=record.effect, requires_approval=record.requires_approval,
+                                                      sub_agent=record.sub_agent))
 
 
 def _placeholder_call(state: SessionState) -> DeferredToolCall:

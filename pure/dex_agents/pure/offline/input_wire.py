@@ -36,6 +36,8 @@ from dex_agents.pure.machine.step_inputs import (
     CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
+    SubAgentEnded,
+    SubAgentWaitStarted,
     SummarizationFailed,
     AgentMessagesListed,
     AgentSnapshotRequested,
@@ -106,6 +108,8 @@ INPUT_KINDS: Final[Mapping[str, type[object]]] = {
     "cancel_turn_called": CancelTurnCalled,
     "cancel_tool_call_called": CancelToolCallCalled,
     "resolve_tool_outcome_called": ResolveToolOutcomeCalled,
+    "sub_agent_wait_started": SubAgentWaitStarted,
+    "sub_agent_ended": SubAgentEnded,
 }
 """Every input's ``kind``, one per member of ``SessionInput``."""
 

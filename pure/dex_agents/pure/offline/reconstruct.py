@@ -70,11 +70,14 @@ from dex_agents.pure.machine.step_inputs import (
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
+    SubAgentEnded,
+    SubAgentWaitStarted,
     ToolAttemptsExhausted,
     ToolResultsArrived,
     ToolStepStarted,
     UserMessageArrived,
 )
+from dex_agents.pure.machine.reducers import SKIPPED, sub_agent_result_of
 from dex_agents.pure.offline.stored_values import StoredKey, decode_stored
 from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.machine.transition import StepTransition
@@ -153,6 +156,8 @@ def _started(step: HistoryStep, steps: Sequence[HistoryStep], invocation: Callab
     if step.method == METHOD_WAIT_FOR:
         if step_type is StepType.AWAIT_TOOL_APPROVAL:
             return ApprovalWaitStarted(invocation=invocation(), tool_call_id=_text(step.input, "tool call ID"))
+        if step_type is StepType.AWAIT_SUB_AGENT:
+            return SubAgentWaitStarted(invocation=invocation(), tool_call_id=_text(step.input, "tool call ID"))
         return None
     return _execute_started(step, step_type, steps, invocation())
 
@@ -196,8 +201,25 @@ def _execute_started(step: HistoryStep, step_type: StepType, steps: Sequence[His
             return TurnCancelStarted(invocation=invocation)
         case StepType.RECORD_TOOL_CANCELLATION:
             return ToolCancellationStarted(invocation=invocation, tool_call_id=_text(step.input, "tool call ID"))
+        case StepType.AWAIT_SUB_AGENT:
+            return _sub_agent_ended(step, invocation)
         case _:
             assert_never(step_type)
+
+
+def _sub_agent_ended(step: HistoryStep, invocation: Invocation) -> SubAgentEnded:
+    """``AwaitSubAgent``'s started input: its wait's one SubFlow result (none: the wait was skipped);
+    the child's ID is Dex's (``SubFlow:<session>-<step execution>-0``)."""
+    tool_call_id = _text(step.input, "tool call ID")
+    if not step.sub_flows:
+        return SubAgentEnded(invocation=invocation, tool_call_id=tool_call_id, child_session_id=None,
+                             child_status=SKIPPED, result=None)
+    outcome = step.sub_flows[0]
+    output = outcome.output
+    result = sub_agent_result_of(output) if outcome.status == "COMPLETED" and isinstance(output, str) else None
+    return SubAgentEnded(invocation=invocation, tool_call_id=tool_call_id,
+                         child_session_id=f"SubFlow:{invocation.flow_id}-{invocation.step_execution_id}-0",
+                         child_status=outcome.status, result=result)
 
 
 def _reconciles(step: HistoryStep) -> bool:

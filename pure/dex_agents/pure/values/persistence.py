@@ -113,6 +113,7 @@ class StepType(StrEnum):
     RECONCILE_TOOL_OUTCOME = "ReconcileToolOutcome"
     CANCEL_TURN = "CancelTurn"
     RECORD_TOOL_CANCELLATION = "RecordToolCancellation"
+    AWAIT_SUB_AGENT = "AwaitSubAgent"
 
 
 @final

@@ -65,15 +65,19 @@ class ToolPolicy:
     effect: ToolEffect
     requires_approval: bool | None = None
     reconcile: Reconcile | None = field(default=None, compare=False, metadata={"wire": False})
+    sub_agent: str | None = None
+    """Ours: the child agent's Flow type when the tool is a sub-agent (``kit.subagent_tool``)."""
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedToolPolicy:
-    """The effective policy of one tool call."""
+    """The effective policy of one tool call (``sub_agent``: the child agent's Flow type of a sub-agent
+    tool, from its ``ToolPolicy``; ours)."""
 
     effect: ToolEffect
     requires_approval: bool
+    sub_agent: str | None = None
 
 
 @final

@@ -80,10 +80,16 @@ class AgentSessionStartInput:
 
     ``fork`` (ours, optional on the wire): the conversation a forked session starts from
     (``SessionClient.fork``); the session starts seeded with it instead of empty.
+
+    ``parent_session_id`` and ``parent_tool_call_id`` (ours, may be absent): set when the session is a
+    sub-agent's child session, started as a Dex SubFlow by the parent's tool call: it runs the turn of
+    its ``initial_message`` and then completes its Flow with the turn's result (``SubAgentResult``).
     """
 
     initial_message: str | None = None
     fork: AgentSessionFork | None = None
+    parent_session_id: str | None = None
+    parent_tool_call_id: str | None = None
 
 
 @final
@@ -96,6 +102,20 @@ class AgentUsage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentResult:
+    """What a sub-agent's child session completes its Flow with when its one turn ends (ours).
+
+    ``status``: ``"completed"`` (``text``: the turn's last assistant text) or ``"failed"`` (``text``:
+    the turn's error); ``usage``: the child session's whole usage, which the parent adds to its own.
+    """
+
+    status: str
+    text: str
+    usage: AgentUsage
 
 
 @final
@@ -122,6 +142,9 @@ class AgentState:
     cancellation: TurnCancellation | None = None
     """Ours: set by ``cancel_turn`` while the running turn is being canceled (``CancelTurn`` ends it and
     clears it); may be absent on decode."""
+    parent_session_id: str | None = None
+    """Ours (may be absent): the parent session of a sub-agent's child session, which completes its
+    Flow when its one turn ends instead of awaiting another message."""
 
     @property
     def ended_turn_count(self) -> int:
@@ -283,6 +306,11 @@ class AgentToolCall:
     """Set when an operator cancelled the call before it finished (ours; may be absent on decode): the
     record is then ``canceled``, ``outcome_unknown`` (a single-attempt write that may have started) or
     ``rejected`` (an approval still pending)."""
+    sub_agent: str | None = None
+    """Ours (may be absent): the child agent's Flow type when the tool is a sub-agent; the call then runs
+    in ``AwaitSubAgent``, as a child session (a Dex SubFlow of this session)."""
+    child_session_id: str | None = None
+    """Ours (may be absent): the sub-agent's child session, once it ended."""
 
 
 @final
@@ -454,6 +482,7 @@ __all__ = [
     "FrameworkMessage",
     "HistorySummary",
     "MessageRole",
+    "SubAgentResult",
     "ToolCallApproval",
     "ToolCallCancellation",
     "ToolCallCompleted",

@@ -15,9 +15,15 @@
 * ``ArgumentsValidator``, ``json_schema_validator``, ``checked_arguments``: a tool's arguments checked
   by the framework's own schema (an approver's edit before it runs; ``kit.arguments``).
 * ``kit.turn``: the turn template (``TurnBinding``, ``TurnRunner``, ``create_session_flow``).
+* ``subagent_tool(child, name=..., description=...)``: a tool whose calls run as child sessions of
+  another agent (``SubAgentTool``; give it to the parent Flow's ``sub_agents`` and its framework form,
+  each adapter's ``native_subagent_tool``, to the parent agent); ``native_function(tool)``: that form
+  as a plain async function (the OpenAI Chat adapter's tools are plain functions).
 * ``SessionFlowOptions``: the typed options an adapter's Flow factory passes through to
   ``create_agent_session_flow`` (``**options: Unpack[SessionFlowOptions]``).
 """
+
+from collections.abc import Awaitable, Callable
 
 from dex_agents.adapters.kit.arguments import ArgumentsValidator, checked_arguments, json_schema_validator
 from dex_agents.adapters.kit.messages import assistant_message, tool_message, user_message
@@ -33,6 +39,13 @@ from dex_agents.adapters.kit.tool_errors import invalid_arguments_error, unknown
 from dex_agents.adapters.kit.tool_effects import DEX_EFFECT_METADATA_KEY, tool_effect_from_metadata
 from dex_agents.adapters.kit.tool_results import ToolOutcome, ToolResult, latest_round_results
 from dex_agents.adapters.kit.usage import model_call_usage
+from dex_agents.shell.subagents import SubAgentTool, subagent_tool
+
+
+def native_function(tool: SubAgentTool) -> Callable[[str], Awaitable[str]]:
+    """``tool.as_function()``: the sub-agent tool as a plain async function (see ``SubAgentTool``)."""
+    return tool.as_function()
+
 
 __all__ = [
     "ArgumentsValidator",
@@ -41,6 +54,7 @@ __all__ = [
     "RunState",
     "RunStateError",
     "SessionFlowOptions",
+    "SubAgentTool",
     "ToolOutcome",
     "ToolResult",
     "assistant_message",
@@ -53,7 +67,9 @@ __all__ = [
     "json_schema_validator",
     "latest_round_results",
     "model_call_usage",
+    "native_function",
     "says_context_window_exceeded",
+    "subagent_tool",
     "tool_effect_from_metadata",
     "tool_message",
     "unknown_tool_error",

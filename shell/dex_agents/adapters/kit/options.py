@@ -6,7 +6,7 @@ a misspelt or mistyped option is a type error (and a ``TypeError`` at run time),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypedDict
 
 from dex_agents.pure.flow.rows import RetryPolicy
@@ -14,6 +14,7 @@ from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.machine.step_inputs import SessionInput
 from dex_agents.pure.values.session import ToolEffect
+from dex_agents.shell.subagents import SubAgentTool
 from dex_agents.shell.timing import SessionTiming
 
 
@@ -29,6 +30,7 @@ class SessionFlowOptions(TypedDict, total=False):
     fact_observer: Callable[[SessionInput], None] | None
     compaction: CompactionPolicy | None
     model_retry: RetryPolicy | None
+    sub_agents: Sequence[SubAgentTool]
 
 
 __all__ = ["SessionFlowOptions"]

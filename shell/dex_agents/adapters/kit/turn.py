@@ -32,6 +32,7 @@ in order; nothing is stored for a call that raised.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Generic, TypeVar, Unpack, final
 
 from pyrsistent import pvector
@@ -184,7 +185,7 @@ class TurnRunner(Generic[M]):
 def _policy(turn: AgentTurnContext, call: RequestedCall) -> ResolvedToolPolicy:
     policy = turn.resolve_tool_policy(call.tool_name, call.effect)
     if call.requires_approval and not policy.requires_approval:
-        return ResolvedToolPolicy(effect=policy.effect, requires_approval=True)
+        return replace(policy, requires_approval=True)
     return policy
 
 

@@ -19,10 +19,10 @@ from typing import Unpack
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
-from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, SubAgentTool
 from dex_agents.adapters.kit.turn import OUTPUT_NOT_PROCESSED, TurnRunner, create_session_flow
 from dex_agents.adapters.langchain.binding import IDEMPOTENCY_KEY_CONFIG, LangChainBinding, is_context_window_exceeded
 from dex_agents.adapters.langchain.binding import is_non_retryable
@@ -33,6 +33,13 @@ def LangChainRunner(model: BaseChatModel, tools: Sequence[BaseTool], *, system_p
                     response_format: type[BaseModel] | None = None) -> TurnRunner[BaseMessage]:
     """The session runner (``AgentFrameworkRunner``) of ``model`` with ``tools``."""
     return TurnRunner(LangChainBinding(model, tools, system_prompt=system_prompt, response_format=response_format))
+
+
+def native_subagent_tool(subagent: SubAgentTool) -> StructuredTool:
+    """``subagent`` (``kit.subagent_tool``) as a LangChain ``StructuredTool`` for the parent's tools."""
+    return StructuredTool.from_function(coroutine=subagent.as_function(), name=subagent.name,
+                                        description=subagent.description,
+                                        metadata={DEX_EFFECT_METADATA_KEY: subagent.effect.value})
 
 
 def create_langchain_session_flow(
@@ -54,4 +61,5 @@ def create_langchain_session_flow(
 
 
 __all__ = ["DEX_EFFECT_METADATA_KEY", "IDEMPOTENCY_KEY_CONFIG", "OUTPUT_NOT_PROCESSED", "LangChainBinding",
-           "LangChainRunner", "create_langchain_session_flow", "is_context_window_exceeded", "is_non_retryable"]
+           "LangChainRunner", "create_langchain_session_flow", "is_context_window_exceeded", "is_non_retryable",
+           "native_subagent_tool"]

@@ -7,8 +7,8 @@ annotations, else the Flow's policies and default.
 
 from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY
 from dex_agents.adapters.openai_agents.runner import is_context_window_exceeded, is_non_retryable
-from dex_agents.adapters.openai_agents.effects import tool_effect, with_tool_effect
+from dex_agents.adapters.openai_agents.effects import native_subagent_tool, tool_effect, with_tool_effect
 from dex_agents.adapters.openai_agents.runner import OpenAIAgentsRunner, check_agent, create_openai_agents_session_flow
 
 __all__ = ["DEX_EFFECT_METADATA_KEY", "OpenAIAgentsRunner", "check_agent", "create_openai_agents_session_flow",
-           "is_context_window_exceeded", "is_non_retryable", "tool_effect", "with_tool_effect"]
+           "is_context_window_exceeded", "is_non_retryable", "native_subagent_tool", "tool_effect", "with_tool_effect"]

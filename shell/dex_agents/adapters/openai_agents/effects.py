@@ -8,9 +8,9 @@ agent's own tools), never falls back to another effect.
 
 from __future__ import annotations
 
-from agents.tool import FunctionTool
+from agents.tool import FunctionTool, function_tool
 
-from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, tool_effect_from_metadata
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SubAgentTool, tool_effect_from_metadata
 from dex_agents.pure.values.session import ToolEffect
 
 
@@ -20,6 +20,12 @@ def with_tool_effect(tool: FunctionTool, effect: ToolEffect | str) -> FunctionTo
     tool_effect_from_metadata(tool.name, {DEX_EFFECT_METADATA_KEY: value})  # raises for a bad value
     setattr(tool, DEX_EFFECT_METADATA_KEY, value)
     return tool
+
+
+def native_subagent_tool(subagent: SubAgentTool) -> FunctionTool:
+    """``subagent`` (``kit.subagent_tool``) as a ``FunctionTool`` with its effect, for the parent ``Agent``."""
+    made = function_tool(subagent.as_function(), name_override=subagent.name, description_override=subagent.description)
+    return with_tool_effect(made, subagent.effect)
 
 
 def tool_effect(tool: FunctionTool) -> ToolEffect | None:

@@ -1,8 +1,7 @@
 """The ``openai`` client, no framework: ``create_openai_chat_session_flow(client, model, tools, flow_type)``.
 
-A session Flow from an ``openai.AsyncOpenAI`` client (Chat Completions) and plain Python functions as
-tools. ``@tool(effect="read")`` gives a function its effect; a tool raises ``ToolExecutionError`` for a
-failure the model should read (any other exception is left to the tool Step's retry policy).
+Plain functions as tools (``@tool(effect="read")``: its effect; ``native_subagent_tool``: a sub-agent's); a tool
+raises ``ToolExecutionError`` for a failure the model reads (others: the tool Step's retry policy).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import Any, Unpack
 
 from openai import AsyncOpenAI
 
-from dex_agents.adapters.kit import SessionFlowOptions
+from dex_agents.adapters.kit import SessionFlowOptions, native_function as native_subagent_tool
 from dex_agents.adapters.kit.turn import create_session_flow
 from dex_agents.adapters.openai_chat.binding import OpenAIChatBinding, function_tool, tool
 from dex_agents.shell.flow import AgentSessionFlow
@@ -33,4 +32,5 @@ def create_openai_chat_session_flow(client: AsyncOpenAI, model: str, tools: Sequ
                                                  model_settings=model_settings or {}), flow_type, **options)
 
 
-__all__ = ["OpenAIChatBinding", "ToolExecutionError", "create_openai_chat_session_flow", "function_tool", "tool"]
+__all__ = ["OpenAIChatBinding", "ToolExecutionError", "create_openai_chat_session_flow", "function_tool",
+           "native_subagent_tool", "tool"]

@@ -6,11 +6,11 @@ Needs the ``pydantic-ai`` extra (from a checkout: ``pip install ".[pydantic-ai]"
 
 from typing import Any, Unpack
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import FunctionToolset
 
-from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, tool_effect_from_metadata
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, SubAgentTool, tool_effect_from_metadata
 from dex_agents.adapters.kit.turn import TurnRunner, create_session_flow
 from dex_agents.adapters.pydantic_ai.binding import PydanticAIBinding, is_non_retryable
 from dex_agents.shell.flow import AgentSessionFlow
@@ -19,6 +19,12 @@ from dex_agents.shell.flow import AgentSessionFlow
 def PydanticAIRunner(agent: Agent[Any, Any], *, deps: object = None) -> TurnRunner[ModelMessage]:  # noqa: N802
     """The session runner of ``agent`` (``ValueError``: the agent has no model)."""
     return TurnRunner(PydanticAIBinding(agent, deps))
+
+
+def native_subagent_tool(subagent: SubAgentTool) -> Tool[Any]:
+    """``subagent`` (``kit.subagent_tool``) as a Pydantic AI ``Tool`` for the parent ``Agent``'s tools."""
+    return Tool(subagent.as_function(), name=subagent.name, description=subagent.description,
+                metadata={DEX_EFFECT_METADATA_KEY: subagent.effect.value})
 
 
 def create_pydantic_ai_session_flow(
@@ -42,4 +48,5 @@ def create_pydantic_ai_session_flow(
     return create_session_flow(PydanticAIBinding(agent, deps), flow_type, **options)
 
 
-__all__ = ["DEX_EFFECT_METADATA_KEY", "PydanticAIRunner", "create_pydantic_ai_session_flow", "is_non_retryable"]
+__all__ = ["DEX_EFFECT_METADATA_KEY", "PydanticAIRunner", "create_pydantic_ai_session_flow", "is_non_retryable",
+           "native_subagent_tool"]

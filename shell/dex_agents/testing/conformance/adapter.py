@@ -20,7 +20,8 @@ from dex_agents.shell.timing import SessionTiming
 from dex_agents.shell.flow import AgentSessionFlow
 from dex_agents.testing.conformance.model import ScriptedModel
 from dex_agents.testing.conformance.script import conversation
-from dex_agents.testing.conformance.tools import ConformanceTool, conformance_tools
+from dex_agents.testing.conformance.tools import ASK_BILLING, ConformanceTool, conformance_tools
+from dex_agents.shell.subagents import subagent_tool
 
 
 class ConformanceAdapter(Protocol):
@@ -36,7 +37,8 @@ class ConformanceAdapter(Protocol):
         * has the ``tools`` (each ``function`` with its ``effect`` as framework metadata);
         * with ``structured_output``, returns ``{"status": str}`` as its structured final output
           (``ModelReply.output``), else text;
-        * is created with ``options`` passed to the adapter's Flow factory unchanged.
+        * is created with ``options`` passed to the adapter's Flow factory unchanged; when they hold
+          ``sub_agents``, the agent also has each one's tool (the adapter's ``native_subagent_tool``).
     """
 
     name: ClassVar[str]
@@ -62,6 +64,8 @@ class ConformanceSetup:
     options: dict[str, int | str | None]
     heartbeat_interval_ms: int | None = None
     """The Steps' background heartbeat period (``SessionTiming``), ``None``: the session's default."""
+    sub_agent: bool = False
+    """The Flow delegates ``ASK_BILLING`` to a child Flow of the same adapter (``<flow_type>-billing``)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -91,8 +95,11 @@ def load_adapter(path: str) -> ConformanceAdapter:
     return adapter  # type: ignore[no-any-return]
 
 
-def build_conformance_flow(adapter: ConformanceAdapter, setup: ConformanceSetup) -> AgentSessionFlow:
-    """The Flow of ``setup``: the suite's script and tools, through ``adapter``."""
+def build_conformance_flows(adapter: ConformanceAdapter, setup: ConformanceSetup) -> list[AgentSessionFlow]:
+    """The Flow of ``setup`` (first), the suite's script and tools through ``adapter``; with
+    ``setup.sub_agent``, then its billing child, a Flow of the same script and tools that the first
+    one's ``ASK_BILLING`` calls delegate to (the adapter's factory gets ``sub_agents``; its
+    ``build_flow`` adds each one's ``native_subagent_tool`` to the agent's tools)."""
     directory = Path(setup.state_directory)
     model = ScriptedModel(conversation, directory, streaming=setup.streaming)
     options: SessionFlowOptions = {}
@@ -100,8 +107,21 @@ def build_conformance_flow(adapter: ConformanceAdapter, setup: ConformanceSetup)
         options[key] = value  # type: ignore[literal-required]
     if setup.heartbeat_interval_ms is not None:
         options["timing"] = SessionTiming(heartbeat_interval_seconds=setup.heartbeat_interval_ms / 1000)
-    return adapter.build_flow(setup.flow_type, model, conformance_tools(directory),
-                              structured_output=setup.structured_output, options=options)
+    children: list[AgentSessionFlow] = []
+    if setup.sub_agent:
+        children.append(adapter.build_flow(f"{setup.flow_type}-billing", model, conformance_tools(directory),
+                                           structured_output=False, options=options.copy()))
+        options["sub_agents"] = [subagent_tool(children[0], name=ASK_BILLING,
+                                               description="Ask the billing agent to do a billing task.")]
+    parent = adapter.build_flow(setup.flow_type, model, conformance_tools(directory),
+                                structured_output=setup.structured_output, options=options)
+    return [parent, *children]
 
 
-__all__ = ["ConformanceAdapter", "ConformanceSetup", "adapter_path", "build_conformance_flow", "load_adapter"]
+def build_conformance_flow(adapter: ConformanceAdapter, setup: ConformanceSetup) -> AgentSessionFlow:
+    """The Flow of ``setup`` (see ``build_conformance_flows``)."""
+    return build_conformance_flows(adapter, setup)[0]
+
+
+__all__ = ["ConformanceAdapter", "ConformanceSetup", "adapter_path", "build_conformance_flow", "build_conformance_flows",
+           "load_adapter"]

@@ -7,13 +7,14 @@ declares, parametrized so every test ID names the adapter (``[pydantic_ai]``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Unpack, final
 
 import pytest
 
 from dex_agents.adapters.kit import SessionFlowOptions
-from dex_agents.testing.conformance.adapter import ConformanceAdapter, build_conformance_flow
+from dex_agents.testing.conformance.adapter import ConformanceAdapter, build_conformance_flows
 from dex_agents.testing.conformance.harness import ConformanceSession, new_setup
 from dex_agents.testing.conformance.model import SeenMessage
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
@@ -34,18 +35,21 @@ class Conformance:
         self._count = 0
 
     def session(self, *, streaming: bool = True, structured_output: bool = False, worker_in_child: bool = False,
-                heartbeat_interval_ms: int | None = None, **options: Unpack[SessionFlowOptions]) -> ConformanceSession:
+                heartbeat_interval_ms: int | None = None, sub_agent: bool = False,
+                **options: Unpack[SessionFlowOptions]) -> ConformanceSession:
         """A new session of a new Flow; its Worker runs in this process, or in a child the test
         starts with ``start_worker`` (for SIGKILL). ``heartbeat_interval_ms``: the Steps' background
-        heartbeat period (a tool learns of its cancellation at its next heartbeat); default the session's."""
+        heartbeat period (a tool learns of its cancellation at its next heartbeat); default the session's.
+        ``sub_agent``: the Flow delegates ``ASK_BILLING`` to a child Flow, served by the same Worker."""
         self._count += 1
         state_directory = self._directory / f"conformance-{self._count}"
         state_directory.mkdir(parents=True)
-        setup = new_setup(self.adapter, state_directory, streaming=streaming,
-                          structured_output=structured_output, options=options,
-                          heartbeat_interval_ms=heartbeat_interval_ms)
-        flow = build_conformance_flow(self.adapter, setup)
-        environment = self._environment([flow], is_worker_in_process=not worker_in_child)
+        setup = replace(new_setup(self.adapter, state_directory, streaming=streaming,
+                                  structured_output=structured_output, options=options,
+                                  heartbeat_interval_ms=heartbeat_interval_ms), sub_agent=sub_agent)
+        flows = build_conformance_flows(self.adapter, setup)
+        flow = flows[0]
+        environment = self._environment(flows, is_worker_in_process=not worker_in_child)
         sessions = self._sessions(environment, flow, timeout=60.0)
 
         def start_worker(module: str, variables: dict[str, str]) -> Any:

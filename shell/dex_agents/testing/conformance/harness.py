@@ -137,7 +137,11 @@ class ConformanceSession:
 
     def steps(self) -> list[str]:
         """The session's completed Steps, in order."""
-        return completed_step_types(read_step_history(self.server_address, self.session_id))
+        return self.steps_of(self.session_id)
+
+    def steps_of(self, session_id: str) -> list[str]:
+        """The completed Steps of ``session_id`` (this session or a child session of it), in order."""
+        return completed_step_types(read_step_history(self.server_address, session_id))
 
 
 def new_setup(adapter: ConformanceAdapter, state_directory: Path, *, streaming: bool, structured_output: bool,

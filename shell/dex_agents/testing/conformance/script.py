@@ -16,7 +16,7 @@ from typing import Final
 
 from dex_agents.pure.machine.compaction import TRANSCRIPT_HEADER
 from dex_agents.testing.conformance.model import ModelReply, ScriptedFailure, SeenCall, SeenMessage
-from dex_agents.testing.conformance.tools import LOOKUP_ORDER, NOTIFY_CUSTOMER, REFUND_ORDER, UPDATE_ADDRESS
+from dex_agents.testing.conformance.tools import ASK_BILLING, LOOKUP_ORDER, NOTIFY_CUSTOMER, REFUND_ORDER, UPDATE_ADDRESS
 
 HELLO: Final = "hello"
 GREETING: Final = "Hello! How can I help with your order?"
@@ -42,6 +42,10 @@ RESULTS_PREFIX: Final = "results: "
 RETRYABLE_ERROR: Final = "scripted model failure: the model is unavailable"
 PERMANENT_ERROR: Final = "scripted model failure: the request is invalid"
 MISSING_TOOL: Final = "no_such_tool"
+DELEGATE: Final = "delegate"
+"""The parent asks the billing sub-agent (``ASK_BILLING``) to ``BILLING_TASK``, then answers its result."""
+BILLING_TASK: Final = "check and refund order 17"
+"""The child's task: a read (``lookup_order``) and an approved write (``refund_order``) in one round."""
 CHAT_PREFIX: Final = "chat:"
 """``chat:<n>`` turns run on a model whose context window holds ``WINDOW_USER_MESSAGES`` user messages
 (a compaction summary counts as one): a longer input fails as exceeding the context window."""
@@ -135,6 +139,11 @@ def conversation(seen: Sequence[SeenMessage]) -> ModelReply:  # noqa: C901 - one
         return done if k else _calls(command, k, (LOOKUP_ORDER, {"order_id": "not a number"}))
     if command == REFUND:
         return done if k else _calls(command, k, (REFUND_ORDER, {"order_id": 42, "amount": 1999}))
+    if command == DELEGATE:
+        return done if k else _calls(command, k, (ASK_BILLING, {"task": BILLING_TASK}))
+    if command == BILLING_TASK:
+        return done if k else _calls(command, k, (LOOKUP_ORDER, {"order_id": 17}),
+                                     (REFUND_ORDER, {"order_id": 17, "amount": 1999}))
     if command == UPDATE:
         return done if k else _calls(command, k, (UPDATE_ADDRESS, {"order_id": 7, "address": "2 Side St"}))
     if command == NOTIFY:

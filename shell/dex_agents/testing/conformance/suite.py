@@ -24,12 +24,13 @@ from dex_agents.testing.conformance.suite_compaction import CompactionConformanc
 from dex_agents.testing.conformance.suite_crashes import CrashConformance
 from dex_agents.testing.conformance.suite_failures import FailureConformance
 from dex_agents.testing.conformance.suite_operators import OperatorConformance
+from dex_agents.testing.conformance.suite_subagents import SubAgentConformance
 from dex_agents.testing.conformance.suite_turns import TurnConformance
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 
 
 class AdapterConformanceSuite(TurnConformance, FailureConformance, CrashConformance, CompactionConformance,
-                              OperatorConformance, CancellationConformance):
+                              OperatorConformance, CancellationConformance, SubAgentConformance):
     """All scenarios; a subclass sets ``conformance_adapter = adapter_fixture(...)``."""
 
     @pytest.fixture

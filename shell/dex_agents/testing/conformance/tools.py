@@ -26,6 +26,8 @@ LOOKUP_ORDER = "lookup_order"
 UPDATE_ADDRESS = "update_address"
 REFUND_ORDER = "refund_order"
 NOTIFY_CUSTOMER = "notify_customer"
+ASK_BILLING = "ask_billing"
+"""The sub-agent tool of the sub-agent scenarios: its calls run as child sessions of the billing agent."""
 
 
 @final
@@ -80,6 +82,7 @@ def conformance_tools(state_directory: Path) -> list[ConformanceTool]:
 
 
 __all__ = [
+    "ASK_BILLING",
     "LOOKUP_ORDER",
     "NOTIFY_CUSTOMER",
     "REFUND_ORDER",

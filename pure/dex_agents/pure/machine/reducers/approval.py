@@ -43,7 +43,7 @@ from dex_agents.pure.machine.effects import (
     WriteEvent,
 )
 from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, StepType
-from dex_agents.pure.machine.policies import tool_step_type
+from dex_agents.pure.machine.policies import call_step_type
 from dex_agents.pure.machine.reducers.common import (
     dead_end,
     finalize_record,
@@ -139,7 +139,7 @@ def _decide(
     return step(
         replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, approved_record)),
         [SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, approved_record), *before],
-        go_to(tool_step_type(record.effect), record.tool_call_id),
+        go_to(call_step_type(record), record.tool_call_id),
     )
 
 

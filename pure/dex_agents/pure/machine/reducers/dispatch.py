@@ -55,6 +55,8 @@ refused call carry none (an attempt that fails commits nothing, so it records no
 | ``ExtendInterruptDeadlineCalled`` | ``extend_interrupt_deadline`` | ``rpcs.reduce_extend_interrupt_deadline`` |
 | ``SessionRewindRecorded`` | ``record_session_rewind`` | ``time_travel.reduce_session_rewind_recorded`` |
 | ``ResolveToolOutcomeCalled`` | ``resolve_tool_outcome`` | ``outcomes.reduce_resolve_tool_outcome`` |
+| ``SubAgentWaitStarted`` | ``AwaitSubAgent`` (``wait_for``) | ``subagents.reduce_sub_agent_wait_started`` |
+| ``SubAgentEnded`` | ``AwaitSubAgent`` | ``subagents.reduce_sub_agent_ended`` |
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from typing import assert_never, overload
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.machine.effects import DeadEnd, GoToSteps, RecordInvocation
+from dex_agents.pure.machine.effects import CompleteSession, DeadEnd, GoToSteps, RecordInvocation
 from dex_agents.pure.machine.invocation_record import clock_of, invocation_record
 
 from dex_agents.pure.machine.reducers.cancel import (
@@ -118,6 +120,7 @@ from dex_agents.pure.machine.reducers.tools import (
     reduce_tool_outcome_reconciled,
     reduce_tool_step_started,
 )
+from dex_agents.pure.machine.reducers.subagents import reduce_sub_agent_ended, reduce_sub_agent_wait_started
 from dex_agents.pure.machine.reducers.turn import (
     reduce_model_attempts_exhausted,
     reduce_tool_results_arrived,
@@ -157,6 +160,8 @@ from dex_agents.pure.machine.step_inputs import (
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
+    SubAgentEnded,
+    SubAgentWaitStarted,
     ToolArgumentsValidated,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
@@ -176,7 +181,7 @@ def _user_message_built(state: SessionState, built: UserMessageBuilt) -> StepTra
     purpose = built.purpose
     match purpose:
         case InitialMessage():
-            return reduce_initial_message_built(state, built.invocation, built.message)
+            return reduce_initial_message_built(state, built.invocation, built.message, purpose.parent_session_id)
         case QueuedMessage():
             return reduce_queued_message_built(state, built.invocation, built.message)
         case TurnFailureNote():
@@ -203,7 +208,7 @@ def reduce_follow_up(config: SessionConfig, previous: StepTransition, follow_up:
 def _recorded_step(config: SessionConfig, transition: StepTransition, clocks: PVector[int]) -> StepTransition:
     """``transition`` with the clocks of its invocation, and its record when it decides (an attempt
     that fails or asks for more commits nothing yet)."""
-    decides = isinstance(transition.ending, GoToSteps | DeadEnd)
+    decides = isinstance(transition.ending, GoToSteps | DeadEnd | CompleteSession)
     record = RecordInvocation(record=invocation_record(clocks, config)) if decides else None
     return replace(transition, clocks=clocks, record=record)
 
@@ -229,6 +234,8 @@ def _reduce_step(state: SessionState, config: SessionConfig, step_input: StepInp
             return reduce_approval_wait_ended(state, step_input)
         case ToolStepStarted():
             return reduce_tool_step_started(state, step_input)
+        case SubAgentEnded():
+            return reduce_sub_agent_ended(state, step_input)
         case HeartbeatSent():
             return reduce_heartbeat_sent(state, step_input)
         case ToolCallSucceeded():
@@ -267,7 +274,13 @@ def reduce_wait(state: SessionState, config: SessionConfig, wait_input: WaitInpu
     """Reduce one input of a Step's ``wait_for``: what the wait waits on (never a rejection), with the
     invocation record of its one input."""
     record = RecordInvocation(record=invocation_record([wait_input.invocation.now_ms], config))
-    return replace(reduce_approval_wait_started(state, wait_input), record=record)
+    match wait_input:
+        case ApprovalWaitStarted():
+            return replace(reduce_approval_wait_started(state, wait_input), record=record)
+        case SubAgentWaitStarted():
+            return replace(reduce_sub_agent_wait_started(state, wait_input), record=record)
+        case _:
+            assert_never(wait_input)
 
 
 def reduce_rpc(state: SessionState, config: SessionConfig, call: RpcCall) -> RpcTransition:
@@ -339,7 +352,7 @@ def reduce(state: SessionState, config: SessionConfig, session_input: SessionInp
             | ResolveToolOutcomeCalled()
         ):
             return reduce_rpc(state, config, session_input)
-        case ApprovalWaitStarted():
+        case ApprovalWaitStarted() | SubAgentWaitStarted():
             return reduce_wait(state, config, session_input)
         case _:
             return reduce_step(state, config, session_input)

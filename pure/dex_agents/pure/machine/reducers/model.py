@@ -43,7 +43,8 @@ from dex_agents.pure.values.persistence import (
     TURN_MODEL_CALL_COUNT,
     StepType,
 )
-from dex_agents.pure.machine.policies import tool_step_type
+from dex_agents.pure.machine.policies import call_step_type
+from dex_agents.pure.machine.reducers.subagents import COMPLETED, turn_end
 from dex_agents.pure.machine.reducers.common import (
     NO_RUNNING_TURN,
     NOT_STARTED,
@@ -55,7 +56,7 @@ from dex_agents.pure.machine.reducers.common import (
     set_pending_interrupts,
     turn_ended,
 )
-from dex_agents.pure.values.session import CompactionTrigger
+from dex_agents.pure.values.session import CompactionTrigger, MessageRole
 from dex_agents.pure.machine.reducers.compaction import compaction_before_call, reactive_compaction, recent_part_too_long
 from dex_agents.pure.machine.reducers.turn import ask_to_fail_turn
 from dex_agents.pure.values.runner import DeferredToolCall, ToolCallsRequested, TurnCompleted
@@ -189,8 +190,14 @@ def _turn_completed(
             WriteEvent(event=events.usage_recorded(turn_id, invocation, outcome.usage, usage)),
             WriteEvent(event=events.turn_completed(turn_id, invocation, len(outcome.new_messages))),
         ],
-        go_to(StepType.AWAIT_USER_MESSAGE),
+        turn_end(agent_state, COMPLETED, _final_text(outcome), usage),
     )
+
+
+def _final_text(outcome: TurnCompleted) -> str:
+    """The turn's last assistant text (what a sub-agent's child session answers its parent)."""
+    texts = [message.text for message in outcome.new_messages if message.role is MessageRole.ASSISTANT and message.text]
+    return texts[-1] if texts else ""
 
 
 def _record_for(call: DeferredToolCall, turn_id: str, invocation: Invocation, deferral_order: int) -> AgentToolCall:
@@ -209,6 +216,7 @@ def _record_for(call: DeferredToolCall, turn_id: str, invocation: Invocation, de
         output=None,
         error=None,
         rejection_message=None,
+        sub_agent=call.policy.sub_agent,
     )
 
 
@@ -234,7 +242,7 @@ def interrupt_raised_by(record: AgentToolCall, deadline: str | None) -> AgentInt
 def _movement_for(record: AgentToolCall) -> StepMovement:
     if record.requires_approval:
         return move_to(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)
-    return move_to(tool_step_type(record.effect), record.tool_call_id)
+    return move_to(call_step_type(record), record.tool_call_id)
 
 
 def _tool_calls_requested(

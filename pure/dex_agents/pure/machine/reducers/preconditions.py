@@ -33,6 +33,7 @@ from dex_agents.pure.machine.step_inputs import (
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,
+    SubAgentEnded,
     ToolAttemptsExhausted,
     ToolCallSucceeded,
     ToolExecutionFailed,
@@ -77,6 +78,7 @@ def step_input_problem(step_input: StepInput) -> str | None:
             | ReconcileStarted()
             | ToolOutcomeReconciled()
             | ToolCancellationStarted()
+            | SubAgentEnded()
         ):
             return tool_call_id_problem(step_input.tool_call_id)
         case ToolResultsArrived():

@@ -39,7 +39,7 @@ from dex_agents.pure.machine.effects import (
     WriteEvent,
 )
 from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, StepType
-from dex_agents.pure.machine.policies import crash_status, tool_step_type
+from dex_agents.pure.machine.policies import call_step_type, crash_status
 from dex_agents.pure.machine.reducers.common import dead_end, finalize_record, go_to
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import (
@@ -89,7 +89,7 @@ def reduce_tool_step_started(state: SessionState, started: ToolStepStarted) -> S
     found = _open_record(state, started.tool_call_id, to_run=True)
     if isinstance(found, StepTransition):
         return found
-    expected = tool_step_type(found.effect)
+    expected = call_step_type(found)
     if started.step_type is not expected:
         return reject(
             state,

@@ -26,6 +26,7 @@ from dataclasses import replace
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.effects import BuildUserMessage, SetAttribute, StepEffect, WriteEvent
 from dex_agents.pure.values.persistence import AGENT_USAGE, StepType
+from dex_agents.pure.machine.reducers.subagents import FAILED, turn_end
 from dex_agents.pure.machine.reducers.common import (
     NO_RUNNING_TURN,
     NOT_STARTED,
@@ -155,7 +156,7 @@ def fail_turn(
             set_agent_state(agent_state),
             WriteEvent(event=events.turn_failed(turn_id, invocation, error)),
         ],
-        go_to(StepType.AWAIT_USER_MESSAGE),
+        turn_end(agent_state, FAILED, error, failing.usage),
     )
 
 
