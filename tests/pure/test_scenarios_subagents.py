@@ -8,18 +8,22 @@ from dataclasses import replace
 
 import pytest
 
-from dex_agents.pure.machine.effects import CompleteSession, SkipWait, WaitForChildSession
+from dex_agents.pure.machine.effects import AnswerRpc, CompleteSession, SkipWait, WaitForChildSession
 from dex_agents.pure.machine.reducers import SKIPPED, sub_agent_result_of
 from dex_agents.pure.machine.reducers.subagents import MISSING_TASK, task_of
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
     ModelAttemptsExhausted,
     SessionStarted,
     SubAgentEnded,
     SubAgentWaitStarted,
     ToolStepStarted,
+    TurnCancelStarted,
 )
 from dex_agents.pure.values.persistence import StepType
+from dex_agents.pure.values.rpc import CancelToolCallInput, CancelTurnInput
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.session import (
     AgentSessionStartInput,
@@ -180,3 +184,28 @@ def test_a_tool_policy_carries_its_sub_agent_into_the_resolved_policy() -> None:
     policy = ToolPolicy(effect=ToolEffect.READ, requires_approval=False, sub_agent="billing")
     assert resolve_tool_policy("ask", None, {"ask": policy}, ToolEffect.UNCLASSIFIED).sub_agent == "billing"
     assert resolve_tool_policy("other", None, {"ask": policy}, ToolEffect.UNCLASSIFIED).sub_agent is None
+
+
+def test_cancel_turn_cancels_a_waiting_sub_agent_call_and_a_childs_canceled_turn_completes_it() -> None:
+    session = delegating()
+    t = session.feed_rpc(CancelTurnCalled(input=CancelTurnInput(turn_id="turn-1", reason="hung up"),
+                                          now_ms=session.now_ms))
+    ending = t.ending
+    assert isinstance(ending, AnswerRpc) and StepType.AWAIT_SUB_AGENT in ending.cancel_steps
+    assert session.record["b"].status is ToolCallStatus.OUTCOME_UNKNOWN  # the child may have written
+    child = child_session()
+    assert child.state.agent_state is not None
+    child.feed_rpc(CancelTurnCalled(input=CancelTurnInput(turn_id="turn-1", reason="hung up"), now_ms=child.now_ms))
+    ended = child.run_step(TurnCancelStarted(invocation=child.inv()))
+    assert isinstance(ended.ending, CompleteSession)
+    assert (ended.ending.result.status, ended.ending.result.text) == ("canceled", "cancelled by the user: hung up")
+
+
+def test_cancel_tool_call_of_a_sub_agent_beside_another_is_refused() -> None:
+    session = started_session()
+    calls = [tool_call(call_id, ToolEffect.READ, tool_name="ask_billing", arguments=TASK, requires_approval=False)
+             for call_id in ("b1", "b2")]
+    session.model(requested(*(replace(call, policy=replace(call.policy, sub_agent="billing")) for call in calls)))
+    refused = session.feed_rpc(CancelToolCallCalled(input=CancelToolCallInput(tool_call_id="b1", reason="no"),
+                                                    now_ms=session.now_ms))
+    assert refused.is_rejection and "sub-agent" in refused.ending.error  # type: ignore[union-attr]

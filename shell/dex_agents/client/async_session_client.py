@@ -452,13 +452,23 @@ class AsyncSessionClient(AsyncSessionReads):
         """Cancel the running turn ``turn_id`` (the RPC ``cancel_turn``; the snapshot's
         ``state.current_turn_id``): Dex cancels its model call and tool Steps, the turn ends ``canceled``
         and the next model call reads that the user cancelled it and why. ``False`` when ``turn_id`` is
-        not the running turn (it ended already) or is being canceled already."""
+        not the running turn (it ended already) or is being canceled already.
+
+        The running turns of its sub-agents' child sessions (a call of the turn waits on each) are then
+        cancelled with the same reason: each child ends ``canceled`` and its write calls stop as a
+        cancelled turn's do (Dex never cancels a SubFlow with its parent's Step)."""
         check_name("session_id", session_id)
         check_name("turn_id", turn_id)
         check_reason(reason)
         check_seconds("timeout", timeout)
         answer = await self._rpc(self.flow.cancel_turn, session_id, CancelTurnInput(turn_id=turn_id, reason=reason),
                                  timeout=timeout, retry=repeat_lock_conflicts)
+        if answer is True:
+            for child in await descendants(self.client.search_flows, session_id):
+                state = None if is_stopped_status(child.status) else await self.state(child.flow_id)
+                if state is not None and state.current_turn_id is not None:
+                    await self._rpc(self.flow.cancel_turn, child.flow_id, CancelTurnInput(
+                        turn_id=state.current_turn_id, reason=reason), timeout=timeout, retry=repeat_lock_conflicts)
         return expect(answer, bool, "cancel_turn")
 
     @client_errors

@@ -61,6 +61,7 @@ from dex_agents.pure.machine.step_inputs import (
     ToolExecutionFailed,
     ToolResultsArrived,
     ToolStepStarted,
+    TurnCancelNote,
     TurnFailureNote,
     UserMessageArrived,
     UserMessageBuilt,
@@ -117,7 +118,7 @@ _KIND_OF: Final = {cls: kind for kind, cls in INPUT_KINDS.items()}
 
 _UNIONS: Final[Mapping[str, Mapping[str, type[object]]]] = {
     "purpose": {"initial_message": InitialMessage, "queued_message": QueuedMessage,
-                "turn_failure_note": TurnFailureNote},
+                "turn_failure_note": TurnFailureNote, "turn_cancel_note": TurnCancelNote},
     "outcome": {"completed": TurnCompleted, "tool_calls_requested": ToolCallsRequested},
 }
 """The fields that hold a union of records, by field name: each member's ``kind``."""

@@ -6,6 +6,8 @@ Flow (the same adapter's), which runs a read and an approved ``non_idempotent_wr
   usage is in the parent's; ``children`` lists the child; export and replay hold for both.
 * A Worker SIGKILLed inside the child's write: the write ran once, the child's model reads its
   outcome unknown, and the parent's turn completes.
+* The parent's turn cancelled while the child runs: the child's turn is cancelled too
+  (``SessionClient.cancel_turn``), the child's write never runs, the parent goes on.
 * The parent stopped while the child waits: Dex alone leaves the child running (a SubFlow outlives its
   parent); ``SessionClient.stop`` stops it too.
 """
@@ -138,6 +140,32 @@ class SubAgentConformance:
         assert OUTCOME_UNKNOWN_PREFIX in answer and "order 17: shipped" in answer
         calls = client.snapshot(session.session_id)
         assert calls.state is not None and calls.state.completed_turn_count == 1 and ASK_BILLING not in [c.tool_name for c in calls.tool_calls]
+
+    def test_cancelling_the_parents_turn_while_the_child_runs_cancels_the_childs_turn(
+            self, conformance: Conformance) -> None:
+        session = conformance.session(sub_agent=True)
+        client = _client(session)
+        session.start(script.DELEGATE)
+        child_id = wait_for_child_approval(session, client).session_id
+        state = client.state(session.session_id)
+        assert state is not None and state.current_turn_id is not None
+        assert client.cancel_turn(session.session_id, state.current_turn_id, "the customer hung up")
+
+        def canceled(session_id: str) -> bool | None:
+            ended = client.state(session_id)
+            return True if ended is not None and ended.canceled_turn_count == 1 and ended.current_turn_id is None \
+                else None
+
+        _eventually(lambda: canceled(session.session_id), "the parent's turn ended canceled")
+        _eventually(lambda: canceled(child_id), "the child's turn ended canceled")
+        _eventually(lambda: True if client.describe(child_id).status is FlowStatus.COMPLETED else None,
+                    "the child session completed its Flow")
+        assert len(session.tool_runs(REFUND_ORDER)) == 0 and len(client.pending_approvals(session.session_id)) == 0
+        finished = [event.payload["status"] for event in session.events()
+                    if event.type == "tool_call_finished" and event.payload["tool_name"] == ASK_BILLING]
+        assert finished == ["outcome_unknown"]  # the sub-agent's effect: its strongest tool's, a write
+        assert session.send(script.HELLO)  # the parent goes on
+        assert session.wait_for_turns(1).completed_turn_count == 1
 
     def test_stopping_the_parent_while_the_child_waits(self, conformance: Conformance) -> None:
         """Dex's own stop leaves the child running (a SubFlow outlives its parent); ``SessionClient.stop``

@@ -29,15 +29,19 @@ Record                             Becomes
   and ``tool_call_finished`` for those records, asks the runner for the note (``build_turn_cancel_note``,
   so the next model call reads that the user cancelled the turn and why), appends it as the turn's
   last message, ends the turn canceled (``canceled_turn_count``; ``dex_agents.turn_canceled``) and
-  moves to ``AwaitUserMessage``: queued messages are kept and the next turn starts from them.
+  moves to ``AwaitUserMessage``: queued messages are kept and the next turn starts from them (a
+  sub-agent's child session instead completes its Flow, its result ``canceled``). A sub-agent's call
+  (``AwaitSubAgent``) is a turn Step too: Dex ends its wait; its child session is the client's to
+  cancel (``SessionClient.cancel_turn`` cancels the running children's turns after the parent's).
 * ``cancel_tool_call {tool_call_id, reason}``: ``false`` unless the record is open in the running turn
   (and no turn cancellation is under way). An ``awaiting_approval`` call is rejected through its
   ``InterruptResolutions`` instance (``AwaitToolApproval`` records it). A ``pending`` call is made final
   as above and Dex cancels its Step type; ``RecordToolCancellation`` writes ``tool_call_finished`` and
   publishes its ``ToolCallCompleted``, so the turn goes on and the model reads the result. Dex cancels
   by Step type, so every other pending ``read`` / ``idempotent_write`` call of the turn is started
-  again under its idempotency key (its effect allows another run); a single-attempt write is refused
-  while another runs beside it (it cannot run again): cancel the turn instead.
+  again under its idempotency key (its effect allows another run); a single-attempt write, or a
+  sub-agent's call, is refused while another of its Step type runs beside it (it cannot run again):
+  cancel the turn instead.
 * Text that cannot be encoded, or a blank reason, is refused (``RefuseRpc``); nothing changes.
 """
 
@@ -58,7 +62,7 @@ from dex_agents.pure.machine.effects import (
     Write,
     WriteEvent,
 )
-from dex_agents.pure.machine.policies import tool_step_type
+from dex_agents.pure.machine.policies import call_step_type, tool_step_type
 from dex_agents.pure.machine.reducers.common import (
     NO_RUNNING_TURN,
     NOT_STARTED,
@@ -66,11 +70,11 @@ from dex_agents.pure.machine.reducers.common import (
     clear_turn,
     finalize_record,
     record_writes,
-    go_to,
     set_agent_state,
     set_pending_interrupts,
     user_message_problem,
 )
+from dex_agents.pure.machine.reducers.subagents import CANCELED, turn_end
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import (
     CancelToolCallCalled,
@@ -107,6 +111,7 @@ TURN_STEPS: Final = (
     StepType.RECORD_TOOL_CANCELLATION,
     StepType.RESUME_TURN,
     StepType.RECORD_TURN_FAILURE,
+    StepType.AWAIT_SUB_AGENT,
 )
 """The Step types a running turn may have active; ``cancel_turn`` cancels them all (never
 ``StartAgentSession``, ``AwaitUserMessage`` or ``CancelTurn``)."""
@@ -185,14 +190,15 @@ def reduce_cancel_tool_call(state: SessionState, called: CancelToolCallCalled) -
     at = format_instant(called.now_ms)
     if record.status is ToolCallStatus.AWAITING_APPROVAL:
         return _reject_pending_approval(state, record, request.reason, at)
-    step_type = tool_step_type(record.effect)
+    step_type = call_step_type(record)
     beside = [other for other in state.records_in_deferral_order()
               if other.tool_call_id != record.tool_call_id and other.status is ToolCallStatus.PENDING
-              and other.unknown_error is None and tool_step_type(other.effect) is step_type]
-    if beside and step_type is StepType.CALL_SINGLE_ATTEMPT_TOOL:
+              and other.unknown_error is None and call_step_type(other) is step_type]
+    if beside and step_type in (StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.AWAIT_SUB_AGENT):
         others = ", ".join(repr(other.tool_call_id) for other in beside)
-        return refuse(state, f"tool call {record.tool_call_id!r} is a single-attempt write running beside {others}: "
-                             "Dex cancels Steps by type, and those writes cannot run again; cancel the turn instead")
+        return refuse(state, f"tool call {record.tool_call_id!r} is a single-attempt write or a sub-agent running "
+                             f"beside {others}: Dex cancels Steps by type, and those cannot run again; cancel the "
+                             "turn instead")
     final = canceled_record(record, ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TOOL_CALL_SCOPE))
     canceled = replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, final))
     restarts = [move_to(step_type, other.tool_call_id) for other in beside]
@@ -266,7 +272,7 @@ def reduce_turn_cancel_note_built(state: SessionState, invocation: Invocation,
         replace(cleared, agent_state=ended),
         [*note_writes, *clear_writes, set_agent_state(ended),
          WriteEvent(event=events.turn_canceled(turn_id, invocation, cancellation.reason, cancellation.requested_at))],
-        go_to(StepType.AWAIT_USER_MESSAGE),
+        turn_end(ended, CANCELED, canceled_by_user(cancellation.reason), cleared.usage),
     )
 
 

@@ -12,7 +12,7 @@ Parent side:
   call without a usable ``task``, skips the wait.
 * ``SubAgentEnded`` (``execute``): ``tool_call_started``, the child's usage added to this session's
   (``usage_recorded``), ``dex_agents.sub_agent_ended``, then the record is final: ``succeeded`` with
-  the child's final text, ``failed`` with the child turn's error, or (the child closed without a
+  the child's final text, ``failed`` with the child turn's error (or its cancellation), or (the child closed without a
   result: failed, canceled, terminated, timed out) the effect's crash status (``failed`` for a
   ``read``, ``outcome_unknown`` for a write: the child may have written). A skipped wait records
   ``failed`` (the arguments lacked a ``task``).
@@ -62,6 +62,7 @@ SKIPPED: Final = "SKIPPED"
 """``SubAgentEnded.child_status`` when the wait was skipped (no child session started)."""
 COMPLETED: Final = "completed"
 FAILED: Final = "failed"
+CANCELED: Final = "canceled"
 
 
 def task_of(arguments: str) -> str | None:
@@ -131,14 +132,16 @@ def reduce_sub_agent_ended(state: SessionState, ended: SubAgentEnded) -> StepTra
 
 def turn_end(agent_state: AgentState, status: str, text: str, usage: AgentUsage) -> Decision:
     """Where a session goes when its turn ends: ``AwaitUserMessage``, or, for a sub-agent's child
-    session, the end of its Flow with the turn's result (``status`` ``completed``/``failed``,
-    ``text``: the final text or the error, ``usage``: the session's whole usage)."""
+    session, the end of its Flow with the turn's result (``status`` ``completed``/``failed``/
+    ``canceled``, ``text``: the final text, the error or the cancellation, ``usage``: the session's
+    whole usage)."""
     if agent_state.parent_session_id is None:
         return go_to(StepType.AWAIT_USER_MESSAGE)
     return CompleteSession(result=SubAgentResult(status=status, text=text, usage=usage))
 
 
 __all__ = [
+    "CANCELED",
     "COMPLETED",
     "FAILED",
     "MISSING_TASK",
