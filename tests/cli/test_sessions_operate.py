@@ -5,13 +5,17 @@ is one line saying why, exits non-zero and changes nothing."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import pytest
+
+from dex_agents.client import SessionClient
 from dex_agents.pure.machine.deadlines import parse_instant
 from dex_agents.pure.values.session import ToolCallStatus, text_sha256
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from tests.cli.support import run_cli
+from tests.cli.support import background_cli, run_cli
 from tests.shell.agents import (
     LOST_REFUND_ANSWER,
     LOST_REFUND_CALL_ID,
@@ -105,3 +109,39 @@ def test_approve_with_edited_arguments_extend_and_resolve(
     assert "bo@ops settled it as succeeded. Reason: bank statement.\nrefund rf_1 found" in told
     status, out, err = cli(*resolve, "--status", "failed", "--message", "no", "--resolver", "ana")
     assert status == 1 and "was already settled as succeeded by bo@ops" in err, (out, err)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pydantic_ai") is None, reason="the pydantic-ai extra is not installed")
+def test_approve_with_edited_arguments_is_checked_by_the_tools_schema(tmp_path: Path) -> None:
+    """The demo agent (Pydantic AI) served by ``dex-agents worker``: an edit its tool's schema refuses
+    exits 1 with Pydantic AI's validation error and leaves the approval pending; a valid one runs once."""
+    state = tmp_path / "state"
+    engine_directory = tmp_path / "engine"
+    engine_directory.mkdir()
+    with background_cli("engine", "--port", "0", "--db", str(engine_directory / "engine.sqlite3")) as engine:
+        address = engine.wait_for_line("dex-agents engine ready on ").split()[4].rstrip(";")
+        server = ("--server", address)
+        with background_cli("worker", "--agent", "dex_agents.demo.support_agent:support_flow", *server,
+                            environment={"DEX_AGENTS_DEMO_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}) as worker:
+            worker.wait_for_line("dex-agents worker ready")
+            assert run_cli("sessions", "start", "SupportAgent", "edit-1", "Please refund order 42", *server
+                           ).returncode == 0
+            with SessionClient.connect(address, "SupportAgent") as sessions:
+                interrupt = sessions.wait_for_pending_interrupt("edit-1", "refund_order")
+                bad = run_cli("sessions", "approve", "edit-1", interrupt.interrupt_id, *server, "--edit-arguments",
+                              '{"order_id":42,"amount":"lots"}', "--arguments-sha256",
+                              interrupt.arguments_sha256 or "", "--approver", "ana")
+                assert bad.returncode == 1, bad.stdout
+                assert "the edited arguments were refused: Invalid arguments for tool 'refund_order'" in bad.stderr
+                assert "amount" in bad.stderr and f"interrupt {interrupt.interrupt_id} is pending again" in bad.stderr
+                assert [i.interrupt_id for i in sessions.pending_interrupts("edit-1")] == [interrupt.interrupt_id]
+                assert not (state / "refunds.log").exists()  # nothing ran
+
+                good = run_cli("sessions", "approve", "edit-1", interrupt.interrupt_id, *server, "--edit-arguments",
+                               '{"order_id":42,"amount":5}', "--arguments-sha256", interrupt.arguments_sha256 or "",
+                               "--approver", "ana", "--reason", "partial refund")
+                assert good.returncode == 0, good.stderr
+                sessions.wait_for_completed_turns("edit-1", 1)
+                assert (state / "refunds.log").read_text().splitlines() == [
+                    f"order=42 amount=5.00 key=edit-1/turn-1/{interrupt.tool_call_id}"]  # once, with the edit
+                sessions.stop("edit-1")
