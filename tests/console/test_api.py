@@ -280,6 +280,12 @@ def test_rewind_and_fork_through_the_api(dex_engine: PrivateDexEngine, agent_env
         seeded = (await http.get("/api/sessions/fork-1")).json()
         assert [item["text"] for item in seeded["transcript"] if item["role"] == "user"] == [DEMO_TURNS[0]]
 
+        assert (await http.get("/api/sessions/rewind-1/rewind")).json()["error"]["message"] == "to_turn is required"
+        beyond = await http.get("/api/sessions/rewind-1/rewind?to_turn=9")
+        assert (beyond.status_code, beyond.json()["error"]["code"]) == (409, "not_applied")
+        preview = await http.get("/api/sessions/rewind-1/rewind?to_turn=1")
+        assert preview.json() == {"to_turn": 1, "removed_turn_count": 1, "tool_calls": []}  # it changed nothing:
+        assert (await http.get("/api/sessions/rewind-1")).json()["state"]["turn_count"] == 2
         rewound = await http.post("/api/sessions/rewind-1/rewind", json={"to_turn": 1, "reason": "wrong answer"})
         assert rewound.status_code == 200, rewound.text
         assert {key: rewound.json()[key] for key in ("rewound", "to_turn", "removed_turn_count", "tool_calls")} == \

@@ -91,13 +91,20 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
     """An edit the tool's schema refuses shows the session's reason and keeps what was typed; the
     deadline moves; an edit it takes runs the refund once with the edited arguments and the reply
-    appears without a reload; a fork links its new session; the session stops with a reason."""
+    appears without a reload; a fork links its new session; a rewind says first what it removes; the
+    session stops with a reason."""
     flow = build_console_flow(tmp_path, unique_flow_type("ConsoleEdit"), gated=False)
     sessions = agent_sessions(agent_environment([flow]), flow)
     sessions.start_session("edit-ui", DEMO_TURNS[1])
     sessions.wait_for_pending_interrupt("edit-ui", "refund_order")
     with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
-        page.on("dialog", lambda dialog: dialog.accept())
+        asked: list[str] = []
+
+        def accept(dialog: Dialog) -> None:
+            asked.append(dialog.message)
+            dialog.accept()
+
+        page.on("dialog", accept)
         page.goto(f"{url}sessions/edit-ui")
         approval = page.locator(".approval", has_text="refund_order")
         expect(approval).to_contain_text('"amount":19.99')
@@ -144,6 +151,14 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         page.get_by_role("button", name="Fork").click()
         expect(page.locator("#notice")).to_have_text("Forked at turn 1 into edit-ui-fork")
         expect(page.locator("#notice a")).to_have_attribute("href", "/sessions/edit-ui-fork")
+
+        sessions.send_user_message("edit-ui", "Hello")
+        sessions.wait_for_completed_turns("edit-ui", 2)
+        page.get_by_placeholder("to turn").fill("1")
+        page.get_by_role("button", name="Rewind").click()  # asks first, with what it would remove
+        expect(page.locator("#notice")).to_have_text("Rewound to turn 1: 1 turn(s) removed")
+        assert asked[-1] == "Rewind to turn 1? It removes 1 turn(s)."
+        expect(page.locator(".session-head")).to_contain_text("1 turns")
 
         page.get_by_placeholder("reason (kept by Dex)").fill("ticket closed")
         page.get_by_role("button", name="Stop session").click()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, final
 
 from dex_agents.client import AsyncSessionClient
+from dex_agents.console.views import rewound_calls_json
 
 __all__ = ["OPERATOR_ACTIONS", "ActionField", "ActionValues", "NotApplied", "OperatorAction", "action_values"]
 
@@ -140,9 +141,7 @@ async def _rewind(client: AsyncSessionClient, session_id: str, values: ActionVal
     audit = await client.rewind(session_id, to_turn, _text(values, "reason"))
     return {"rewound": True, "to_turn": audit.to_turn, "removed_turn_count": audit.removed_turn_count,
             "previous_run_id": audit.previous_run_id, "rewound_at": audit.rewound_at,
-            "tool_calls": [{"tool_call_id": call.tool_call_id, "turn_id": call.turn_id, "tool_name": call.tool_name,
-                            "effect": call.effect.value, "status": call.status.value,
-                            "idempotency_key": call.idempotency_key} for call in audit.tool_calls]}
+            "tool_calls": rewound_calls_json(audit.tool_calls)}
 
 
 async def _fork(client: AsyncSessionClient, session_id: str, values: ActionValues) -> dict[str, object]:

@@ -29,6 +29,7 @@ from dex_agents.console.views import (
     Json,
     interrupt_json,
     open_calls_json,
+    rewound_calls_json,
     settlement_json,
     state_json,
     summary_json,
@@ -186,6 +187,19 @@ def action_route(action: OperatorAction) -> Route:
     return Route(f"/api/sessions/{{session_id}}/{action.name}", run, methods=["POST"], name=f"action_{action.name}")
 
 
+@json_route
+async def get_rewind_preview(request: Request) -> Response:
+    """What ``POST .../rewind`` with ``to_turn`` would remove now (``rewind_preview``), changing nothing."""
+    session_id = request.path_params["session_id"]
+    to_turn = int_param(request, "to_turn", None, low=0, high=2**31)
+    if to_turn is None:
+        raise ApiError("bad_request", "to_turn is required")
+    client = await backend_of(request).client_of(session_id)
+    removal = await client.rewind_preview(session_id, to_turn)
+    return JSONResponse({"to_turn": removal.to_turn, "removed_turn_count": removal.removed_turn_count,
+                         "tool_calls": rewound_calls_json(removal.tool_calls)})
+
+
 def api_routes() -> list[Route]:
     """Every JSON route (the SSE route is added by ``app``)."""
     return [
@@ -195,5 +209,6 @@ def api_routes() -> list[Route]:
         Route("/api/sessions/{session_id}/messages", get_messages, methods=["GET"]),
         Route("/api/sessions/{session_id}/messages", post_message, methods=["POST"]),
         Route("/api/sessions/{session_id}/interrupts/{interrupt_id}", post_interrupt, methods=["POST"]),
+        Route("/api/sessions/{session_id}/rewind", get_rewind_preview, methods=["GET"]),
         *(action_route(action) for action in OPERATOR_ACTIONS),
     ]

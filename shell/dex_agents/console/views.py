@@ -21,6 +21,7 @@ from pyrsistent import thaw
 from dex_agents.console.backend import SessionSummary
 from dex_agents.pure.machine import events as kinds
 from dex_agents.pure.machine.keys import idempotency_key
+from dex_agents.pure.values.time_travel import RewoundToolCall
 from dex_agents.pure.values.session import (
     AgentEvent,
     AgentInterrupt,
@@ -38,6 +39,7 @@ __all__ = [
     "event_json",
     "interrupt_json",
     "open_calls_json",
+    "rewound_calls_json",
     "settlement_json",
     "state_json",
     "summary_json",
@@ -81,6 +83,13 @@ def settlement_json(status: ToolCallStatus, settlement: ToolCallSettlement) -> J
     """How an unknown outcome was settled, as ``tool_facts`` reads it from the event."""
     return {"status": status.value, "settled_by": settlement.settled_by, "resolver": settlement.resolver,
             "reason": settlement.reason}
+
+
+def rewound_calls_json(calls: Iterable[RewoundToolCall]) -> list[Json]:
+    """The tool calls a rewind removes (or removed) that may have had an effect."""
+    return [{"tool_call_id": call.tool_call_id, "turn_id": call.turn_id, "tool_name": call.tool_name,
+             "effect": call.effect.value, "status": call.status.value, "idempotency_key": call.idempotency_key}
+            for call in calls]
 
 
 def open_calls_json(records: Iterable[AgentToolCall]) -> list[Json]:

@@ -270,9 +270,22 @@ async function onSubmit(event) {
   }
   if (!form.classList.contains("action")) return;
   const button = form.querySelector("button");
-  if (form.dataset.confirm === "1" && !confirm(`${button.textContent}?`)) return;
+  const payload = actionPayload(form);
+  let question = `${button.textContent}?`;
+  if (form.dataset.actionName === "rewind" && payload.to_turn !== undefined) {
+    try {  // what the rewind would remove, asked first (it changes nothing)
+      const preview = await (await request(`${sessionPath}/rewind?to_turn=${encodeURIComponent(payload.to_turn)}`)).json();
+      const calls = preview.tool_calls.map((call) => `${call.tool_name} (${call.effect}, ${call.status})`);
+      question = `Rewind to turn ${preview.to_turn}? It removes ${preview.removed_turn_count} turn(s)` +
+        (calls.length ? `; these tool calls may have had an effect, which a rewind does not undo: ${calls.join(", ")}` : "") + ".";
+    } catch (error) {
+      say(error.message);
+      return;
+    }
+  }
+  if (form.dataset.confirm === "1" && !confirm(question)) return;
   const box = form.closest(".approval");
-  const answer = await post(`${sessionPath}/${encodeURIComponent(form.dataset.actionName)}`, actionPayload(form),
+  const answer = await post(`${sessionPath}/${encodeURIComponent(form.dataset.actionName)}`, payload,
     box ? box.querySelector(".approval-error") : null);
   if (answer) {
     form.reset();
