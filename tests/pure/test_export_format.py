@@ -14,7 +14,14 @@ from hypothesis import given
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.machine.effects import DeleteAttribute, DeleteMapInstance, SetAttribute
-from dex_agents.pure.offline.export_document import EXPORT_VERSION, ExportDocument, ExportedInput, read_export, render_export
+from dex_agents.pure.offline.export_document import (
+    EXPORT_VERSION,
+    ExportDocument,
+    ExportedInput,
+    RewoundRun,
+    read_export,
+    render_export,
+)
 from dex_agents.pure.offline.input_wire import INPUT_KINDS, input_from_data, input_to_data
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.machine.invocation_record import InvocationRecord, RecordedCompaction, clock_of, invocation_record
@@ -196,3 +203,16 @@ def test_the_invocation_record_keeps_what_the_compaction_policy_decides_with() -
     # a record written before compaction existed has no such field: the Flow never compacted
     old = decode('{"interrupt_deadline_ms":null,"max_model_calls_per_turn":50,"now_ms":[1]}', InvocationRecord).unwrap()
     assert old.compaction is None and old.config().compaction is None
+
+
+def test_an_export_with_rewound_runs_renders_them_and_its_replay_names_them() -> None:
+    document = golden()
+    removed = RewoundRun(run_id="run-before-the-rewind", target_event_id=7, steps=pvector(document.steps[-2:]))
+    rewound = dataclasses.replace(document, rewound_runs=pvector([removed]))
+    text = render_export(rewound)
+    assert '"rewound_runs": [' in text and '"rewound_runs"' not in render_export(document)
+    assert read_export(text).unwrap() == rewound
+    report = replay_export(rewound).unwrap()
+    assert report.identical and report.rewound_run_count == 1
+    assert report.describe()[1] == ("  the export also holds 1 run(s) a rewind replaced (rewound_runs): their removed "
+                                    "steps are not replayed")
