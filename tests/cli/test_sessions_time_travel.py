@@ -59,6 +59,8 @@ def test_rewind_asks_before_removing_a_write_and_fork_starts_a_session_from_a_tu
     assert "1 removed tool call(s) may have had effects, not undone:" in accepted.stdout
     assert f"  refund  non_idempotent_write  succeeded  key {key}" in accepted.stdout
     assert sessions.snapshot(session_id) == after_turn_1
+    tail = run_cli("sessions", "tail", session_id, "--no-follow", environment=server)
+    assert tail.returncode == 0 and "dex_agents.session_rewound" in tail.stdout, tail.stdout + tail.stderr
 
     _refund_turn(sessions, session_id, 2)
     without_asking = run_cli("sessions", "rewind", session_id, "--to-turn", "1", "--yes", environment=server)
