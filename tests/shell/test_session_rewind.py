@@ -17,6 +17,7 @@ from dex_agents.client import (
     NoWorkerError,
     RewindNotRecordedError,
     SessionClient,
+    SessionExistsError,
     SessionNotFoundError,
     SessionRewindError,
     SessionStoppedError,
@@ -190,6 +191,9 @@ def test_a_fork_goes_on_independently_of_its_original(
     assert _texts(sessions.snapshot(forked)) == [ONE, "One.", THREE, "Three."]
     assert _texts(sessions.snapshot(original)) == [ONE, "One.", REFUND, "Refunded.", FOUR, "Four."]
     assert client.fork(original, 1, forked) == client.describe(forked).run_id  # a repeat returns its run
+    with pytest.raises(SessionExistsError):
+        client.fork(original, 2, forked)  # another fork into a session that exists: refused, nothing changed
+    assert _texts(sessions.snapshot(forked)) == [ONE, "One.", THREE, "Three."]
     _replays_identically(sessions, original)
     _replays_identically(sessions, forked)
 
