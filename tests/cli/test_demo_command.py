@@ -78,3 +78,27 @@ def test_demo_crash_as_a_user_runs_it(tmp_path: Path, framework: str) -> None:
     assert "the tool's reconcile check settled it as succeeded" in result.stdout
     assert "refunds performed: 1" in result.stdout
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(not HAS_DEMO, reason="dex_agents.demo is not installed")
+def test_demo_subagent_shows_the_childs_tool_calls_indented_under_the_parents(tmp_path: Path) -> None:
+    result = run_cli("demo", "--subagent", "--auto-approve", environment={"TMPDIR": str(tmp_path)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    requested = lines.index("  tool ask_billing requested (non_idempotent_write)")
+    child = [line for line in lines[requested + 1:] if line.startswith("    │ ")]
+    assert child[0].startswith("    │ child session SubFlow:demo-") and child[0].endswith("(BillingAgent)")
+    assert "    │   tool refund_order finished: succeeded" in child and "    │ child session ended: COMPLETED" in child
+    after = lines.index("    │ child session ended: COMPLETED")
+    assert requested < lines.index("    │   tool refund_order started") < after < lines.index(
+        "  tool ask_billing finished: succeeded")
+    assert any(line.startswith("  sub-agent ask_billing: child session SubFlow:demo-") for line in lines)
+    assert "The billing agent answered: Done: Refunded 19.99 for order 42." in result.stdout
+    assert "tool call ask_billing: succeeded" in result.stdout and "refunds performed: 1" in result.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def test_demo_subagent_refuses_another_framework_or_crash() -> None:
+    for extra in (("--framework", "langchain"), ("--crash",)):
+        result = run_cli("demo", "--subagent", "--auto-approve", *extra, timeout=60)
+        assert result.returncode == 2 and "--subagent runs on Pydantic AI" in result.stdout + result.stderr

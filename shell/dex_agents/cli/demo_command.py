@@ -13,6 +13,9 @@ Invariants:
       agent's ``reconcile`` finds the refund in its ledger by the call's idempotency key, so the call
       is recorded ``succeeded`` (settled by the reconcile check) and the model is told so; an agent
       without a reconcile records ``outcome_unknown`` and the model is told that.
+    * ``--subagent`` (the agent module names ``SUB_AGENT_TOOLS``): when the parent defers a call of a
+      sub-agent tool, the child session it starts is followed to the end of its turn, its events
+      indented under the parent's (``cli.subagent_view``).
     * ``--console``: the session console serves the demo's engine on a free loopback port (no token)
       from before the session starts until the demo ends; its URL is printed first.
 """
@@ -23,7 +26,7 @@ import contextlib
 import importlib
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +36,7 @@ from rich.console import Console
 
 from dex_agents.cli.children import WorkerChildren, local_engine, scratch_directory
 from dex_agents.cli.connection import DEFAULT_FLOW_TYPE, DEMO_AGENT
+from dex_agents.cli.subagent_view import follow_children
 from dex_agents.cli.session_driver import NO_TTY_HINT, Approval, SessionDriver, auto_approver, terminal_approver
 from dex_agents.cli.errors import EXTRA_OF_MODULE, CliError, install_hint
 from dex_agents.cli.view import EventView, format_usage
@@ -114,7 +118,8 @@ def run_demo(options: DemoOptions, console: Console, *, debug: bool = False) -> 
             try:
                 workers.start({CRASH_GATE_ENV: "1"} if options.crash else None)
                 with SessionClient.connect(address, DEFAULT_FLOW_TYPE) as sessions:
-                    _converse(sessions, turns, options, workers, state_directory, console)
+                    _converse(sessions, turns, options, workers, state_directory, console,
+                              getattr(module, "SUB_AGENT_TOOLS", frozenset()))
                     if options.console:
                         _keep_serving(console)
             finally:
@@ -142,9 +147,11 @@ def _keep_serving(console: Console) -> None:
 
 
 def _converse(sessions: SessionClient, turns: Sequence[str], options: DemoOptions, workers: WorkerChildren,
-              state_directory: Path, console: Console) -> None:
+              state_directory: Path, console: Console, sub_agent_tools: Collection[str] = ()) -> None:
     session_id = f"demo-{uuid.uuid4().hex[:8]}"
     crashed: list[bool] = []
+    follow_child = follow_children(sessions, session_id, sub_agent_tools, console,
+                                   lambda printer: _approver(options, printer))
 
     def crash_at_refund(event: AgentEvent) -> None:
         if (not options.crash or crashed or event.type != kinds.TOOL_CALL_STARTED
@@ -166,7 +173,11 @@ def _converse(sessions: SessionClient, turns: Sequence[str], options: DemoOption
         gate.release()
 
     view = EventView(console)
-    driver = SessionDriver(sessions, session_id, view, _approver(options, console), hook=crash_at_refund,
+    def hook(event: AgentEvent) -> None:
+        crash_at_refund(event)
+        follow_child(event)  # a sub-agent's call: its child session, indented, until its turn ends
+
+    driver = SessionDriver(sessions, session_id, view, _approver(options, console), hook=hook,
                            check=workers.check_alive)
     console.print(f"session {session_id}", style="bold", highlight=False)
     for number, text in enumerate(turns, start=1):

@@ -31,4 +31,7 @@ turns, tools and refund log)."""
 DEMO_AGENT: Final = DEMO_AGENTS[Framework.PYDANTIC_AI]
 """The default demo agent."""
 
-__all__ = ["DEMO_AGENT", "DEMO_AGENTS", "Framework"]
+SUBAGENT_DEMO_AGENT: Final = "dex_agents.demo.subagent_agent:support_flows"
+"""``demo --subagent``: the support agent delegating refunds to a billing agent (Pydantic AI)."""
+
+__all__ = ["DEMO_AGENT", "DEMO_AGENTS", "SUBAGENT_DEMO_AGENT", "Framework"]

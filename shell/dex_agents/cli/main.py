@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 
 from dex_agents.cli.errors import CliError
-from dex_agents.cli.frameworks import DEMO_AGENTS, Framework
+from dex_agents.cli.frameworks import DEMO_AGENTS, SUBAGENT_DEMO_AGENT, Framework
 
 if TYPE_CHECKING:
     from dex import Credential
@@ -176,14 +176,23 @@ def demo(
     = Framework.PYDANTIC_AI,
     with_console: Annotated[bool, typer.Option("--console", help="serve the session console beside the demo "
                                                                  "(loopback, no token) and print its URL")] = False,
+    subagent: Annotated[bool, typer.Option("--subagent", help="the support agent delegates the refund to a billing "
+                                                              "agent, a durable child session (Pydantic AI)")] = False,
     debug: DebugOption = False,
 ) -> None:
     """Run the support agent on a local engine and show the session live."""
     from dex_agents.cli.demo_command import DemoOptions, run_demo
 
-    options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model, agent=DEMO_AGENTS[framework],
-                          console=with_console)
-    raise typer.Exit(_run(lambda: run_demo(options, _console(), debug=debug), debug=debug))
+    options = DemoOptions(auto_approve=auto_approve, crash=crash, model=model,
+                          agent=SUBAGENT_DEMO_AGENT if subagent else DEMO_AGENTS[framework], console=with_console)
+
+    def start() -> int:
+        if subagent and (framework is not Framework.PYDANTIC_AI or crash):
+            raise CliError("--subagent runs on Pydantic AI, without --crash", hint="drop --framework and --crash",
+                           exit_code=2)
+        return run_demo(options, _console(), debug=debug)
+
+    raise typer.Exit(_run(start, debug=debug))
 
 
 @app.command()

@@ -38,6 +38,7 @@ from rich.console import Console
 from dex_agents.cli.connection import open_session, require_worker
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.follow import follow_events
+from dex_agents.cli.subagent_view import print_children
 from dex_agents.cli.view import EventView, format_usage, latest_attempts_only
 from dex_agents.client import NoWorkerError, SessionClient
 from dex_agents.client.sessions import search_sessions
@@ -112,6 +113,9 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console, *
         if state.cancellation is not None:
             console.print(f"canceling {state.cancellation.turn_id}: {state.cancellation.reason}", markup=False,
                           highlight=False)
+        if state.parent_session_id is not None:
+            console.print(f"parent session: {state.parent_session_id} (this is a sub-agent's child session)",
+                          markup=False, highlight=False)
         if state.last_turn_error:
             console.print(f"last turn error: {state.last_turn_error}", style="red", markup=False, highlight=False)
     console.print("messages:", style="bold")
@@ -150,7 +154,8 @@ def show(server: str, flow_type: str | None, session_id: str, console: Console, 
         require_worker(sessions, session_id)
         with console.status("reading the snapshot..."):
             snapshot = sessions.snapshot(session_id)  # query-only: a stopped run answers it too
-    print_snapshot(snapshot, session_id, console, limit=None if full else SHOWN_CHARACTERS, run_status=run_status)
+        print_snapshot(snapshot, session_id, console, limit=None if full else SHOWN_CHARACTERS, run_status=run_status)
+        print_children(sessions, session_id, console)
 
 
 def start(server: str, flow_type: str, session_id: str, text: str, console: Console, *,

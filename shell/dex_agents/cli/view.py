@@ -155,6 +155,10 @@ class EventView:
                 by = "its reconcile check" if payload.get("settled_by") == "reconcile" else _text(payload, "resolver")
                 self._line(f"  tool {_text(payload, 'tool_name')}: the unknown outcome was settled by {by}: "
                            f"{_text(payload, 'status')}", "bold green")
+            case kinds.SUB_AGENT_ENDED:
+                self._line(f"  sub-agent {_text(payload, 'tool_name')}: child session {_text(payload, 'child_session_id')} "
+                           f"ended {_text(payload, 'child_status')}; its usage {format_usage(usage_from_json(payload.get('usage')))} "
+                           "added to this session's", "blue")
             case kinds.USAGE_RECORDED:
                 recorded = usage_from_json(payload.get("recorded"))
                 self.turn_usage[turn_id] = _add(self.turn_usage.get(turn_id, AgentUsage()), recorded)
