@@ -89,7 +89,7 @@ class SessionWorld:
     messages: dict[str, AgentMessage] = field(default_factory=dict)
     tool_calls: dict[str, AgentToolCall] = field(default_factory=dict)
     unknown_tool_outcomes: dict[str, AgentToolCall] = field(default_factory=dict)
-    """``UnknownToolOutcomes``: no Step reads it (only ``resolve_tool_outcome``), so no state holds it."""
+    """``UnknownToolOutcomes``: no Step loads it (only ``resolve_tool_outcome``); ``replay``'s fold holds it."""
     queued_user_messages: list[AgentUserMessage] = field(default_factory=list)
     interrupt_resolutions: dict[str, list[AgentInterruptResolution]] = field(default_factory=dict)
     tool_call_results: list[ToolCallCompleted] = field(default_factory=list)
@@ -141,6 +141,7 @@ class SessionWorld:
             usage=base.usage,
             queued_message_count=base.queued_message_count,
             turn_model_call_count=base.turn_model_call_count,
+            unknown_tool_outcomes=pmap(self.unknown_tool_outcomes),
         )
 
     def load(self, options: StepOptionsSpec, for_wait: bool = False) -> SessionState:

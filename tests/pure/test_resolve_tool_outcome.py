@@ -34,6 +34,7 @@ def unknown_write() -> tuple[SessionState, AgentToolCall]:
     assert record.status is ToolCallStatus.OUTCOME_UNKNOWN
     kept = [e for e in finalized.effects if isinstance(e, SetMapInstance) and e.map == UNKNOWN_TOOL_OUTCOMES]
     assert kept == [SetMapInstance.of(UNKNOWN_TOOL_OUTCOMES, "w", record)]  # in the commit that finalizes it
+    assert finalized.state.unknown_tool_outcomes == pmap({"w": record})  # and in the state a replay folds
     return finalized.state, record
 
 
@@ -71,6 +72,13 @@ def test_an_unknown_outcome_is_settled_once_with_its_audit_and_the_model_is_told
     again = settle(settled.state)
     assert "was already settled as succeeded by bo@ops at" in failure_of(again)
     assert list(again.effects) == []
+
+
+def test_a_replayed_fold_settles_as_the_live_session_did() -> None:
+    """The state ``replay`` folds holds the kept record, so the recorded call reduces as it did live
+    (a regression: it was refused as unknown, and an export's replay differed)."""
+    state, _record = unknown_write()
+    assert answer_of(settle(state)) is True
 
 
 def test_an_unknown_outcome_settled_as_failed_reads_as_a_failure() -> None:

@@ -11,6 +11,7 @@ import pytest
 from dex_agents.client import SessionRefusedError
 from dex_agents.client.retries import outcome_options
 from dex_agents.pure.machine.deadlines import parse_instant
+from dex_agents.pure.offline.replay_report import replay_export
 from dex_agents.pure.values.rpc import ResolveToolOutcomeInput
 from dex_agents.pure.values.runner import ReconciledOutcome, ToolPolicy
 from dex_agents.pure.values.session import ToolCallStatus, ToolEffect, text_sha256
@@ -161,3 +162,5 @@ def test_an_operator_settles_an_unknown_outcome_once_and_the_next_model_call_is_
     with pytest.raises(SessionRefusedError, match="was already settled as succeeded by bo@ops"):
         client.resolve_tool_outcome(session_id, "call-lost", "failed", "no", resolver="ana")
     assert tool_log(tmp_path).entries() == [f"refund:{session_id}/turn-1/call-lost"]  # its one attempt; never again
+    report = replay_export(client.export(session_id)).unwrap()  # the settlement replays offline, write for write
+    assert report.identical, report.describe()

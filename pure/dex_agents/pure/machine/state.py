@@ -124,7 +124,8 @@ class SessionState:
         compaction_requested: Whether ``CompactionRequested`` is set (``compact_history`` was called and
             no compaction ran since).
         unknown_tool_outcomes: The loaded ``UnknownToolOutcomes`` instances, by tool call ID (only
-            ``resolve_tool_outcome`` loads one: its call's).
+            ``resolve_tool_outcome`` loads one: its call's), and each a reducer stored in this invocation
+            (so the state ``replay`` folds holds every one, as Dex does).
     """
 
     agent_state: AgentState | None

@@ -69,6 +69,7 @@ from dex_agents.pure.machine.reducers.common import (
     append_messages,
     clear_turn,
     finalize_record,
+    kept_unknown,
     record_writes,
     set_agent_state,
     set_pending_interrupts,
@@ -157,16 +158,16 @@ def reduce_cancel_turn(state: SessionState, called: CancelTurnCalled) -> RpcTran
         return answer(state, False)
     at = format_instant(called.now_ms)
     audit = ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TURN_SCOPE)
-    records = state.tool_calls
+    cancellation = TurnCancellation(turn_id=request.turn_id, reason=request.reason, requested_at=at)
+    canceling = replace(agent_state, cancellation=cancellation)
+    canceled = replace(state, agent_state=canceling, pending_interrupts=pvector())
     writes: list[Write] = []
     for record in state.records_in_deferral_order():
         if not record.status.is_final:
             final = canceled_record(record, audit)
-            records = records.set(record.tool_call_id, final)
+            canceled = kept_unknown(replace(canceled, tool_calls=canceled.tool_calls.set(record.tool_call_id, final)),
+                                    final)
             writes.extend(record_writes(final))
-    cancellation = TurnCancellation(turn_id=request.turn_id, reason=request.reason, requested_at=at)
-    canceling = replace(agent_state, cancellation=cancellation)
-    canceled = replace(state, agent_state=canceling, tool_calls=records, pending_interrupts=pvector())
     if state.pending_interrupts:
         writes.append(set_pending_interrupts(canceled))
     writes.append(set_agent_state(canceling))
@@ -200,7 +201,7 @@ def reduce_cancel_tool_call(state: SessionState, called: CancelToolCallCalled) -
                              f"beside {others}: Dex cancels Steps by type, and those cannot run again; cancel the "
                              "turn instead")
     final = canceled_record(record, ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TOOL_CALL_SCOPE))
-    canceled = replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, final))
+    canceled = kept_unknown(replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, final)), final)
     restarts = [move_to(step_type, other.tool_call_id) for other in beside]
     return answer(canceled, True, record_writes(final),
                   cancel_steps=[step_type],

@@ -208,13 +208,22 @@ def record_writes(record: AgentToolCall) -> list[Write]:
     return writes
 
 
+def kept_unknown(state: SessionState, record: AgentToolCall) -> SessionState:
+    """``state`` holding ``record`` in ``unknown_tool_outcomes`` too when it is ``outcome_unknown`` (as
+    ``record_writes`` stores it), so a replay's folded state has what ``resolve_tool_outcome`` loads."""
+    if record.status is not ToolCallStatus.OUTCOME_UNKNOWN:
+        return state
+    return replace(state, unknown_tool_outcomes=state.unknown_tool_outcomes.set(record.tool_call_id, record))
+
+
 def finalize_record(
     state: SessionState, invocation: Invocation, final_record: AgentToolCall, before: Sequence[StepEffect] = ()
 ) -> StepTransition:
     """Store a record that became final, write ``tool_call_finished``, publish its one
     ``ToolCallCompleted`` and dead-end. ``before`` are effects to perform first. An ``outcome_unknown``
     record is also kept in ``UnknownToolOutcomes`` (after its turn, until ``resolve_tool_outcome``)."""
-    new_state = replace(state, tool_calls=state.tool_calls.set(final_record.tool_call_id, final_record))
+    new_state = kept_unknown(replace(state, tool_calls=state.tool_calls.set(final_record.tool_call_id, final_record)),
+                             final_record)
     return step(
         new_state,
         [
@@ -248,6 +257,7 @@ __all__ = [
     "clear_turn",
     "dead_end",
     "finalize_record",
+    "kept_unknown",
     "record_writes",
     "go_to",
     "interrupt_deadline",
