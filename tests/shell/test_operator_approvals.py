@@ -73,6 +73,8 @@ def test_an_edited_approval_runs_the_edit_once_with_its_audit_and_a_stale_hash_i
         f"[Dex] ana edited this call's arguments before approving it; it ran with {EDITED}")
     finished = of_type(sessions.events(session_id), "tool_call_finished")
     assert [e.payload["status"] for e in finished] == [ToolCallStatus.SUCCEEDED.value]
+    report = replay_export(client.export(session_id)).unwrap()  # the edited approval replays offline
+    assert report.identical, report.describe()
 
 
 LOST = "Refund order 9"
