@@ -2,9 +2,8 @@
 JSON object of its fields) and one form on the session page, both made from ``OPERATOR_ACTIONS``.
 
 Invariants:
-    * An action only delivers an input the session (the core) reduces, through the session client;
-      it decides nothing here. Adding one the session client gained (cancel, settle an outcome,
-      rewind, fork) is one entry.
+    * An action only delivers an input the session (the core) reduces, or a Dex call, through the
+      session client; it decides nothing here. Adding one the session client gains is one entry.
     * ``action_values`` checks the body against the action's fields before anything is sent: an
       unknown field, a missing required one or one of the wrong type is a ``ValueError`` naming it
       (the route answers 400 ``bad_request``).
@@ -76,7 +75,7 @@ class OperatorAction:
     @property
     def all_fields(self) -> tuple[ActionField, ...]:
         """Its fields, the scope's key first (``interrupt_id`` for an approval's action, ``tool_call_id``
-        for an open tool call's)."""
+        for a tool call's)."""
         if self.scope == "interrupt":
             return (ActionField(name="interrupt_id", label="interrupt", required=True), *self.fields)
         if self.scope in ("tool_call", "unknown_outcome"):
