@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Dialog, expect
 
+from dex_agents.demo.subagent_agent import build_support_flows
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.pure.values.session import AgentStatus
 from dex_agents.serving.gate import FileGate
+from dex_agents.testing.polling import poll_until
 from dex_agents.testing.private_engine import PrivateDexEngine
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.console.agents import MODEL_GATE, PAYLOAD, build_console_flow, refunds
@@ -164,6 +166,36 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         page.get_by_role("button", name="Stop session").click()
         expect(page.locator(".session-head")).to_contain_text("Dex run: canceled")
         assert sessions.sessions.is_stopped("edit-ui") is True
+
+
+
+def test_a_sub_agents_approval_is_answered_from_the_parents_page(
+        browser: Browser, dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
+        agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """The sub-agent demo: the parent's page lists its child session and the child's refund approval;
+    approving it there runs the refund once and the parent's reply appears without a reload."""
+    parent, child = build_support_flows(state_directory=tmp_path)
+    sessions = agent_sessions(agent_environment([parent, child]), parent)
+    session_id = f"parent-{uuid.uuid4().hex[:8]}"
+    sessions.start_session(session_id, DEMO_TURNS[1])
+    held = poll_until(lambda: next(iter(sessions.sessions.pending_approvals(session_id)), None), timeout=60.0,
+                      description="the billing agent's refund approval")
+    with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
+        detail = page.request.get(f"{url}api/sessions/{session_id}").json()
+        assert [(item["session_id"], item["flow_type"]) for item in detail["children"]] == [(held.session_id,
+                                                                                             "BillingAgent")]
+        assert [(item["session_id"], item["interrupt_id"]) for item in detail["child_approvals"]] == [
+            (held.session_id, held.interrupt.interrupt_id)]
+        page.goto(f"{url}sessions/{session_id}")
+        expect(page.locator("section.children")).to_contain_text(held.session_id)
+        approval = page.locator(f'.approval[data-session-id="{held.session_id}"]')
+        expect(approval).to_contain_text(f"in sub-agent session {held.session_id}")
+        page.evaluate("window.__notReloaded = true")
+        approval.get_by_role("button", name="Approve").click()
+        expect(page.locator(".message.assistant").last).to_contain_text("Refunded 19.99 for order 42.")
+        expect(page.locator(".approval")).to_have_count(0)
+        assert page.evaluate("window.__notReloaded") is True
+        assert refunds(tmp_path) == 1
 
 
 def test_session_text_is_escaped_everywhere(browser: Browser, dex_engine: PrivateDexEngine,

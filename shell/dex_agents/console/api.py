@@ -116,7 +116,20 @@ async def session_detail(backend: ConsoleBackend, session_id: str) -> Json:
         "transcript": await settled(client, session_id, transcript_json(
             session_id, messages, rows, () if snapshot is None else tuple(snapshot.tool_calls))),
         "event_cursor": live_cursor(rows, state, cursor), "actions": [action.name for action in OPERATOR_ACTIONS],
+        **await sub_agents(client, session_id, now),
     }
+
+
+async def sub_agents(client: AsyncSessionClient, session_id: str, now: datetime) -> Json:
+    """The session's sub-agents' child sessions (``children``) and their pending approvals
+    (``child_approvals``, each with the ``session_id`` that holds it; answered through that session)."""
+    children = await client.children(session_id)
+    held = [] if not children else [approval for approval in await client.pending_approvals(session_id)
+                                    if approval.session_id != session_id]
+    return {"children": [{"session_id": entry.flow_id, "flow_type": entry.flow_type,
+                          "run_status": entry.status.name.lower()} for entry in children],
+            "child_approvals": [{**interrupt_json(approval.interrupt, now), "session_id": approval.session_id}
+                                for approval in held]}
 
 
 async def settled(client: AsyncSessionClient, session_id: str, transcript: list[Json]) -> list[Json]:

@@ -115,11 +115,15 @@ def _action_form(action: OperatorAction, key: str, state: Json, scope_value: str
             f'title="{esc(action.description)}">{hidden}{inputs}<button>{esc(action.label)}</button></form>')
 
 
-def _approval(item: Json, actions: Sequence[OperatorAction]) -> str:
+def _approval(item: Json, actions: Sequence[OperatorAction], holder: str) -> str:
+    """A pending approval held by the session ``holder`` (this one, or a sub-agent's child session)."""
     interrupt_id = esc(item["interrupt_id"])
-    keep = f"approval/{interrupt_id}"
-    return f"""<div class="approval" data-interrupt-id="{interrupt_id}" data-arguments-sha256="{esc(item['arguments_sha256'])}">
-<div><strong>Approve {esc(item['tool_name'])}</strong> <span class="badge effect">{esc(item['effect'])}</span>
+    keep = f"approval/{esc(holder)}/{interrupt_id}"
+    child = item.get("session_id")
+    where = "" if child is None else (f' <span class="muted">in sub-agent session</span> '
+                                      f'<a href="/sessions/{esc(child)}">{esc(child)}</a>')
+    return f"""<div class="approval" data-interrupt-id="{interrupt_id}" data-session-id="{esc(holder)}" data-arguments-sha256="{esc(item['arguments_sha256'])}">
+<div><strong>Approve {esc(item['tool_name'])}</strong>{where} <span class="badge effect">{esc(item['effect'])}</span>
 deadline {_countdown(item['deadline'], item['seconds_left'])} <span class="muted">{esc(item['deadline'] or '')}</span></div>
 <pre class="arguments">{esc(item['arguments'])}</pre>
 <div class="muted">arguments sha256 {esc(item['arguments_sha256'][:16])}… · {interrupt_id}</div>
@@ -222,7 +226,11 @@ def session_fragment(detail: Json) -> str:
                and (action.while_set is None or state.get(action.while_set) is not None)]
     on_session = "".join(_action_form(action, "session", state) for action in offered if action.scope == "session")
     on_approvals = [action for action in offered if action.scope == "interrupt"]
-    approvals = "".join(_approval(item, on_approvals) for item in detail["pending_interrupts"])
+    approvals = "".join([*(_approval(item, on_approvals, detail["session_id"]) for item in detail["pending_interrupts"]),
+                         *(_approval(item, on_approvals, item["session_id"]) for item in detail["child_approvals"])])
+    children = "".join(f'<li><a href="/sessions/{esc(child["session_id"])}">{esc(child["session_id"])}</a> '
+                       f'<span class="muted">{esc(child["flow_type"])} · {esc(child["run_status"])}</span></li>'
+                       for child in detail["children"])
     on_calls = [action for action in offered if action.scope == "tool_call"]
     calls = "".join(_open_call(call, on_calls) for call in detail["open_tool_calls"])
     return f"""<div class="session-head" data-cursor="{esc(detail['event_cursor'])}">
@@ -233,6 +241,7 @@ def session_fragment(detail: Json) -> str:
 <span>{esc(state.get('message_count', 0))} messages</span><span>{_usage(detail['usage'])}</span></div></div>
 {'<section class="approvals"><h2>Pending approvals</h2>' + approvals + '</section>' if approvals else ''}
 {'<section class="open-calls"><h2>Open tool calls</h2>' + calls + '</section>' if calls else ''}
+{'<section class="children"><h2>Sub-agent sessions</h2><ul>' + children + '</ul></section>' if children else ''}
 <section class="transcript"><h2>Transcript</h2>{_transcript(detail)}</section>
 <section class="actions"><h2>Actions</h2><form id="send-form"><input id="send-text" placeholder="message to the agent"
  aria-label="message" data-keep="session/send"><button>Send</button></form><div class="operator">{on_session}</div></section>"""

@@ -214,6 +214,13 @@ function report(answer) {
   }
 }
 
+// The API path of the session a node acts on: the approval's holder (a sub-agent's child session
+// holds its own approvals), else this page's session.
+function pathOf(node) {
+  const holder = node.closest(".approval");
+  return holder ? `/api/sessions/${encodeURIComponent(holder.dataset.sessionId)}` : sessionPath;
+}
+
 function showEditor(box, shown) {
   box.querySelector(".editor").hidden = !shown;
   box.querySelector("button.edit").setAttribute("aria-expanded", String(shown));
@@ -235,7 +242,7 @@ async function answer(button) {
     payload.arguments_sha256 = box.dataset.argumentsSha256;
   }
   button.disabled = true;
-  const answered = await post(`${sessionPath}/interrupts/${encodeURIComponent(box.dataset.interruptId)}`, payload,
+  const answered = await post(`${pathOf(box)}/interrupts/${encodeURIComponent(box.dataset.interruptId)}`, payload,
     box.querySelector(".approval-error"));
   if (!answered) button.disabled = false;
 }
@@ -285,7 +292,7 @@ async function onSubmit(event) {
   }
   if (form.dataset.confirm === "1" && !confirm(question)) return;
   const box = form.closest(".approval");
-  const answer = await post(`${sessionPath}/${encodeURIComponent(form.dataset.actionName)}`, payload,
+  const answer = await post(`${pathOf(form)}/${encodeURIComponent(form.dataset.actionName)}`, payload,
     box ? box.querySelector(".approval-error") : null);
   if (answer) {
     form.reset();
