@@ -154,3 +154,36 @@ def test_a_step_that_finishes_after_its_cancellation_commits_nothing(
     assert [e.payload["status"] for e in finished] == [ToolCallStatus.CANCELED.value]
     assert log.entries() == ["started", "cancelled", "answered late"], "it ran once"
     assert "CallTool" not in completed_steps(environment.server_address, session_id)
+
+
+def test_a_cancellation_racing_the_tools_commit_has_one_outcome_either_way(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """The RPC and the tool Step's commit are ordered by Dex: whichever commits first decides, and the
+    session agrees with it (the answer, the record, what the model read, the last ``tool_call_finished``).
+    A Step's events are written before its result commits, so a call cancelled while its Step was
+    committing may show that Step's own ``tool_call_finished`` first; the later one is what happened."""
+    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
+                     ScriptedModelCall(text="Done."))}
+    flow = session_flow(scripted_runner(tmp_path, script, {"slow": blocking_tool(tmp_path)}), prefix="CancelRace",
+                        tool_policies={"slow": ToolPolicy(effect=ToolEffect.READ)}, timing=QUICK_HEARTBEATS)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    for _ in range(4):
+        session_id = new_session_id()
+        gate = FileGate(tmp_path, "tool")
+        gate.reset()
+        sessions.start_session(session_id, SLOW)
+        gate.wait_until_reached()
+        gate.release()  # the tool returns now, while the cancellation is on its way
+        canceled = client.cancel_tool_call(session_id, "call-slow", "raced")
+        sessions.wait_for_completed_turns(session_id, 1)
+        (result,) = [m for m in client.snapshot(session_id).messages if m.role.value == "tool"]
+        finished = of_type(sessions.events(session_id), "tool_call_finished")
+        statuses = [e.payload["status"] for e in finished]
+        if canceled:
+            assert result.tool_output == "cancelled by the user: raced"
+            assert statuses in (["canceled"], ["succeeded", "canceled"]), statuses
+        else:
+            assert result.tool_output == "found it"
+            assert statuses == ["succeeded"]
