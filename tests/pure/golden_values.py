@@ -231,12 +231,7 @@ GOLDEN_CASES: list[GoldenCase] = [
                                                          scope="turn"), record_type(ToolCallCancellation)),
     _case("turn_cancellation", TurnCancellation(turn_id="turn-2", reason="wrong customer",
                                                 requested_at="2026-11-30T18:32:00.000Z"), record_type(TurnCancellation)),
-    _case(
-        "agent_state.canceling",
-        replace(STATE, cancellation=TurnCancellation(turn_id="turn-2", reason="wrong customer",
-                                                     requested_at="2026-11-30T18:32:00.000Z")),
-        record_type(AgentState),
-    ),
+    _case("agent_state.canceled", replace(STATE, canceled_turn_count=1), record_type(AgentState)),
     _case("cancel_turn_input", CancelTurnInput(turn_id="turn-2", reason="wrong customer"), record_type(CancelTurnInput)),
     _case("cancel_tool_call_input", CancelToolCallInput(tool_call_id="call_search_1", reason="too slow"),
           record_type(CancelToolCallInput)),

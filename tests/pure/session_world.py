@@ -163,8 +163,9 @@ class SessionWorld:
                 case MapName.AGENT_MESSAGES:
                     if instance.key in self.messages:
                         messages.append(self.messages[instance.key])
-                case MapName.USER_MESSAGE_RECEIPTS | MapName.SESSION_REWINDS | MapName.UNKNOWN_TOOL_OUTCOMES:
-                    pass  # no Step loads them (send_user_message_once, rewinds, resolve_tool_outcome: own tests)
+                case (MapName.USER_MESSAGE_RECEIPTS | MapName.SESSION_REWINDS | MapName.UNKNOWN_TOOL_OUTCOMES
+                      | MapName.TOOL_CALL_CANCELLATIONS):
+                    pass  # no Step of this machine loads them (their features have their own tests)
         return SessionState(
             agent_state=base.agent_state,
             messages=pvector(messages),
@@ -259,6 +260,8 @@ class SessionWorld:
                 self.turn_model_call_count = value
             case AttributeName.HISTORY_SUMMARY | AttributeName.COMPACTION_REQUESTED:
                 raise AssertionError(f"the machine's sessions do not compact, yet {name} was written")
+            case AttributeName.TURN_CANCELLATION:
+                raise AssertionError("no operator cancels in this machine, yet TurnCancellation was written")
 
     def _delete_attribute(self, name: AttributeName) -> None:
         match name:

@@ -87,7 +87,7 @@ SPEC_PERSISTED_NAMES = [
 """The spec's persistence table, "Persistence name" column, in its order."""
 
 ADDED_PERSISTED_NAMES = ["TurnModelCallCount", "UserMessageReceipts", "HistorySummary", "CompactionRequested",
-                         "SessionRewinds", "UnknownToolOutcomes"]
+                         "SessionRewinds", "UnknownToolOutcomes", "TurnCancellation", "ToolCallCancellations"]
 """Our additions, after the spec's (docs/wire.md): names an old reader never needs."""
 
 SPEC_INPUTS = {
@@ -170,7 +170,9 @@ def test_a_tool_call_step_loads_only_its_own_record() -> None:
     for step_type in steps_with_input(StepInputKind.TOOL_CALL_ID):
         row = STEP_TABLE[step_type]
         assert row.execute.maps == ()
-        assert row.execute.call_instances == (MapName.AGENT_TOOL_CALLS,)
+        own = (MapName.AGENT_TOOL_CALLS, MapName.TOOL_CALL_CANCELLATIONS) if (
+            step_type is StepType.RECORD_TOOL_CANCELLATION) else (MapName.AGENT_TOOL_CALLS,)
+        assert row.execute.call_instances == own, "its own record (and its own cancellation request)"
         assert row.execute.instances("c1")[0].key == "c1"
     for step_type in set(StepType) - steps_with_input(StepInputKind.TOOL_CALL_ID):
         assert STEP_TABLE[step_type].execute.call_instances == ()
@@ -216,9 +218,9 @@ def test_rpc_rows_are_the_spec_rpc_tables() -> None:
         RpcName.SEND_USER_MESSAGE_ONCE: MethodAccess(message_instances=(MapName.USER_MESSAGE_RECEIPTS,)),
         RpcName.EXTEND_INTERRUPT_DEADLINE: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,)),
         RpcName.RECORD_SESSION_REWIND: MethodAccess(),
-        RpcName.CANCEL_TURN: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,), maps=(MapName.AGENT_TOOL_CALLS,)),
+        RpcName.CANCEL_TURN: MethodAccess(),
         RpcName.CANCEL_TOOL_CALL: MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,),
-                                               maps=(MapName.AGENT_TOOL_CALLS,)),
+                                               maps=(MapName.AGENT_TOOL_CALLS, MapName.TOOL_CALL_CANCELLATIONS)),
         RpcName.RESOLVE_TOOL_OUTCOME: MethodAccess(message_instances=(MapName.UNKNOWN_TOOL_OUTCOMES,
                                                                       MapName.AGENT_TOOL_CALLS)),
     }

@@ -1,14 +1,14 @@
-"""An operator's cancellations (issue 25, item 2): ``cancel_turn`` and ``cancel_tool_call`` decide in
-the RPC's commit (records final with their audit, the Steps Dex cancels, the Step that finishes the
-job), then ``CancelTurn`` ends the turn canceled with a note for the model and
-``RecordToolCancellation`` hands the turn the call's result. Every branch of
-``reducers.cancel`` is walked here."""
+"""An operator's cancellations (issue 25, item 2): ``cancel_turn`` and ``cancel_tool_call`` commit the
+request with its audit (never a value a Step writes), the Steps Dex cancels and the Step that finishes
+the job; ``CancelTurn`` then makes the records final and ends the turn canceled with a note for the
+model, ``RecordToolCancellation`` hands the turn the call's result (or keeps the outcome the call
+committed first). Every branch of ``reducers.cancel`` is walked here."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import AnswerRpc, BuildUserMessage, PublishToChannelInstance, SetMapInstance
@@ -22,9 +22,22 @@ from dex_agents.pure.machine.step_inputs import (
     UserMessageBuilt,
 )
 from dex_agents.pure.machine.texts import TURN_CANCEL_NOTE_HEADER, describe_tool_call_outcome
-from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, StepType
+from dex_agents.pure.machine.effects import DeleteAttribute, GoToSteps, SetAttribute
+from dex_agents.pure.values.persistence import (
+    TOOL_CALL_CANCELLATIONS,
+    TURN_CANCELLATION,
+    UNKNOWN_TOOL_OUTCOMES,
+    StepType,
+)
 from dex_agents.pure.values.rpc import CancelToolCallInput, CancelTurnInput
-from dex_agents.pure.values.session import AgentStatus, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import (
+    AgentStatus,
+    AgentToolCall,
+    ToolCallCancellation,
+    ToolCallStatus,
+    ToolEffect,
+    TurnCancellation,
+)
 
 from tests.pure.scenario_support import (
     T0_MS,
@@ -56,6 +69,16 @@ def cancel_call(session: Session, tool_call_id: str, reason: str = REASON) -> ob
                                                  now_ms=session.now_ms))
 
 
+def _cancellation(session: Session) -> TurnCancellation:
+    return TurnCancellation(turn_id="turn-1", reason=REASON, requested_at=format_instant(session.now_ms))
+
+
+def ending_of_decision(t: object) -> object:
+    end = t.ending  # type: ignore[attr-defined]
+    assert isinstance(end, GoToSteps)
+    return end.cancel_steps
+
+
 def ending(t: object) -> AnswerRpc:
     end = t.ending  # type: ignore[attr-defined]
     assert isinstance(end, AnswerRpc)
@@ -71,39 +94,48 @@ def four_calls() -> Session:
     return session
 
 
-def test_cancel_turn_finishes_every_open_record_in_the_rpcs_commit_and_cancels_the_turns_steps() -> None:
+def test_cancel_turn_commits_the_request_alone_and_cancels_the_turns_steps() -> None:
     session = four_calls()
+    before = session.record
     t = cancel_turn(session)
     assert answer_of(t) is True  # type: ignore[arg-type]
     end = ending(t)
     assert set(end.cancel_steps) == set(TURN_STEPS)
     assert StepType.AWAIT_USER_MESSAGE not in end.cancel_steps and StepType.CANCEL_TURN not in end.cancel_steps
     assert [m.step_type for m in end.next_steps] == [StepType.CANCEL_TURN]
-    records = session.record
-    assert records["r"].status is ToolCallStatus.CANCELED and records["i"].status is ToolCallStatus.CANCELED
-    assert records["r"].error == f"cancelled by the user: {REASON}"
-    assert records["w"].status is ToolCallStatus.OUTCOME_UNKNOWN, "a single-attempt write may have started"
-    assert records["w"].error is not None and "will not run again" in records["w"].error
-    assert records["a"].status is ToolCallStatus.REJECTED
-    assert records["a"].rejection_message == f"cancelled by the user: {REASON}"
-    for record in records.values():
-        assert record.cancellation is not None
-        assert (record.cancellation.reason, record.cancellation.scope) == (REASON, "turn")
-        assert record.cancellation.canceled_at == format_instant(session.now_ms)
-    writes = [e for e in t.effects if isinstance(e, SetMapInstance) and e.map is AGENT_TOOL_CALLS]  # type: ignore[attr-defined]
-    assert len(writes) == 4, "the audit is written in the RPC's own commit"
-    assert session.state.pending_interrupts == pvector()
-    agent_state = session.state.agent_state
-    assert agent_state is not None and agent_state.cancellation is not None
-    assert (agent_state.cancellation.turn_id, agent_state.cancellation.reason) == ("turn-1", REASON)
+    (write,) = t.effects  # type: ignore[attr-defined]
+    assert isinstance(write, SetAttribute) and write.attribute is TURN_CANCELLATION, "the RPC writes no record"
+    assert write.value == TurnCancellation(turn_id="turn-1", reason=REASON, requested_at=format_instant(session.now_ms))
+    assert session.record == before and session.state.agent_state is not None
     assert t.record is not None, "the call's clock is recorded"  # type: ignore[attr-defined]
+
+
+def test_cancel_turn_makes_every_open_record_final_from_a_fresh_read() -> None:
+    session = four_calls()
+    cancel_turn(session)
+    session.run_step(TurnCancelStarted(invocation=session.inv()))
+    statuses = {e.payload["tool_call_id"]: e.payload["status"] for e in session.attempt_events()
+                if e.type == "tool_call_finished"}
+    assert statuses == {"r": "canceled", "i": "canceled", "w": "outcome_unknown", "a": "rejected"}
+    note = session.state.messages[-1].text or ""
+    assert f"- tool_r {{}} -> canceled: cancelled by the user: {REASON}" in note
+    assert f"- tool_a {{}} -> rejected: The tool call was rejected: cancelled by the user: {REASON}" in note
+    (kept,) = [e for t in session.attempt for e in t.effects
+               if isinstance(e, SetMapInstance) and e.map is UNKNOWN_TOOL_OUTCOMES]
+    record = kept.value
+    assert isinstance(record, AgentToolCall) and record.tool_call_id == "w", "kept for resolve_tool_outcome"
+    assert record.status is ToolCallStatus.OUTCOME_UNKNOWN and "will not run again" in (record.error or "")
+    assert record.cancellation is not None
+    assert (record.cancellation.reason, record.cancellation.scope) == (REASON, "turn")
+    assert record.cancellation.canceled_at == format_instant(session.now_ms)
 
 
 def test_a_record_that_finished_before_the_cancellation_keeps_its_outcome() -> None:
     session = four_calls()
+    cancel_turn(session)  # the RPC's read saw "r" pending; its Step committed before the cancellation
     session.run_tool("r", output="found it")
-    cancel_turn(session)
-    assert session.record["r"].status is ToolCallStatus.SUCCEEDED and session.record["r"].cancellation is None
+    session.run_step(TurnCancelStarted(invocation=session.inv()))
+    assert "- tool_r {} -> succeeded: found it" in (session.state.messages[-1].text or "")
 
 
 def test_cancel_turn_end_to_end_tells_the_next_model_call_and_keeps_queued_messages() -> None:
@@ -123,7 +155,10 @@ def test_cancel_turn_end_to_end_tells_the_next_model_call_and_keeps_queued_messa
     agent_state = session.state.agent_state
     assert agent_state is not None
     assert agent_state.status is AgentStatus.WAITING_FOR_USER_MESSAGE and agent_state.current_turn_id is None
-    assert (agent_state.canceled_turn_count, agent_state.cancellation, agent_state.last_turn_error) == (1, None, None)
+    assert (agent_state.canceled_turn_count, agent_state.last_turn_error) == (1, None)
+    assert session.state.turn_cancellation is None, "the request is deleted"
+    assert any(isinstance(e, DeleteAttribute) and e.attribute is TURN_CANCELLATION for e in t.effects)
+    assert ending_of_decision(t) == pvector(TURN_STEPS), "whatever Step of the turn still runs is cancelled"
     assert agent_state.ended_turn_count == agent_state.turn_count == 1
     assert session.state.tool_calls.keys() == set(), "the turn's records are cleared"
     assert session.state.messages[-1].text == note, "the note is the canceled turn's last message"
@@ -164,16 +199,21 @@ def test_cancel_tool_call_of_a_running_read_finishes_it_and_the_turn_goes_on() -
     session.model(requested(tool_call("r", ToolEffect.READ)))
     t = cancel_call(session, "r", reason="too slow")
     assert answer_of(t) is True  # type: ignore[arg-type]
+    assert answer_of(cancel_call(session, "r")) is False, "asked already"  # type: ignore[arg-type]
     end = ending(t)
-    assert list(end.cancel_steps) == [StepType.CALL_TOOL]
+    assert list(end.cancel_steps) == [StepType.CALL_TOOL, StepType.RECORD_TOOL_FAILURE]
     assert [(m.step_type, m.input) for m in end.next_steps] == [(StepType.RECORD_TOOL_CANCELLATION, "r")]
+    (write,) = t.effects  # type: ignore[attr-defined]
+    assert isinstance(write, SetMapInstance) and write.map is TOOL_CALL_CANCELLATIONS and write.key == "r"
+    assert session.record["r"].status is ToolCallStatus.PENDING, "the RPC writes no record"
+    finished = session.run_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="r"))
+    assert is_dead_end(finished) and completions_of(finished) == ["r"]
+    assert event_types(finished) == ["tool_call_finished"]
     record = session.record["r"]
     assert record.status is ToolCallStatus.CANCELED and record.cancellation is not None
     assert record.cancellation.scope == "tool_call"
     assert describe_tool_call_outcome(record) == "cancelled by the user: too slow"
-    finished = session.run_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="r"))
-    assert is_dead_end(finished) and completions_of(finished) == ["r"]
-    assert event_types(finished) == ["tool_call_finished"]
+    assert session.state.tool_call_cancellations == pmap(), "the request is deleted"
     resumed = session.results_arrive(1)
     assert moves(resumed) == [(StepType.RUN_MODEL, None)], "the turn goes on; the model reads the result"
 
@@ -182,7 +222,9 @@ def test_cancel_tool_call_of_a_single_attempt_write_leaves_its_outcome_unknown()
     session = started_session()
     session.model(requested(tool_call("w", ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)))
     t = cancel_call(session, "w")
-    assert list(ending(t).cancel_steps) == [StepType.CALL_SINGLE_ATTEMPT_TOOL]
+    assert list(ending(t).cancel_steps) == [StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.RECORD_TOOL_OUTCOME_UNKNOWN]
+    finished = session.run_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="w"))
+    assert [e.key for e in finished.effects if isinstance(e, SetMapInstance) and e.map is UNKNOWN_TOOL_OUTCOMES] == ["w"]
     record = session.record["w"]
     assert record.status is ToolCallStatus.OUTCOME_UNKNOWN
     assert describe_tool_call_outcome(record).endswith(f"cancelled by the user: {REASON} (the write may have started; "
@@ -243,22 +285,57 @@ def test_a_reconciling_write_canceled_with_its_turn_stays_outcome_unknown() -> N
     session.model(requested(tool_call("w", ToolEffect.IDEMPOTENT_WRITE)))
     reconciling = replace(session.record["w"], unknown_error="Worker lost")  # its reconcile is being asked
     session.state = replace(session.state, tool_calls=session.state.tool_calls.set("w", reconciling))
+    assert answer_of(cancel_call(session, "w")) is False, "its tool runs no more: nothing to cancel"  # type: ignore[arg-type]
     cancel_turn(session)
-    assert (session.record["w"].status, session.record["w"].error) == (ToolCallStatus.OUTCOME_UNKNOWN, "Worker lost")
+    session.run_step(TurnCancelStarted(invocation=session.inv()))
+    assert "-> outcome_unknown: The tool call's outcome is unknown: Worker lost" in (session.state.messages[-1].text or "")
 
 
 def test_the_finishing_steps_reject_inputs_that_do_not_fit() -> None:
     session = four_calls()
     assert failure_of(session.feed_step(TurnCancelStarted(invocation=session.inv()))) == NO_CANCELLATION
-    assert "not cancelled by cancel_tool_call" in failure_of(
-        session.feed_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="r")))
-    assert "no record" in failure_of(session.feed_step(ToolCancellationStarted(invocation=session.inv(),
-                                                                               tool_call_id="zz")))
+    second = session.feed_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="r"))
+    assert is_dead_end(second) and second.effects == pvector(), "a second request's Step: the first did the job"
+    asked = ToolCallCancellation(reason=REASON, canceled_at="2026-01-01T00:00:00.000Z", scope="tool_call")
+    session.state = replace(session.state, tool_call_cancellations=pmap({"a": asked}))
+    assert "awaits approval" in failure_of(session.feed_step(ToolCancellationStarted(invocation=session.inv(),
+                                                                                     tool_call_id="a")))
     idle = Session()
+    idle.state = replace(idle.state, turn_cancellation=_cancellation(idle))
     assert failure_of(idle.feed_step(TurnCancelStarted(invocation=idle.inv())))
+
+
+def test_a_request_the_call_or_the_turn_outran_is_only_deleted() -> None:
+    session = started_session()
+    session.model(requested(tool_call("r"), tool_call("gone")))
+    cancel_call(session, "r")
+    session.run_tool("r", output="found it")  # its Step committed before the cancellation took effect
+    late = session.run_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="r"))
+    assert is_dead_end(late) and completions_of(late) == [] and event_types(late) == []
+    assert session.record["r"].status is ToolCallStatus.SUCCEEDED and session.state.tool_call_cancellations == pmap()
+    asked = ToolCallCancellation(reason=REASON, canceled_at="2026-01-01T00:00:00.000Z", scope="tool_call")
+    session.state = replace(session.state, tool_call_cancellations=pmap({"missing": asked}))
+    assert is_dead_end(session.run_step(ToolCancellationStarted(invocation=session.inv(), tool_call_id="missing")))
+
     waiting = started_session()
     waiting.model(completed("done"))
-    assert failure_of(waiting.feed_step(TurnCancelStarted(invocation=waiting.inv())))
+    waiting.state = replace(waiting.state, turn_cancellation=_cancellation(waiting),
+                            tool_call_cancellations=pmap({"x": asked}))
+    ended = waiting.run_step(TurnCancelStarted(invocation=waiting.inv()))
+    assert is_dead_end(ended), "the turn ended as the request came: no AwaitUserMessage twice"
+    assert {type(e).__name__ for e in ended.effects} == {"DeleteAttribute", "DeleteMapInstance"}
+    assert waiting.state.turn_cancellation is None and waiting.state.agent_state is not None
+    assert waiting.state.agent_state.canceled_turn_count == 0
+
+
+def test_a_newer_turn_the_cancellation_stopped_ends_canceled_too() -> None:
+    session = started_session()
+    session.model(completed("done"))
+    session.user_message_arrives("next")  # turn-2 began as the request for turn-1 came
+    session.state = replace(session.state, turn_cancellation=_cancellation(session))
+    session.run_step(TurnCancelStarted(invocation=session.inv()))
+    agent_state = session.state.agent_state
+    assert agent_state is not None and agent_state.canceled_turn_count == 1 and agent_state.current_turn_id is None
 
 
 def test_a_cancel_note_the_runner_built_badly_fails_the_attempt() -> None:
@@ -286,3 +363,15 @@ def test_a_cancel_note_without_a_cancellation_under_way_is_rejected() -> None:
     note = UserMessageBuilt(invocation=invocation(now_ms=T0_MS), purpose=TurnCancelNote(),
                             message=user_message("[Dex] note"))
     assert failure_of(session.feed_step(note)) == NO_CANCELLATION
+
+
+def test_a_cancel_note_with_no_session_or_no_turn_is_rejected() -> None:
+    note = UserMessageBuilt(invocation=invocation(now_ms=T0_MS), purpose=TurnCancelNote(),
+                            message=user_message("[Dex] note"))
+    idle = Session()
+    idle.state = replace(idle.state, turn_cancellation=_cancellation(idle))
+    assert failure_of(idle.feed_step(note))
+    waiting = started_session()
+    waiting.model(completed("done"))
+    waiting.state = replace(waiting.state, turn_cancellation=_cancellation(waiting))
+    assert failure_of(waiting.feed_step(note))

@@ -127,9 +127,9 @@ def test_move_to_builds_complete_options() -> None:
 def test_persisted_names_are_the_specs_plus_ours() -> None:
     assert [n.value for n in AttributeName] == [
         "AgentState", "FrameworkRunState", "PendingInterrupts", "AgentUsage", "TurnModelCallCount", "HistorySummary",
-        "CompactionRequested"]
+        "CompactionRequested", "TurnCancellation"]
     assert [n.value for n in MapName] == ["AgentMessages", "AgentToolCalls", "UserMessageReceipts", "SessionRewinds",
-                                          "UnknownToolOutcomes"]
+                                          "UnknownToolOutcomes", "ToolCallCancellations"]
     assert [n.value for n in ChannelName] == ["QueuedUserMessages", "ToolCallResults"]
     assert [n.value for n in ChannelMapName] == ["InterruptResolutions"]
     assert [n.value for n in StreamName] == ["AgentEvents"]

@@ -110,9 +110,6 @@ def print_snapshot(snapshot: AgentSnapshot, session_id: str, console: Console, *
                       f"{f', canceled {state.canceled_turn_count}' if state.canceled_turn_count else ''}); "
                       f"messages {state.message_count}; queued {snapshot.queued_message_count}",
                       highlight=False)
-        if state.cancellation is not None:
-            console.print(f"canceling {state.cancellation.turn_id}: {state.cancellation.reason}", markup=False,
-                          highlight=False)
         if state.parent_session_id is not None:
             console.print(f"parent session: {state.parent_session_id} (this is a sub-agent's child session)",
                           markup=False, highlight=False)

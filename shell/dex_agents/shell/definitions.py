@@ -113,6 +113,8 @@ AGENT_MESSAGES: Final = map_of(persistence.AGENT_MESSAGES)
 AGENT_TOOL_CALLS: Final = map_of(persistence.AGENT_TOOL_CALLS)
 USER_MESSAGE_RECEIPTS: Final = map_of(persistence.USER_MESSAGE_RECEIPTS)
 UNKNOWN_TOOL_OUTCOMES: Final = map_of(persistence.UNKNOWN_TOOL_OUTCOMES)
+TURN_CANCELLATION: Final = attribute_of(persistence.TURN_CANCELLATION)
+TOOL_CALL_CANCELLATIONS: Final = map_of(persistence.TOOL_CALL_CANCELLATIONS)
 QUEUED_USER_MESSAGES: Final = channel_of(persistence.QUEUED_USER_MESSAGES)
 TOOL_CALL_RESULTS: Final = channel_of(persistence.TOOL_CALL_RESULTS)
 INTERRUPT_RESOLUTIONS: Final = channel_map_of(persistence.INTERRUPT_RESOLUTIONS)
@@ -154,6 +156,8 @@ __all__ = [
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
     "UNKNOWN_TOOL_OUTCOMES",
+    "TOOL_CALL_CANCELLATIONS",
+    "TURN_CANCELLATION",
     "USER_MESSAGE_RECEIPTS",
     "AnyDefinition",
     "attribute_lock",

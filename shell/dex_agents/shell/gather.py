@@ -32,6 +32,7 @@ from dex_agents.pure.values.session import (
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    ToolCallCancellation,
 )
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import (
@@ -45,6 +46,8 @@ from dex_agents.shell.definitions import (
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
+    TOOL_CALL_CANCELLATIONS,
+    TURN_CANCELLATION,
     TURN_MODEL_CALL_COUNT,
     UNKNOWN_TOOL_OUTCOMES,
     USER_MESSAGE_RECEIPTS,
@@ -70,6 +73,21 @@ def _tool_calls(context: Context, keys: Iterable[str]) -> PMap[str, AgentToolCal
         if record is not None:
             records[key] = record
     return pmap(records)
+
+
+def _tool_call_cancellations(context: Context, loaded_maps: frozenset[MapName],
+                             instances: tuple[MapInstanceRef, ...]) -> PMap[str, ToolCallCancellation]:
+    """The ``ToolCallCancellations`` instances the method loaded (the whole map, or its call's)."""
+    if MapName.TOOL_CALL_CANCELLATIONS in loaded_maps:
+        keys: Iterable[str] = TOOL_CALL_CANCELLATIONS.get_all_instance_keys(context)
+    else:
+        keys = [ref.key for ref in instances if ref.name is MapName.TOOL_CALL_CANCELLATIONS]
+    found: dict[str, ToolCallCancellation] = {}
+    for key in keys:
+        value = read_stored(f"{TOOL_CALL_CANCELLATIONS.name}/{key}", partial(TOOL_CALL_CANCELLATIONS.get, context, key))
+        if value is not None:
+            found[key] = value
+    return pmap(found)
 
 
 def _caller_loaded(context: Context, definition: AttributeMap[T], keys: Iterable[str], rpc: str,
@@ -132,6 +150,8 @@ def gather_state(
             context, UNKNOWN_TOOL_OUTCOMES, (ref.key for ref in instances if ref.name is MapName.UNKNOWN_TOOL_OUTCOMES),
             "resolve_tool_outcome", "SessionClient.resolve_tool_outcome"),
         history_summary=read_stored(HISTORY_SUMMARY.name, lambda: HISTORY_SUMMARY.get(context)),
+        turn_cancellation=read_stored(TURN_CANCELLATION.name, lambda: TURN_CANCELLATION.get(context)),
+        tool_call_cancellations=_tool_call_cancellations(context, loaded_maps, instances),
         compaction_requested=bool(read_stored(COMPACTION_REQUESTED.name, lambda: COMPACTION_REQUESTED.get(context))),
     )
 

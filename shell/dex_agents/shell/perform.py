@@ -125,11 +125,14 @@ def perform_step(transition: StepTransition, run: StepRun, cause: BaseException 
     perform_record(transition.record, run.context)
     ending = transition.ending
     match ending:
-        case GoToSteps(movements=movements):
+        case GoToSteps(movements=movements, cancel_steps=cancel_steps):
             loads = _message_loads(transition, run) if any(m.options.execute_cached_maps for m in movements) else None
             retries = run.runtime.retry_overrides
-            return go_to_many(*(dex_movement(movement_with_retries(movement, retries), run.runtime.step_class_of, loads)
-                                for movement in movements))
+            decision = go_to_many(*(dex_movement(movement_with_retries(movement, retries), run.runtime.step_class_of,
+                                                 loads) for movement in movements))
+            if cancel_steps:
+                decision = decision.with_canceling_steps(*(run.runtime.step_class_of(t) for t in cancel_steps))
+            return decision
         case DeadEnd():
             return dead_end()
         case CompleteSession(result=result):

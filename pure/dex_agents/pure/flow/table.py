@@ -87,9 +87,11 @@ _MESSAGES: Final = (MapName.AGENT_MESSAGES,)
 """``AgentMessages``: read whole, served from a Worker's cache of committed messages (``cached_maps``)."""
 
 
-_OPERATOR_ACCESS: Final = MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,), maps=(MapName.AGENT_TOOL_CALLS,))
-"""``cancel_turn`` and ``cancel_tool_call`` read the turn's records and lock ``PendingInterrupts`` (as
-``resolve_interrupt`` does), so an operator's cancellation and an approval are ordered."""
+_OPERATOR_ACCESS: Final = MethodAccess(locks=(AttributeName.PENDING_INTERRUPTS,),
+                                       maps=(MapName.AGENT_TOOL_CALLS, MapName.TOOL_CALL_CANCELLATIONS))
+"""``cancel_tool_call`` reads the turn's records and locks ``PendingInterrupts`` (it may reject a pending
+approval, as ``resolve_interrupt`` does). ``cancel_turn`` reads singletons only. Neither writes a value
+a Step writes (their reads may be stale by the commit): the Steps they start decide from fresh reads."""
 
 
 def _rows(*rows: StepRow) -> Mapping[StepType, StepRow]:
@@ -191,14 +193,14 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         step_type=StepType.CANCEL_TURN,
         input=StepInputKind.NONE,
         execute_retry=_RECORDING_RETRY,
-        execute=MethodAccess(maps=(MapName.AGENT_TOOL_CALLS,)),
+        execute=MethodAccess(maps=(MapName.AGENT_TOOL_CALLS, MapName.TOOL_CALL_CANCELLATIONS)),
         next_steps=frozenset({StepType.AWAIT_USER_MESSAGE}),
     ),
     StepRow(
         step_type=StepType.RECORD_TOOL_CANCELLATION,
         input=StepInputKind.TOOL_CALL_ID,
         execute_retry=_RECORDING_RETRY,
-        execute=_OWN_CALL,
+        execute=MethodAccess(call_instances=(MapName.AGENT_TOOL_CALLS, MapName.TOOL_CALL_CANCELLATIONS)),
     ),
     StepRow(
         step_type=StepType.AWAIT_SUB_AGENT,
@@ -261,13 +263,7 @@ RPC_TABLE: Final[Mapping[RpcName, RpcRow]] = MappingProxyType(
             ),
             RpcRow(rpc=RpcName.RECORD_SESSION_REWIND, input_type=RecordSessionRewindInput, output_type=SessionRewind,
                    writes=True),
-            RpcRow(
-                rpc=RpcName.CANCEL_TURN,
-                input_type=CancelTurnInput,
-                output_type=bool,
-                access=_OPERATOR_ACCESS,
-                writes=True,
-            ),
+            RpcRow(rpc=RpcName.CANCEL_TURN, input_type=CancelTurnInput, output_type=bool, writes=True),
             RpcRow(
                 rpc=RpcName.CANCEL_TOOL_CALL,
                 input_type=CancelToolCallInput,

@@ -206,9 +206,11 @@ StepEffect: TypeAlias = Write | WriteEvent
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GoToSteps:
-    """``go_to_many(*movements)``: start every movement at once (at least one)."""
+    """``go_to_many(*movements)``: start every movement at once (at least one); ``cancel_steps``: Dex
+    cancels every running execution of these Step types at the decision's commit (ours: ``CancelTurn``)."""
 
     movements: PVector[StepMovement]
+    cancel_steps: PVector[StepType] = pvector()
 
     def __post_init__(self) -> None:
         if len(self.movements) == 0:

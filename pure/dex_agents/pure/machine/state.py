@@ -32,6 +32,8 @@ from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.policies import resolve_tool_policy
 from dex_agents.pure.values.runner import ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values.session import (
+    ToolCallCancellation,
+    TurnCancellation,
     AgentInterrupt,
     AgentMessage,
     AgentState,
@@ -123,6 +125,8 @@ class SessionState:
         history_summary: The ``HistorySummary`` Attribute (``None`` before the first compaction).
         compaction_requested: Whether ``CompactionRequested`` is set (``compact_history`` was called and
             no compaction ran since).
+        turn_cancellation: The ``TurnCancellation`` Attribute: ``cancel_turn`` asked to cancel the turn.
+        tool_call_cancellations: The loaded ``ToolCallCancellations`` instances, by tool call ID.
         unknown_tool_outcomes: The loaded ``UnknownToolOutcomes`` instances, by tool call ID (only
             ``resolve_tool_outcome`` loads one: its call's), and each a reducer stored in this invocation
             (so the state ``replay`` folds holds every one, as Dex does).
@@ -140,6 +144,8 @@ class SessionState:
     history_summary: HistorySummary | None = None
     compaction_requested: bool = False
     unknown_tool_outcomes: PMap[str, AgentToolCall] = pmap()
+    turn_cancellation: TurnCancellation | None = None
+    tool_call_cancellations: PMap[str, ToolCallCancellation] = pmap()
 
     @staticmethod
     def initial() -> SessionState:

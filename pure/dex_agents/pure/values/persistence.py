@@ -31,6 +31,8 @@ from typing import Final, Generic, Protocol, TypeVar, final
 from pyrsistent import PVector as PVectorType
 
 from dex_agents.pure.values.session import (
+    ToolCallCancellation,
+    TurnCancellation,
     AgentEvent,
     AgentInterrupt,
     AgentInterruptResolution,
@@ -60,6 +62,7 @@ class AttributeName(StrEnum):
     TURN_MODEL_CALL_COUNT = "TurnModelCallCount"
     HISTORY_SUMMARY = "HistorySummary"
     COMPACTION_REQUESTED = "CompactionRequested"
+    TURN_CANCELLATION = "TurnCancellation"
 
 
 @final
@@ -71,6 +74,7 @@ class MapName(StrEnum):
     USER_MESSAGE_RECEIPTS = "UserMessageReceipts"
     SESSION_REWINDS = "SessionRewinds"
     UNKNOWN_TOOL_OUTCOMES = "UnknownToolOutcomes"
+    TOOL_CALL_CANCELLATIONS = "ToolCallCancellations"
 
 
 @final
@@ -251,6 +255,13 @@ UNKNOWN_TOOL_OUTCOMES: Final = MapKey(name=MapName.UNKNOWN_TOOL_OUTCOMES, value_
 """Keyed by tool call ID: every call whose record became ``outcome_unknown``, kept after its turn ended
 (``AgentToolCalls`` holds only the running turn's) until ``resolve_tool_outcome`` settles it, and then
 with its ``settlement``. Not in the spec: an addition old readers never need."""
+TURN_CANCELLATION: Final = AttributeKey(name=AttributeName.TURN_CANCELLATION, value_type=record_type(TurnCancellation))
+"""Written by ``cancel_turn`` (and nothing else writes it): the running turn is being cancelled;
+``CancelTurn`` ends the turn and deletes it. Not in the spec: absent outside a cancellation."""
+TOOL_CALL_CANCELLATIONS: Final = MapKey(name=MapName.TOOL_CALL_CANCELLATIONS,
+                                        value_type=record_type(ToolCallCancellation))
+"""Keyed by tool call ID: written by ``cancel_tool_call`` (nothing else writes it), read and deleted by
+``RecordToolCancellation`` (or ``CancelTurn``). Not in the spec: present only during a cancellation."""
 QUEUED_USER_MESSAGES: Final = ChannelKey(name=ChannelName.QUEUED_USER_MESSAGES, value_type=record_type(AgentUserMessage))
 INTERRUPT_RESOLUTIONS: Final = ChannelMapKey(
     name=ChannelMapName.INTERRUPT_RESOLUTIONS, value_type=record_type(AgentInterruptResolution)
@@ -276,9 +287,12 @@ PERSISTED_KEYS: Final[tuple[PersistedKey, ...]] = (
     COMPACTION_REQUESTED,
     SESSION_REWINDS,
     UNKNOWN_TOOL_OUTCOMES,
+    TURN_CANCELLATION,
+    TOOL_CALL_CANCELLATIONS,
 )
 """Every persisted name's key: the spec's, in its table order, then ours (``TurnModelCallCount``,
-``UserMessageReceipts``, ``HistorySummary``, ``CompactionRequested``, ``UnknownToolOutcomes``)."""
+``UserMessageReceipts``, ``HistorySummary``, ``CompactionRequested``, ``UnknownToolOutcomes``,
+``TurnCancellation``, ``ToolCallCancellations``)."""
 
 
 __all__ = [
@@ -297,6 +311,8 @@ __all__ = [
     "TOOL_CALL_RESULTS",
     "TURN_MODEL_CALL_COUNT",
     "UNKNOWN_TOOL_OUTCOMES",
+    "TOOL_CALL_CANCELLATIONS",
+    "TURN_CANCELLATION",
     "USER_MESSAGE_RECEIPTS",
     "SESSION_REWINDS",
     "AttributeKey",

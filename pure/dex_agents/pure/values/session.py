@@ -139,9 +139,6 @@ class AgentState:
     last_turn_error: str | None
     canceled_turn_count: int = 0
     """Ours: turns that ended canceled (``cancel_turn``); may be absent on decode (0)."""
-    cancellation: TurnCancellation | None = None
-    """Ours: set by ``cancel_turn`` while the running turn is being canceled (``CancelTurn`` ends it and
-    clears it); may be absent on decode."""
     parent_session_id: str | None = None
     """Ours (may be absent): the parent session of a sub-agent's child session, which completes its
     Flow when its one turn ends instead of awaiting another message."""
@@ -156,7 +153,7 @@ class AgentState:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCancellation:
-    """An operator's cancellation of the running turn (``AgentState.cancellation``; ours).
+    """An operator's cancellation of the running turn (the ``TurnCancellation`` Attribute; ours).
 
     Attributes:
         turn_id: The canceled turn.
@@ -172,7 +169,8 @@ class TurnCancellation:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallCancellation:
-    """Who cancelled a tool call, when and why (``AgentToolCall.cancellation``; ours).
+    """Who cancelled a tool call, when and why (``AgentToolCall.cancellation``, and the
+    ``ToolCallCancellations`` instance ``cancel_tool_call`` writes; ours).
 
     Attributes:
         reason: Why, as ``cancel_tool_call`` or ``cancel_turn`` gave it.

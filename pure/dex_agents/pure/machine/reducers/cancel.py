@@ -1,12 +1,13 @@
 """Reducers of an operator's cancellations (ours): the RPCs ``cancel_turn`` and ``cancel_tool_call``,
 and the Steps that finish them, ``CancelTurn`` and ``RecordToolCancellation``.
 
-The RPC decides, in its own commit: it makes the records final with their audit
-(``ToolCallCancellation``: reason, time, scope) and has Dex cancel the running Steps, so a Step that
-finishes after the cancellation commits nothing (Dex discards its result) and one that finished
-before it left a final record the RPC keeps. The Step it starts then writes what an RPC cannot (the
-events, a note for the model) and moves the session on. A crash of a Worker between the two only
-delays the Step: Dex delivers it again; the canceled Steps are never delivered again.
+An RPC's read may be stale by its commit (it locks nothing a Step writes), so the RPC writes no value a
+Step writes: it commits the request with its audit (the ``TurnCancellation`` Attribute, a
+``ToolCallCancellations`` instance, both written by nothing else), has Dex cancel the running Steps
+and starts the Step that finishes the job. That Step runs after the cancellation took effect and reads
+the records fresh: a Step that committed before the cancellation left a final record, which is kept;
+one that finishes after it commits nothing (Dex discards its result). A Worker crash between the two
+only delays the finishing Step (Dex delivers it again); canceled Steps are never delivered again.
 
 What an open record becomes:
 
@@ -23,25 +24,28 @@ Record                             Becomes
 =================================  ===========================================================
 
 * ``cancel_turn {turn_id, reason}``: ``false`` unless ``turn_id`` is the running turn and no
-  cancellation of it is under way. Otherwise every open record is made final as above, the pending
-  interrupts are dropped, ``AgentState.cancellation`` is set, Dex cancels every Step of the turn
-  (``TURN_STEPS``) and ``CancelTurn`` starts (``true``). ``CancelTurn`` writes ``interrupt_resolved``
-  and ``tool_call_finished`` for those records, asks the runner for the note (``build_turn_cancel_note``,
-  so the next model call reads that the user cancelled the turn and why), appends it as the turn's
-  last message, ends the turn canceled (``canceled_turn_count``; ``dex_agents.turn_canceled``) and
-  moves to ``AwaitUserMessage``: queued messages are kept and the next turn starts from them (a
-  sub-agent's child session instead completes its Flow, its result ``canceled``). A sub-agent's call
+  cancellation of it is under way; else it sets ``TurnCancellation``, Dex cancels every Step of the turn
+  (``TURN_STEPS``) and ``CancelTurn`` starts (``true``). ``CancelTurn`` makes the open records final as
+  above, writes their ``interrupt_resolved`` / ``tool_call_finished``, asks the runner for the note
+  (``build_turn_cancel_note``: the next model call reads that the user cancelled and why), appends it as
+  the turn's last message, ends the turn canceled (``canceled_turn_count``, ``dex_agents.turn_canceled``),
+  deletes the request and moves to ``AwaitUserMessage``: queued messages are kept (a sub-agent's child
+  session instead completes its Flow, its result ``canceled``). No turn running any more (it ended as
+  the request came): it only deletes the request. A newer turn running (one that began as the request
+  came, whose Steps the cancellation stopped): that turn ends canceled. A sub-agent's call
   (``AwaitSubAgent``) is a turn Step too: Dex ends its wait; its child session is the client's to
   cancel (``SessionClient.cancel_turn`` cancels the running children's turns after the parent's).
-* ``cancel_tool_call {tool_call_id, reason}``: ``false`` unless the record is open in the running turn
-  (and no turn cancellation is under way). An ``awaiting_approval`` call is rejected through its
-  ``InterruptResolutions`` instance (``AwaitToolApproval`` records it). A ``pending`` call is made final
-  as above and Dex cancels its Step type; ``RecordToolCancellation`` writes ``tool_call_finished`` and
-  publishes its ``ToolCallCompleted``, so the turn goes on and the model reads the result. Dex cancels
-  by Step type, so every other pending ``read`` / ``idempotent_write`` call of the turn is started
-  again under its idempotency key (its effect allows another run); a single-attempt write, or a
-  sub-agent's call, is refused while another of its Step type runs beside it (it cannot run again):
-  cancel the turn instead.
+* ``cancel_tool_call {tool_call_id, reason}``: ``false`` unless the record is open in the running turn,
+  its cancellation was not asked already and no turn cancellation is under way (``true`` means the call
+  was open when asked: if its own outcome commits first, that outcome stands). An ``awaiting_approval`` call is rejected through its
+  ``InterruptResolutions`` instance (``AwaitToolApproval`` records it). A ``pending`` call gets its
+  ``ToolCallCancellations`` instance, Dex cancels its Step type (and that type's failure route) and
+  ``RecordToolCancellation`` makes it final as above (unless its own outcome was committed first, which
+  stands), writes ``tool_call_finished`` and publishes its ``ToolCallCompleted``: the turn goes on. Dex
+  cancels by Step type, so every other pending ``read`` / ``idempotent_write`` call of the turn is
+  started again under its idempotency key (its effect allows another run; a final one ends without
+  running); a single-attempt write, or a sub-agent's call, is refused while another of its Step type
+  runs beside it (it cannot run again): cancel the turn instead.
 * Text that cannot be encoded, or a blank reason, is refused (``RefuseRpc``); nothing changes.
 """
 
@@ -50,14 +54,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from pyrsistent import pvector
+from pyrsistent import pmap, pvector
 
 from dex_agents.pure.flow.step_options import move_to
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import (
     BuildUserMessage,
+    DeadEnd,
+    DeleteAttribute,
+    DeleteMapInstance,
+    GoToSteps,
     PublishToChannelInstance,
+    SetAttribute,
+    SetMapInstance,
     StepEffect,
     Write,
     WriteEvent,
@@ -68,6 +78,7 @@ from dex_agents.pure.machine.reducers.common import (
     NOT_STARTED,
     append_messages,
     clear_turn,
+    dead_end,
     finalize_record,
     kept_unknown,
     record_writes,
@@ -88,10 +99,15 @@ from dex_agents.pure.machine.step_inputs import (
 from dex_agents.pure.machine.texts import build_turn_cancel_note, canceled_by_user, canceled_write_error
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, answer, refuse, reject, step
 from dex_agents.pure.machine.validation import lone_surrogate_problem
-from dex_agents.pure.values.persistence import INTERRUPT_RESOLUTIONS, StepType
+from dex_agents.pure.values.persistence import (
+    AGENT_TOOL_CALLS,
+    INTERRUPT_RESOLUTIONS,
+    TOOL_CALL_CANCELLATIONS,
+    TURN_CANCELLATION,
+    StepType,
+)
 from dex_agents.pure.values.session import (
     AgentInterruptResolution,
-    AgentState,
     AgentStatus,
     AgentToolCall,
     FrameworkMessage,
@@ -145,67 +161,74 @@ def canceled_record(record: AgentToolCall, cancellation: ToolCallCancellation) -
     return replace(record, status=ToolCallStatus.CANCELED, error=canceled_by_user(reason), cancellation=cancellation)
 
 
+def _turn_is_being_canceled(state: SessionState) -> bool:
+    cancellation, agent_state = state.turn_cancellation, state.agent_state
+    return cancellation is not None and agent_state is not None and cancellation.turn_id == agent_state.current_turn_id
+
+
 def reduce_cancel_turn(state: SessionState, called: CancelTurnCalled) -> RpcTransition:
     """``cancel_turn``: refuse bad text; ``false`` unless ``turn_id`` runs and is not being canceled;
-    else make the open records final, drop the pending interrupts, record the cancellation, cancel the
-    turn's Steps and start ``CancelTurn`` (``true``)."""
+    else record the request, cancel the turn's Steps and start ``CancelTurn`` (``true``)."""
     request = called.input
     problem = _reason_problem(request.reason, ((request.reason, "reason"), (request.turn_id, "turn_id")))
     if problem is not None:
         return refuse(state, problem)
     agent_state = state.agent_state
-    if agent_state is None or agent_state.current_turn_id != request.turn_id or agent_state.cancellation is not None:
+    if agent_state is None or agent_state.current_turn_id != request.turn_id or _turn_is_being_canceled(state):
         return answer(state, False)
-    at = format_instant(called.now_ms)
-    audit = ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TURN_SCOPE)
-    cancellation = TurnCancellation(turn_id=request.turn_id, reason=request.reason, requested_at=at)
-    canceling = replace(agent_state, cancellation=cancellation)
-    canceled = replace(state, agent_state=canceling, pending_interrupts=pvector())
-    writes: list[Write] = []
-    for record in state.records_in_deferral_order():
-        if not record.status.is_final:
-            final = canceled_record(record, audit)
-            canceled = kept_unknown(replace(canceled, tool_calls=canceled.tool_calls.set(record.tool_call_id, final)),
-                                    final)
-            writes.extend(record_writes(final))
-    if state.pending_interrupts:
-        writes.append(set_pending_interrupts(canceled))
-    writes.append(set_agent_state(canceling))
-    return answer(canceled, True, writes, cancel_steps=TURN_STEPS, next_steps=[move_to(StepType.CANCEL_TURN)])
+    cancellation = TurnCancellation(turn_id=request.turn_id, reason=request.reason,
+                                    requested_at=format_instant(called.now_ms))
+    return answer(replace(state, turn_cancellation=cancellation), True,
+                  [SetAttribute.of(TURN_CANCELLATION, cancellation)],
+                  cancel_steps=TURN_STEPS, next_steps=[move_to(StepType.CANCEL_TURN)])
 
 
 def reduce_cancel_tool_call(state: SessionState, called: CancelToolCallCalled) -> RpcTransition:
     """``cancel_tool_call``: refuse bad text, or a single-attempt write beside another running one;
-    ``false`` unless the call is open (and not reconciling) in a running turn not being canceled; else
-    reject it (awaiting approval) or make it final and cancel its Step (``true``)."""
+    ``false`` unless the call is open (not reconciling, not asked already) in a running turn not being
+    canceled; else
+    reject it (awaiting approval) or record the request, cancel its Step and start
+    ``RecordToolCancellation`` (``true``)."""
     request = called.input
     problem = _reason_problem(request.reason, ((request.reason, "reason"), (request.tool_call_id, "tool_call_id")))
     if problem is not None:
         return refuse(state, problem)
     agent_state = state.agent_state
     record = state.tool_calls.get(request.tool_call_id)
-    if (agent_state is None or agent_state.current_turn_id is None or agent_state.cancellation is not None
+    if (agent_state is None or agent_state.current_turn_id is None or _turn_is_being_canceled(state)
             or record is None or record.turn_id != agent_state.current_turn_id or record.status.is_final
-            or record.unknown_error is not None):
+            or record.unknown_error is not None or request.tool_call_id in state.tool_call_cancellations):
         return answer(state, False)
     at = format_instant(called.now_ms)
     if record.status is ToolCallStatus.AWAITING_APPROVAL:
         return _reject_pending_approval(state, record, request.reason, at)
     step_type = call_step_type(record)
-    beside = [other for other in state.records_in_deferral_order()
-              if other.tool_call_id != record.tool_call_id and other.status is ToolCallStatus.PENDING
+    open_records = [other for other in state.records_in_deferral_order()
+                    if other.tool_call_id != record.tool_call_id and not other.status.is_final]
+    beside = [other for other in open_records if other.status is ToolCallStatus.PENDING
               and other.unknown_error is None and call_step_type(other) is step_type]
     if beside and step_type in (StepType.CALL_SINGLE_ATTEMPT_TOOL, StepType.AWAIT_SUB_AGENT):
         others = ", ".join(repr(other.tool_call_id) for other in beside)
         return refuse(state, f"tool call {record.tool_call_id!r} is a single-attempt write or a sub-agent running "
                              f"beside {others}: Dex cancels Steps by type, and those cannot run again; cancel the "
                              "turn instead")
-    final = canceled_record(record, ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TOOL_CALL_SCOPE))
-    canceled = kept_unknown(replace(state, tool_calls=state.tool_calls.set(record.tool_call_id, final)), final)
+    audit = ToolCallCancellation(reason=request.reason, canceled_at=at, scope=TOOL_CALL_SCOPE)
+    requested = replace(state, tool_call_cancellations=state.tool_call_cancellations.set(record.tool_call_id, audit))
     restarts = [move_to(step_type, other.tool_call_id) for other in beside]
-    return answer(canceled, True, record_writes(final),
-                  cancel_steps=[step_type],
+    return answer(requested, True, [SetMapInstance.of(TOOL_CALL_CANCELLATIONS, record.tool_call_id, audit)],
+                  cancel_steps=_steps_of_a_call(step_type, reconciling=any(o.unknown_error for o in open_records)),
                   next_steps=[move_to(StepType.RECORD_TOOL_CANCELLATION, record.tool_call_id), *restarts])
+
+
+def _steps_of_a_call(step_type: StepType, *, reconciling: bool) -> list[StepType]:
+    """The Step types a running call of ``step_type`` may be in: its tool Step and that Step's failure
+    route (whose other executions are restarted, or cannot exist: see ``reduce_cancel_tool_call``), except
+    ``RecordToolOutcomeUnknown`` while another call's reconcile may route there."""
+    if step_type is StepType.CALL_TOOL:
+        return [StepType.CALL_TOOL, StepType.RECORD_TOOL_FAILURE]
+    if step_type is StepType.CALL_SINGLE_ATTEMPT_TOOL and not reconciling:
+        return [step_type, StepType.RECORD_TOOL_OUTCOME_UNKNOWN]
+    return [step_type]
 
 
 def _reject_pending_approval(state: SessionState, record: AgentToolCall, reason: str, at: str) -> RpcTransition:
@@ -222,71 +245,97 @@ def _reject_pending_approval(state: SessionState, record: AgentToolCall, reason:
                                    PublishToChannelInstance.of(INTERRUPT_RESOLUTIONS, interrupt_id, resolution)])
 
 
-def _canceling_turn(state: SessionState) -> tuple[AgentState, str, TurnCancellation] | StepTransition:
-    agent_state = state.agent_state
+def _canceled_turn_records(state: SessionState, cancellation: TurnCancellation) -> list[AgentToolCall]:
+    """The running turn's open records, made final by the turn's cancellation (deferral order)."""
+    audit = ToolCallCancellation(reason=cancellation.reason, canceled_at=cancellation.requested_at, scope=TURN_SCOPE)
+    return [canceled_record(record, audit) for record in state.records_in_deferral_order() if not record.status.is_final]
+
+
+def _cleanup(state: SessionState) -> list[Write]:
+    """Delete the cancellation requests (the Attribute and every loaded instance)."""
+    writes: list[Write] = [DeleteAttribute.of(TURN_CANCELLATION)]
+    writes.extend(DeleteMapInstance.of(TOOL_CALL_CANCELLATIONS, key) for key in sorted(state.tool_call_cancellations))
+    return writes
+
+
+def reduce_turn_cancel_started(state: SessionState, started: TurnCancelStarted) -> StepTransition:
+    """``CancelTurn``: with no turn running, delete the request; else write what the cancellation makes
+    of the open records, then ask for the note."""
+    cancellation, agent_state = state.turn_cancellation, state.agent_state
+    if cancellation is None:
+        return reject(state, NO_CANCELLATION)
     if agent_state is None:
         return reject(state, NOT_STARTED)
     turn_id = agent_state.current_turn_id
     if turn_id is None:
-        return reject(state, NO_RUNNING_TURN)
-    cancellation = agent_state.cancellation
-    if cancellation is None or cancellation.turn_id != turn_id:
-        return reject(state, NO_CANCELLATION)
-    return agent_state, turn_id, cancellation
-
-
-def reduce_turn_cancel_started(state: SessionState, started: TurnCancelStarted) -> StepTransition:
-    """``CancelTurn``: write what the cancellation did to the records, then ask for the note."""
-    found = _canceling_turn(state)
-    if isinstance(found, StepTransition):
-        return found
-    _agent_state, turn_id, cancellation = found
+        cleared = replace(state, turn_cancellation=None, tool_call_cancellations=pmap())
+        return step(cleared, _cleanup(state), DeadEnd())
     effects: list[StepEffect] = []
-    for record in state.records_in_deferral_order():
-        audit = record.cancellation
-        if audit is None or audit.scope != TURN_SCOPE:
-            continue
+    finals = _canceled_turn_records(state, cancellation)
+    for record in finals:
         if record.status is ToolCallStatus.REJECTED and record.interrupt_id is not None:
             effects.append(WriteEvent(event=events.interrupt_resolved(
                 turn_id, started.invocation, record.interrupt_id, False, record.rejection_message)))
         effects.append(WriteEvent(event=events.tool_call_finished(started.invocation, record)))
-    note = build_turn_cancel_note(cancellation.reason, state.tool_calls.values())
+    records = state.tool_calls
+    for record in finals:
+        records = records.set(record.tool_call_id, record)
+    note = build_turn_cancel_note(cancellation.reason, records.values())
     return step(state, effects, BuildUserMessage(text=note, purpose=TurnCancelNote()))
 
 
 def reduce_turn_cancel_note_built(state: SessionState, invocation: Invocation,
                                   note_message: FrameworkMessage) -> StepTransition:
-    """The cancel note was built: append it, end the turn canceled, clear it -> ``AwaitUserMessage``."""
-    found = _canceling_turn(state)
-    if isinstance(found, StepTransition):
-        return found
-    agent_state, turn_id, cancellation = found
+    """The cancel note was built: the records' final values (an unknown outcome kept for
+    ``resolve_tool_outcome``), the note, the turn ended canceled and cleared, the request deleted ->
+    ``AwaitUserMessage``; Dex cancels whatever Step of the turn still runs."""
+    cancellation, agent_state = state.turn_cancellation, state.agent_state
+    if cancellation is None:
+        return reject(state, NO_CANCELLATION)
+    if agent_state is None:
+        return reject(state, NOT_STARTED)
+    turn_id = agent_state.current_turn_id
+    if turn_id is None:
+        return reject(state, NO_RUNNING_TURN)
     problem = user_message_problem(agent_state, note_message)
     if problem is not None:
         return reject(state, problem)
-    noted, agent_state, note_writes = append_messages(state, agent_state, turn_id, [note_message])
+    writes: list[Write] = []
+    kept = state
+    for record in _canceled_turn_records(state, cancellation):
+        kept = kept_unknown(kept, record)
+        writes.extend(write for write in record_writes(record)
+                      if not isinstance(write, SetMapInstance) or write.map is not AGENT_TOOL_CALLS)
+    noted, agent_state, note_writes = append_messages(kept, agent_state, turn_id, [note_message])
     cleared, clear_writes = clear_turn(noted, turn_id)
     ended = replace(agent_state, status=AgentStatus.WAITING_FOR_USER_MESSAGE, current_turn_id=None,
                     current_turn_sequence=None, canceled_turn_count=agent_state.canceled_turn_count + 1,
-                    last_turn_error=None, cancellation=None)
-    return step(
-        replace(cleared, agent_state=ended),
-        [*note_writes, *clear_writes, set_agent_state(ended),
-         WriteEvent(event=events.turn_canceled(turn_id, invocation, cancellation.reason, cancellation.requested_at))],
-        turn_end(ended, CANCELED, canceled_by_user(cancellation.reason), cleared.usage),
-    )
+                    last_turn_error=None)
+    done = replace(cleared, agent_state=ended, turn_cancellation=None, tool_call_cancellations=pmap())
+    event = events.turn_canceled(turn_id, invocation, cancellation.reason, cancellation.requested_at)
+    ending = turn_end(ended, CANCELED, canceled_by_user(cancellation.reason), cleared.usage)
+    if isinstance(ending, GoToSteps):  # Dex cancels whatever Step of the turn still runs
+        ending = replace(ending, cancel_steps=pvector(TURN_STEPS))
+    return step(done, [*writes, *note_writes, *clear_writes, *_cleanup(state), set_agent_state(ended),
+                       WriteEvent(event=event)], ending)
 
 
 def reduce_tool_cancellation_started(state: SessionState, started: ToolCancellationStarted) -> StepTransition:
-    """``RecordToolCancellation``: the record ``cancel_tool_call`` made final gets its
-    ``tool_call_finished`` and its ``ToolCallCompleted`` (the turn goes on); rejects a record that is
-    not final or was not cancelled alone."""
-    record = state.tool_calls.get(started.tool_call_id)
-    if record is None:
-        return reject(state, f"no record of tool call {started.tool_call_id!r}")
-    if record.cancellation is None or record.cancellation.scope != TOOL_CALL_SCOPE or not record.status.is_final:
-        return reject(state, f"tool call {started.tool_call_id!r} was not cancelled by cancel_tool_call")
-    return finalize_record(state, started.invocation, record)
+    """``RecordToolCancellation``: the call's outcome committed first stands (the request is deleted);
+    else the record becomes final as the table says, with ``tool_call_finished`` and its
+    ``ToolCallCompleted`` (the turn goes on)."""
+    tool_call_id = started.tool_call_id
+    audit = state.tool_call_cancellations.get(tool_call_id)
+    if audit is None:  # a second request's Step, after the first one finished the job
+        return dead_end(state)
+    forget = DeleteMapInstance.of(TOOL_CALL_CANCELLATIONS, tool_call_id)
+    record = state.tool_calls.get(tool_call_id)
+    remaining = replace(state, tool_call_cancellations=state.tool_call_cancellations.discard(tool_call_id))
+    if record is None or record.status.is_final or record.unknown_error is not None:
+        return step(remaining, [forget], DeadEnd())
+    if record.status is ToolCallStatus.AWAITING_APPROVAL:
+        return reject(state, f"tool call {tool_call_id!r} awaits approval; cancel_tool_call rejects it instead")
+    return finalize_record(remaining, started.invocation, canceled_record(record, audit), before=[forget])
 
 
 __all__ = [
