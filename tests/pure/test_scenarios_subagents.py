@@ -192,7 +192,8 @@ def test_cancel_turn_cancels_a_waiting_sub_agent_call_and_a_childs_canceled_turn
                                           now_ms=session.now_ms))
     ending = t.ending
     assert isinstance(ending, AnswerRpc) and StepType.AWAIT_SUB_AGENT in ending.cancel_steps
-    assert session.record["b"].status is ToolCallStatus.OUTCOME_UNKNOWN  # the child may have written
+    session.run_step(TurnCancelStarted(invocation=session.inv()))  # CancelTurn decides from a fresh read
+    assert session.state.unknown_tool_outcomes["b"].status is ToolCallStatus.OUTCOME_UNKNOWN  # the child may have written
     child = child_session()
     assert child.state.agent_state is not None
     child.feed_rpc(CancelTurnCalled(input=CancelTurnInput(turn_id="turn-1", reason="hung up"), now_ms=child.now_ms))
