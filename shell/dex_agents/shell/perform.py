@@ -28,7 +28,19 @@ from datetime import timedelta
 from collections.abc import Mapping
 from typing import Any, Final, assert_never
 
-from dex import Context, Flow, StepDecision, SubFlow, Timer, Wait, dead_end, go_to_many, graceful_complete
+from dex import (
+    Context,
+    Flow,
+    StepDecision,
+    SubFlow,
+    SubFlowOptions,
+    SubFlowReusePolicy,
+    Timer,
+    Wait,
+    dead_end,
+    go_to_many,
+    graceful_complete,
+)
 
 from dex_agents.pure.machine.effects import (
     ReconcileToolCall,
@@ -68,6 +80,12 @@ from dex_agents.shell.definitions import INTERRUPT_RESOLUTIONS, attribute_of, ch
 from dex_agents.shell.dex_options import CachedLoads, dex_movement
 from dex_agents.shell.history import message_loads
 from dex_agents.shell.step_run import StepRun
+
+CHILD_SESSION_OPTIONS: Final = SubFlowOptions(reuse_policy=SubFlowReusePolicy.ALWAYS_RESTART)
+"""A sub-agent's child session is reused only by the wait that started it (Dex attaches a request of the
+same run and Step execution: a retry, a re-delivery after a crash); a wait of another run with the same
+Step execution ID (after a rewind or a continue-as-new Dex numbers Step executions again) replaces it
+instead of taking the earlier call's result."""
 
 DEADLINE_CONDITION_ID: Final = "deadline"
 """Condition ID of the approval deadline Timer (``Client.skip_timer`` addresses it)."""
@@ -179,7 +197,7 @@ def perform_wait(transition: WaitTransition, context: Context,
             if child is None:
                 raise RuntimeError(f"this Flow has no sub-agent of Flow type {flow_type!r} (create_agent_session_flow's "
                                    "sub_agents)")
-            return Wait.until(SubFlow.run(child, start_input))
+            return Wait.until(SubFlow.run(child, start_input, CHILD_SESSION_OPTIONS))
         case _:
             assert_never(ending)
 
