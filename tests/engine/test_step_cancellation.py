@@ -51,6 +51,7 @@ from tests.engine.conftest import DexFixture
 from tests.engine.harness import GATE_SECONDS, Harness, NamedFlow, eventually
 
 go_ahead = Channel("GoAhead", str)
+finish_now = Channel("FinishNow", str)
 written_late = Attribute("WrittenLate", str)
 WAIT = 20.0
 
@@ -104,6 +105,11 @@ class Canceller(Step[str]):
 
 
 class Finish(Step[str]):
+    """Keeps the run open until the test has seen the canceled Step complete (then completes it)."""
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(finish_now.for_one())
+
     def execute(self, context: Context, input: str) -> StepDecision:
         return graceful_complete(input)
 
@@ -117,11 +123,16 @@ class CancelFlow(NamedFlow[str]):
         return StepList.start_step(Begin()).other_steps(Busy(self), Fallback(self), Canceller(), Finish())
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(go_ahead, written_late)
+        return PersistenceSchema.of(go_ahead, finish_now, written_late)
 
     @rpc
     def cancel_now(self, context: Context) -> RPCResult[bool]:
         go_ahead.publish(context, "go")
+        return RPCResult(True)
+
+    @rpc
+    def finish(self, context: Context) -> RPCResult[bool]:
+        finish_now.publish(context, "done")
         return RPCResult(True)
 
     @rpc
@@ -133,12 +144,14 @@ def _check_canceled_once(flow: CancelFlow, harness: Harness, flow_id: str, label
     harness.client.invoke_rpc(flow.cancel_now, flow_id)
     harness.client.wait_for_step_completion(flow_id, StepExecutionId("Busy", 1), WaitForStepCompletionOptions(
         request_timeout=timedelta(seconds=WAIT)))
+    harness.client.invoke_rpc(flow.finish, flow_id)
     result = harness.result(flow_id)
     assert (result.status, result.single_output(str)) == (FlowStatus.COMPLETED, label)
     assert flow.probe.wait("interrupted", timeout=WAIT) == [True], "interrupted, and its context says so"
     assert flow.probe.values("started") == [1], "the canceled Step ran once"
     assert "failure route" not in flow.probe.names()
     assert "Busy-1" not in harness.completed_executes(flow_id), "what it returned afterwards is discarded"
+    assert harness.client.invoke_rpc(flow.late_value, flow_id) == "unset", "its late Attribute write too"
 
 
 def test_a_local_phase_attempt_is_interrupted_at_once(dex: DexFixture) -> None:
@@ -188,7 +201,6 @@ def test_an_attempt_past_the_local_phase_falls_back_in_place_and_is_still_cancel
     assert flow.probe.values("started") == [1], "the fallback goes on with the running invocation"
     assert "interrupted" not in flow.probe.names()
     _check_canceled_once(flow, harness, flow_id, "local timeout fallback")
-    assert harness.client.invoke_rpc(flow.late_value, flow_id) == "unset"
 
 
 def test_after_the_fallback_the_regular_heartbeat_timeout_applies(
