@@ -157,6 +157,7 @@ def child_session() -> Session:
 def test_a_child_session_completes_its_flow_with_its_turns_result() -> None:
     session = child_session()
     assert session.state.agent_state is not None and session.state.agent_state.parent_session_id == "parent-1"
+    assert session.state.agent_state.parent_tool_call_id == "b"
     t = session.model(completed("Looking.", "Refunded (rf_881).", usage=CHILD_USAGE))
     assert isinstance(t.ending, CompleteSession)
     assert t.ending.result == SubAgentResult(status="completed", text="Refunded (rf_881).", usage=session.state.usage)

@@ -52,7 +52,7 @@ from dex import (
     TimeTravelType,
 )
 
-from dex_agents.client.async_children import descendants, interrupt_holder
+from dex_agents.client.async_children import children, descendants, interrupt_holder
 from dex_agents.client.async_loops import repeat, repeat_lock_conflicts
 from dex_agents.client.async_session_reads import AsyncSessionReads
 from dex_agents.client.connection import OwnedBlobCache, client_options, definition_of
@@ -464,19 +464,29 @@ class AsyncSessionClient(AsyncSessionReads):
         answer = await self._rpc(self.flow.cancel_turn, session_id, CancelTurnInput(turn_id=turn_id, reason=reason),
                                  timeout=timeout, retry=repeat_lock_conflicts)
         if answer is True:
-            for child in await descendants(self.client.search_flows, session_id):
-                state = None if is_stopped_status(child.status) else await self.state(child.flow_id)
-                if state is not None and state.current_turn_id is not None:
-                    await self._rpc(self.flow.cancel_turn, child.flow_id, CancelTurnInput(
-                        turn_id=state.current_turn_id, reason=reason), timeout=timeout, retry=repeat_lock_conflicts)
+            await self._cancel_children(session_id, None, reason, timeout)
         return expect(answer, bool, "cancel_turn")
+
+    async def _cancel_children(self, session_id: str, tool_call_id: str | None, reason: str,
+                               timeout: float | None) -> None:
+        """Cancel the running turns of ``session_id``'s child sessions (those of the call
+        ``tool_call_id`` and their own children, or all of them for ``None``)."""
+        for child in await children(self.client.search_flows, session_id):
+            state = None if is_stopped_status(child.status) else await self.state(child.flow_id)
+            if state is None or tool_call_id not in (None, state.parent_tool_call_id):
+                continue
+            if state.current_turn_id is not None:
+                await self._rpc(self.flow.cancel_turn, child.flow_id, CancelTurnInput(
+                    turn_id=state.current_turn_id, reason=reason), timeout=timeout, retry=repeat_lock_conflicts)
+            await self._cancel_children(child.flow_id, None, reason, timeout)
 
     @client_errors
     async def cancel_tool_call(self, session_id: str, tool_call_id: str, reason: str, *,
                                timeout: float | None = None) -> bool:
         """Cancel one open tool call of the running turn (the RPC ``cancel_tool_call``): Dex cancels its
         Step, the model reads ``cancelled by the user: <reason>`` as its result and the turn goes on (an
-        approval still pending is rejected with it). ``False`` when the call is not open."""
+        approval still pending is rejected with it). ``False`` when the call is not open. A sub-agent's
+        call: the running turn of its child session is then cancelled too."""
         check_name("session_id", session_id)
         check_name("tool_call_id", tool_call_id)
         check_reason(reason)
@@ -484,6 +494,8 @@ class AsyncSessionClient(AsyncSessionReads):
         cancel = CancelToolCallInput(tool_call_id=tool_call_id, reason=reason)
         answer = await self._rpc(self.flow.cancel_tool_call, session_id, cancel, timeout=timeout,
                                  retry=repeat_lock_conflicts)
+        if answer is True:
+            await self._cancel_children(session_id, tool_call_id, reason, timeout)
         return expect(answer, bool, "cancel_tool_call")
 
     @client_errors

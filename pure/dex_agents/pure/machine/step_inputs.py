@@ -93,10 +93,11 @@ class RecoveryError:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InitialMessage:
-    """The user message ``StartAgentSession`` starts ``turn-1`` with (``parent_session_id``: the start
-    input's, for a sub-agent's child session; ours)."""
+    """The user message ``StartAgentSession`` starts ``turn-1`` with (``parent_session_id`` and
+    ``parent_tool_call_id``: the start input's, for a sub-agent's child session; ours)."""
 
     parent_session_id: str | None = None
+    parent_tool_call_id: str | None = None
 
 
 @final

@@ -142,6 +142,8 @@ class AgentState:
     parent_session_id: str | None = None
     """Ours (may be absent): the parent session of a sub-agent's child session, which completes its
     Flow when its one turn ends instead of awaiting another message."""
+    parent_tool_call_id: str | None = None
+    """Ours (may be absent): the parent's tool call a sub-agent's child session runs."""
 
     @property
     def ended_turn_count(self) -> int:

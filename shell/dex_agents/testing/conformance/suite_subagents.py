@@ -8,6 +8,8 @@ Flow (the same adapter's), which runs a read and an approved ``non_idempotent_wr
   outcome unknown, and the parent's turn completes.
 * The parent's turn cancelled while the child runs: the child's turn is cancelled too
   (``SessionClient.cancel_turn``), the child's write never runs, the parent goes on.
+* The sub-agent's call cancelled (``cancel_tool_call``): the child's turn is cancelled, the parent's
+  turn goes on with the cancellation as the call's result.
 * The parent stopped while the child waits: Dex alone leaves the child running (a SubFlow outlives its
   parent); ``SessionClient.stop`` stops it too.
 """
@@ -166,6 +168,21 @@ class SubAgentConformance:
         assert finished == ["outcome_unknown"]  # the sub-agent's effect: its strongest tool's, a write
         assert session.send(script.HELLO)  # the parent goes on
         assert session.wait_for_turns(1).completed_turn_count == 1
+
+    def test_cancelling_the_sub_agent_call_cancels_the_childs_turn_and_the_parents_turn_goes_on(
+            self, conformance: Conformance) -> None:
+        session = conformance.session(sub_agent=True)
+        client = _client(session)
+        session.start(script.DELEGATE)
+        child_id = wait_for_child_approval(session, client).session_id
+        call = script.call_id(script.DELEGATE, 0, 0)
+        assert client.cancel_tool_call(session.session_id, call, "billing is closed today")
+        assert session.wait_for_turns(1).completed_turn_count == 1  # the parent's turn goes on
+        child = _eventually(lambda: ended if (ended := client.state(child_id)) is not None
+                            and ended.canceled_turn_count == 1 else None, "the child's turn ended canceled")
+        assert (child.parent_session_id, child.parent_tool_call_id) == (session.session_id, call)
+        assert len(session.tool_runs(REFUND_ORDER)) == 0
+        assert "billing is closed today" in (session.messages()[-1].text or "")
 
     def test_stopping_the_parent_while_the_child_waits(self, conformance: Conformance) -> None:
         """Dex's own stop leaves the child running (a SubFlow outlives its parent); ``SessionClient.stop``

@@ -181,7 +181,7 @@ def _user_message_built(state: SessionState, built: UserMessageBuilt) -> StepTra
     purpose = built.purpose
     match purpose:
         case InitialMessage():
-            return reduce_initial_message_built(state, built.invocation, built.message, purpose.parent_session_id)
+            return reduce_initial_message_built(state, built.invocation, built.message, purpose)
         case QueuedMessage():
             return reduce_queued_message_built(state, built.invocation, built.message)
         case TurnFailureNote():

@@ -53,11 +53,11 @@ def initial_message_text(start_input: AgentSessionStartInput) -> str | None:
     return None if text is None or is_blank(text) else without_lone_surrogates(text)
 
 
-def _initialized(state: SessionState, parent_session_id: str | None = None
+def _initialized(state: SessionState, parent: InitialMessage | None = None
                  ) -> tuple[SessionState, AgentState, list[Write]]:
     """The state of a session that just started (no turn yet) and the writes of ``AgentUsage`` and
-    ``PendingInterrupts`` (``AgentState`` is the caller's to write); ``parent_session_id``: a
-    sub-agent's child session's parent."""
+    ``PendingInterrupts`` (``AgentState`` is the caller's to write); ``parent``: the initial message's
+    purpose, naming a sub-agent's child session's parent session and tool call."""
     agent_state = AgentState(
         status=AgentStatus.WAITING_FOR_USER_MESSAGE,
         turn_count=0,
@@ -67,7 +67,8 @@ def _initialized(state: SessionState, parent_session_id: str | None = None
         completed_turn_count=0,
         failed_turn_count=0,
         last_turn_error=None,
-        parent_session_id=parent_session_id,
+        parent_session_id=None if parent is None else parent.parent_session_id,
+        parent_tool_call_id=None if parent is None else parent.parent_tool_call_id,
     )
     initialized = replace(state, agent_state=agent_state, usage=empty_agent_usage(), pending_interrupts=pvector())
     writes: list[Write] = [
@@ -89,14 +90,15 @@ def reduce_session_started(state: SessionState, started: SessionStarted) -> Step
     if started.start_input.fork is not None:
         return reduce_session_forked(state, started.start_input.fork, text)
     if text is not None:
-        purpose = InitialMessage(parent_session_id=started.start_input.parent_session_id)
+        purpose = InitialMessage(parent_session_id=started.start_input.parent_session_id,
+                                 parent_tool_call_id=started.start_input.parent_tool_call_id)
         return step(state, [], BuildUserMessage(text=text, purpose=purpose))
     initialized, agent_state, writes = _initialized(state)
     return step(initialized, [*writes, set_agent_state(agent_state)], go_to(StepType.AWAIT_USER_MESSAGE))
 
 
 def reduce_initial_message_built(state: SessionState, invocation: Invocation, message: FrameworkMessage,
-                                 parent_session_id: str | None = None) -> StepTransition:
+                                 parent: InitialMessage | None = None) -> StepTransition:
     """The initial message's user message was built: initialize the session and start ``turn-1``
     (-> ``RunModel``).
 
@@ -104,7 +106,7 @@ def reduce_initial_message_built(state: SessionState, invocation: Invocation, me
     """
     if state.agent_state is not None:
         return reject(state, ALREADY_STARTED)
-    initialized, agent_state, writes = _initialized(state, parent_session_id)
+    initialized, agent_state, writes = _initialized(state, parent)
     turn = start_turn(initialized, agent_state, invocation, message)
     if turn.is_rejection:
         return replace(turn, state=state)
