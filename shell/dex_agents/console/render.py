@@ -118,7 +118,7 @@ def _action_form(action: OperatorAction, key: str, state: Json, scope_value: str
 def _approval(item: Json, actions: Sequence[OperatorAction], holder: str) -> str:
     """A pending approval held by the session ``holder`` (this one, or a sub-agent's child session)."""
     interrupt_id = esc(item["interrupt_id"])
-    keep = f"approval/{esc(holder)}/{interrupt_id}"
+    keep = f"approval/{holder}/{item['interrupt_id']}"  # escaped where it is written
     child = item.get("session_id")
     where = "" if child is None else (f' <span class="muted">in sub-agent session</span> '
                                       f'<a href="/sessions/{esc(child)}">{esc(child)}</a>')
@@ -127,16 +127,16 @@ def _approval(item: Json, actions: Sequence[OperatorAction], holder: str) -> str
 deadline {_countdown(item['deadline'], item['seconds_left'])} <span class="muted">{esc(item['deadline'] or '')}</span></div>
 <pre class="arguments">{esc(item['arguments'])}</pre>
 <div class="muted">arguments sha256 {esc(item['arguments_sha256'][:16])}… · {interrupt_id}</div>
-<div class="answer"><input class="approver" placeholder="approver" aria-label="approver" data-keep="{keep}/approver">
-<input class="reason" placeholder="reason (audit)" aria-label="reason" data-keep="{keep}/reason">
+<div class="answer"><input class="approver" placeholder="approver" aria-label="approver" data-keep="{esc(keep)}/approver">
+<input class="reason" placeholder="reason (audit)" aria-label="reason" data-keep="{esc(keep)}/reason">
 <button class="approve" data-action="approve">Approve</button>
-<input class="reject-message" placeholder="why (told to the model)" aria-label="rejection message" data-keep="{keep}/reject">
+<input class="reject-message" placeholder="why (told to the model)" aria-label="rejection message" data-keep="{esc(keep)}/reject">
 <button class="reject" data-action="reject">Reject</button>
 <button class="edit" data-action="edit" aria-expanded="false">Edit arguments…</button></div>
 <div class="editor" hidden><label>Edited arguments (a JSON object; the tool's schema checks them)
-<textarea class="edited-arguments" rows="4" spellcheck="false" data-keep="{keep}/edited">{esc(item['arguments'])}</textarea></label>
+<textarea class="edited-arguments" rows="4" spellcheck="false" data-keep="{esc(keep)}/edited">{esc(item['arguments'])}</textarea></label>
 <button class="approve-edited" data-action="approve-edited">Approve with these arguments</button></div>
-<div class="approval-error error" role="alert" data-keep-text="{keep}/error"></div>
+<div class="approval-error error" role="alert" data-keep-text="{esc(keep)}/error"></div>
 <div class="operator">{"".join(_action_form(action, keep, {}, item["interrupt_id"]) for action in actions)}</div></div>"""
 
 
