@@ -2,135 +2,43 @@
 
 Commands: ``engine`` (the local Dex engine, unchanged: its arguments go to
 ``dex_agents.engine.cli``), ``worker``, ``demo``, ``chat``, ``console``, ``replay`` and
-``sessions list|show|start|stop|tail|approve|reject|extend|resolve|send|compact|export``.
-
-Invariants:
-    * A failure prints one line ``dex-agents: error: <message> (hint: <hint>)`` to stderr and exits
-      non-zero; a traceback only with ``--debug``. Ctrl-C exits 130 after cleaning up.
-    * Output that is not a terminal is never wrapped (a line is as long as its text).
+``sessions list|show|start|stop|cancel|rewind|fork|tail|approve|reject|extend|resolve|send|compact|export``
+(``cli.sessions_commands``). Every command runs through ``cli.running.run_command``: one line on a
+failure, a traceback only with ``--debug``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final, TypeVar
+from typing import Annotated, Final
 
 import typer
-from rich.console import Console
 
 from dex_agents.cli.errors import CliError
 from dex_agents.cli.frameworks import DEMO_AGENTS, SUBAGENT_DEMO_AGENT, Framework
-
-if TYPE_CHECKING:
-    from dex import Credential
+from dex_agents.cli.running import (
+    DebugOption,
+    ServerOption,
+    TokenFileOption,
+    credential_of,
+    debug_flags,
+    error_console,
+    run_command,
+    server_address,
+    stdout_console,
+)
+from dex_agents.cli.sessions_commands import sessions_app
 
 __all__ = ["app", "main"]
 
-T = TypeVar("T")
-
 ENGINE_COMMAND: Final = "engine"
-_MAX_ERROR_CHARACTERS: Final = 300
 
 app = typer.Typer(name="dex-agents", help="Durable AI-agent sessions on Dex.", no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-sessions_app = typer.Typer(help="Inspect and answer sessions on a Dex server.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
-
-_debug_flags: list[bool] = []
-
-ServerOption = Annotated[str | None, typer.Option("--server", envvar="DEX_SERVER_ADDRESS",
-                                                  help="Dex server HOST:PORT (or DEX_SERVER_ADDRESS)")]
-FlowTypeOption = Annotated[str | None, typer.Option("--flow-type", help="the session's Flow type, checked "
-                                                                        "(default: the session's own)")]
-TokenFileOption = Annotated[Path | None, typer.Option("--token-file", help="the Dex server's bearer token "
-                                                                           "(the SDK's FileCredential format)")]
-DebugOption = Annotated[bool, typer.Option("--debug", help="show tracebacks; keep the temporary directory")]
-
-
-def _console() -> Console:
-    """Standard output; not wrapped at the console's width when it is not a terminal."""
-    console = Console(highlight=False)
-    console.soft_wrap = not console.is_terminal
-    return console
-
-
-def _error_console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _one_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = lines[0] if lines else type(error).__name__
-    return text if len(text) <= _MAX_ERROR_CHARACTERS else text[: _MAX_ERROR_CHARACTERS - 3] + "..."
-
-
-def _run(body: Callable[[], T], *, debug: bool = False, server: str | None = None) -> T:
-    """Run a command body; turn failures into one line on stderr and an exit status."""
-    debug = debug or bool(_debug_flags and _debug_flags[-1])
-    err = _error_console()
-    try:
-        return body()
-    except CliError as error:
-        if debug:
-            err.print_exception()
-        err.print(f"dex-agents: error: {error.one_line()}", markup=False)
-        raise typer.Exit(error.exit_code) from None
-    except KeyboardInterrupt:
-        err.print("dex-agents: interrupted", markup=False)
-        raise typer.Exit(130) from None
-    except Exception as error:  # noqa: BLE001 - every failure is one line unless --debug
-        if debug:
-            err.print_exception()
-        err.print(f"dex-agents: error: {_describe(error, server)}", markup=False)
-        raise typer.Exit(1) from None
-
-
-def _describe(error: Exception, server: str | None) -> str:
-    """One line for an unexpected failure, with a hint where the cause is recognisable."""
-    import grpc
-    from dex import DexServiceError, FlowNotActiveOrNotFoundError, FlowNotFoundError, WorkerInvocationError
-
-    from dex_agents.client import NoWorkerError, SessionStoppedError
-    from dex_agents.shell.error_chain import error_chain
-
-    if isinstance(error, NoWorkerError):
-        return f"{error} (hint: {error.hint})"
-    if isinstance(error, SessionStoppedError):
-        return f"{error.detail} (hint: start another session: dex-agents sessions start FLOW_TYPE SESSION_ID TEXT)"
-    if isinstance(error, FlowNotFoundError | FlowNotActiveOrNotFoundError):
-        session = f"session {error.flow_id}" if error.flow_id else "the session"
-        return f"{session} was not found or is not running (hint: see the sessions with: dex-agents sessions list)"
-    if isinstance(error, WorkerInvocationError) and not error.worker_error_type:
-        return (f"no Worker answered: {_one_line(error)} (hint: start one: dex-agents worker --agent "
-                f"MODULE:ATTRIBUTE --server {server or 'HOST:PORT'})")
-    if isinstance(error, WorkerInvocationError):
-        session = f"session {error.flow_id}" if error.flow_id else "the session"
-        return f"{session} refused the request: {_one_line(Exception(error.worker_error_detail or error.detail))}"
-    unavailable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-    for cause in error_chain(error):
-        code = cause.code if isinstance(cause, DexServiceError) else (
-            cause.code() if isinstance(cause, grpc.RpcError) and callable(getattr(cause, "code", None)) else None)
-        if code in unavailable:
-            where = f" at {server}" if server is not None else ""
-            return (f"the Dex server{where} does not answer: {_one_line(cause)} (hint: is a Dex server running "
-                    f"there? dex-agents engine runs the local one)")
-    return f"{type(error).__name__}: {_one_line(error)} (hint: rerun with --debug for the traceback)"
-
-
-def _server(address: str | None) -> str:
-    from dex_agents.cli.connection import check_server_address
-
-    return _run(lambda: check_server_address(address))
-
-
-def _credential(token_file: Path | None) -> Credential | None:
-    from dex_agents.cli.connection import credential_from
-
-    return _run(lambda: credential_from(token_file))
-
 
 _log_formats: list[str] = []
 
@@ -140,7 +48,7 @@ def _root(debug: DebugOption = False,
           log_format: Annotated[str, typer.Option("--log-format", help="log lines as text or json (one object "
                                                                        "a line)")] = "text") -> None:
     """Durable AI-agent sessions on Dex."""
-    _debug_flags.append(debug)
+    debug_flags.append(debug)
     _log_formats.append(log_format)
 
 
@@ -151,11 +59,11 @@ def _setup_logs(debug: bool = False) -> None:
 
     log_format = _log_formats[-1] if _log_formats else "text"
     if log_format not in LOG_FORMATS:
-        _error_console().print(f"dex-agents: error: --log-format must be text or json, not {log_format!r}",
+        error_console().print(f"dex-agents: error: --log-format must be text or json, not {log_format!r}",
                                markup=False)
         raise typer.Exit(2)
     configure_logging(log_format="json" if log_format == "json" else "text",
-                      debug=debug or bool(_debug_flags and _debug_flags[-1]))
+                      debug=debug or bool(debug_flags and debug_flags[-1]))
 
 
 @app.command(ENGINE_COMMAND, context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
@@ -190,9 +98,9 @@ def demo(
         if subagent and (framework is not Framework.PYDANTIC_AI or crash):
             raise CliError("--subagent runs on Pydantic AI, without --crash", hint="drop --framework and --crash",
                            exit_code=2)
-        return run_demo(options, _console(), debug=debug)
+        return run_demo(options, stdout_console(), debug=debug)
 
-    raise typer.Exit(_run(start, debug=debug))
+    raise typer.Exit(run_command(start, debug=debug))
 
 
 @app.command()
@@ -214,10 +122,10 @@ def chat(
     from dex_agents.cli.chat import ChatOptions, run_chat
 
     _setup_logs(debug)
-    credential = _credential(token_file)
+    credential = credential_of(token_file)
     options = ChatOptions(agent=agent, server=server, session=session, auto_approve=auto_approve, model=model,
                           framework=framework, credential=credential)
-    raise typer.Exit(_run(lambda: run_chat(options, _console(), debug=debug), debug=debug, server=server))
+    raise typer.Exit(run_command(lambda: run_chat(options, stdout_console(), debug=debug), debug=debug, server=server))
 
 
 @app.command()
@@ -234,10 +142,10 @@ def console(
     from dex_agents.cli.console_command import run_console
 
     _setup_logs()
-    address = _server(server)
-    credential = _credential(token_file)
-    raise typer.Exit(_run(lambda: run_console(address, credential, host, port, no_auth=no_auth, console=_console()),
-                          server=address))
+    address = server_address(server)
+    credential = credential_of(token_file)
+    raise typer.Exit(run_command(lambda: run_console(address, credential, host, port, no_auth=no_auth, console=stdout_console()),
+                                 server=address))
 
 
 @app.command()
@@ -256,265 +164,11 @@ def worker(
     from dex_agents.cli.worker import serve
 
     _setup_logs()
-    address = _server(server)
-    credential = _credential(token_file)
-    raise typer.Exit(_run(lambda: serve(agent, address, task_slots=task_slots, app_dir=app_dir,
+    address = server_address(server)
+    credential = credential_of(token_file)
+    raise typer.Exit(run_command(lambda: serve(agent, address, task_slots=task_slots, app_dir=app_dir,
                                         credential=credential, stop_on_stdin_eof=stop_on_stdin_eof),
                           server=address))
-
-
-@sessions_app.command("list")
-def sessions_list(server: ServerOption = None,
-                  flow_type: Annotated[str | None, typer.Option("--flow-type", help="only sessions of this Flow "
-                                                                                    "type (default: all)")] = None,
-                  limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many")] = 100,
-                  token_file: TokenFileOption = None) -> None:
-    """List sessions, newest first."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.list_sessions(address, flow_type, _console(), limit=limit, credential=credential),
-         server=address)
-
-
-@sessions_app.command("show")
-def sessions_show(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                  token_file: TokenFileOption = None,
-                  full: Annotated[bool, typer.Option("--full", help="print long messages, arguments and outputs "
-                                                                    "whole (default: cut at 1000 characters)")]
-                  = False) -> None:
-    """Print a session's state, messages, pending interrupts, tool calls and usage (needs a Worker)."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.show(address, flow_type, session, _console(), credential=credential, full=full),
-         server=address)
-
-
-@sessions_app.command("start")
-def sessions_start(flow_type: Annotated[str, typer.Argument(help="the agent's Flow type, e.g. SupportAgent")],
-                   session: Annotated[str, typer.Argument(help="the new session's ID")],
-                   text: Annotated[str, typer.Argument(help="the first user message")],
-                   server: ServerOption = None, token_file: TokenFileOption = None) -> None:
-    """Start a session with its first message (a Worker serving the Flow type runs the turn)."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.start(address, flow_type, session, text, _console(), credential=credential),
-         server=address)
-
-
-@sessions_app.command("stop")
-def sessions_stop(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                  reason: Annotated[str | None, typer.Option("--reason", help="why, recorded with Dex")] = None,
-                  token_file: TokenFileOption = None) -> None:
-    """Stop a session: Dex cancels its run; it takes no more messages (needs only the server)."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.stop(address, flow_type, session, reason, _console(), credential=credential),
-         server=address)
-
-
-@sessions_app.command("cancel")
-def sessions_cancel(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                    tool_call: Annotated[str | None, typer.Option(
-                        "--tool-call", help="cancel only this tool call (the turn goes on)")] = None,
-                    reason: Annotated[str | None, typer.Option("--reason", help="why; the model reads it")] = None,
-                    token_file: TokenFileOption = None) -> None:
-    """Cancel a session's running turn, or one tool call of it (needs a Worker)."""
-    from dex_agents.cli import cancel
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: cancel.cancel(address, flow_type, session, tool_call, reason, _console(), credential=credential),
-         server=address)
-
-
-def _confirm(question: str) -> bool:
-    """Ask a yes/no question on the terminal (standard input); no answer is no."""
-    try:
-        return typer.confirm(question, default=False)
-    except typer.Abort:
-        return False
-
-
-@sessions_app.command("rewind")
-def sessions_rewind(session: str,
-                    to_turn: Annotated[int, typer.Option("--to-turn", min=0, help="go back to right after this "
-                                                                                  "turn ended")],
-                    reason: Annotated[str | None, typer.Option("--reason", help="why, kept in the session's "
-                                                                                "audit")] = None,
-                    yes: Annotated[bool, typer.Option("--yes", help="do not ask, even when removed tool calls "
-                                                                    "may have had effects")] = False,
-                    server: ServerOption = None, flow_type: FlowTypeOption = None,
-                    token_file: TokenFileOption = None) -> None:
-    """Rewind a session to its state right after a turn ended, naming every removed tool call that may
-    have had an effect (not undone); asks first when there is one (needs a Worker)."""
-    from dex_agents.cli import time_travel
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: time_travel.rewind(address, flow_type, session, to_turn, reason, _console(), yes=yes,
-                                    confirm=_confirm,
-                                    credential=credential), server=address)
-
-
-@sessions_app.command("fork")
-def sessions_fork(session: str,
-                  new_session: Annotated[str, typer.Argument(help="the new session's ID")],
-                  at_turn: Annotated[int, typer.Option("--at-turn", min=0, help="the new session's conversation "
-                                                                                "is the original's through this "
-                                                                                "turn")],
-                  server: ServerOption = None, flow_type: FlowTypeOption = None,
-                  token_file: TokenFileOption = None) -> None:
-    """Start a new session of the same Flow type from a session's conversation through a turn; both go
-    on independently (needs only the server)."""
-    from dex_agents.cli import time_travel
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: time_travel.fork(address, flow_type, session, at_turn, new_session, _console(),
-                                  credential=credential), server=address)
-
-
-@sessions_app.command("tail")
-def sessions_tail(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                  follow: Annotated[bool, typer.Option("--follow/--no-follow",
-                                                       help="keep following new events")] = True,
-                  token_file: TokenFileOption = None) -> None:
-    """Print a session's events grouped by turn and attempt, and follow new ones."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.tail(address, flow_type, session, _console(), follow=follow, credential=credential),
-         server=address)
-
-
-@sessions_app.command("approve")
-def sessions_approve(session: str, interrupt_id: str, server: ServerOption = None,
-                     flow_type: FlowTypeOption = None,
-                     edit_arguments: Annotated[str | None, typer.Option(
-                         "--edit-arguments", help="a JSON object to run instead of the model's arguments (checked "
-                                                  "against the tool's schema before the call runs)")] = None,
-                     arguments_sha256: Annotated[str | None, typer.Option(
-                         "--arguments-sha256", help="the pending interrupt's arguments_sha256 you saw (sessions "
-                                                    "show): refused if the arguments changed")] = None,
-                     approver: Annotated[str | None, typer.Option("--approver", help="who approves (audit)")] = None,
-                     reason: Annotated[str | None, typer.Option("--reason", help="why (audit)")] = None,
-                     token_file: TokenFileOption = None) -> None:
-    """Approve a pending interrupt, as seen or with edited arguments (needs a Worker)."""
-    from dex_agents.cli import operate
-
-    address = _server(server)
-    credential = _credential(token_file)
-    approval = operate.Approval(approved=True, edited_arguments=edit_arguments, arguments_sha256=arguments_sha256,
-                                approver=approver, reason=reason)
-    _run(lambda: operate.approve(address, flow_type, session, interrupt_id, approval, _console(),
-                                 credential=credential), server=address)
-
-
-@sessions_app.command("reject")
-def sessions_reject(session: str, interrupt_id: str, server: ServerOption = None,
-                    flow_type: FlowTypeOption = None,
-                    message: Annotated[str | None, typer.Option("--message", help="what the model is told")] = None,
-                    approver: Annotated[str | None, typer.Option("--approver", help="who rejects (audit)")] = None,
-                    token_file: TokenFileOption = None) -> None:
-    """Reject a pending interrupt (needs a Worker)."""
-    from dex_agents.cli import operate
-
-    address = _server(server)
-    credential = _credential(token_file)
-    approval = operate.Approval(approved=False, message=message, approver=approver)
-    _run(lambda: operate.approve(address, flow_type, session, interrupt_id, approval, _console(),
-                                 credential=credential), server=address)
-
-
-@sessions_app.command("extend")
-def sessions_extend(session: str, interrupt_id: str, server: ServerOption = None,
-                    flow_type: FlowTypeOption = None,
-                    deadline_ms: Annotated[int | None, typer.Option(
-                        "--deadline-ms", min=1, help="the new deadline, in milliseconds from now")] = None,
-                    minutes: Annotated[float | None, typer.Option(
-                        "--minutes", min=0.001, help="the new deadline, in minutes from now")] = None,
-                    token_file: TokenFileOption = None) -> None:
-    """Give an approver more time: move a pending interrupt's deadline later (needs a Worker)."""
-    from dex_agents.cli import operate
-
-    address = _server(server)
-    credential = _credential(token_file)
-    milliseconds = _run(lambda: operate.deadline_of(deadline_ms, minutes))
-    _run(lambda: operate.extend(address, flow_type, session, interrupt_id, milliseconds, _console(),
-                                credential=credential), server=address)
-
-
-@sessions_app.command("resolve")
-def sessions_resolve(session: str, tool_call_id: str,
-                     status: Annotated[str, typer.Option("--status", help="succeeded or failed")],
-                     resolver: Annotated[str, typer.Option("--resolver", help="who settles it (audit)")],
-                     output: Annotated[str | None, typer.Option("--output", help="with succeeded: what the tool "
-                                                                                 "returned")] = None,
-                     message: Annotated[str | None, typer.Option("--message", help="with failed: why it "
-                                                                                   "failed")] = None,
-                     reason: Annotated[str | None, typer.Option("--reason", help="why (audit)")] = None,
-                     server: ServerOption = None, flow_type: FlowTypeOption = None,
-                     token_file: TokenFileOption = None) -> None:
-    """Settle a tool call whose outcome is unknown as succeeded or failed; the model is told (needs a Worker)."""
-    from dex_agents.cli import operate
-
-    address = _server(server)
-    credential = _credential(token_file)
-    text = _run(lambda: operate.settled_text(status, output, message))
-    _run(lambda: operate.resolve(address, flow_type, session, tool_call_id, status, text, resolver, reason,
-                                 _console(), credential=credential), server=address)
-
-
-@sessions_app.command("send")
-def sessions_send(session: str,
-                  text: Annotated[str, typer.Argument(help="the message; - reads it from standard input")],
-                  server: ServerOption = None, flow_type: FlowTypeOption = None,
-                  message_id: Annotated[str | None, typer.Option(
-                      "--message-id", help="the message's identity: sending it again queues nothing more "
-                                           "(default: a new one)")] = None,
-                  token_file: TokenFileOption = None) -> None:
-    """Send a user message to a session, once (needs a Worker)."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.send(address, flow_type, session, text, _console(), credential=credential,
-                               message_id=message_id), server=address)
-
-
-@sessions_app.command("compact")
-def sessions_compact(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                     token_file: TokenFileOption = None) -> None:
-    """Compact a session's history before its next model call: the oldest turns become one summary the
-    model reads; the transcript stays whole (needs a Worker)."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.compact(address, flow_type, session, _console(), credential=credential), server=address)
-
-
-@sessions_app.command("export")
-def sessions_export(session: str, server: ServerOption = None, flow_type: FlowTypeOption = None,
-                    out: Annotated[Path | None, typer.Option("--out", help="write the export here (default: "
-                                                                          "standard output)")] = None,
-                    token_file: TokenFileOption = None) -> None:
-    """Export a session to one JSON document: values, events, Step history and the reducers' inputs."""
-    from dex_agents.cli import sessions
-
-    address = _server(server)
-    credential = _credential(token_file)
-    _run(lambda: sessions.export(address, flow_type, session, out, _console(), credential=credential),
-         server=address)
 
 
 @app.command()
@@ -522,7 +176,7 @@ def replay(file: Annotated[Path, typer.Argument(help="a session export (dex-agen
     """Replay an exported session through the installed reducers, offline; exit 1 at a difference."""
     from dex_agents.cli.replay import replay_file
 
-    raise typer.Exit(_run(lambda: replay_file(file, _console())))
+    raise typer.Exit(run_command(lambda: replay_file(file, stdout_console())))
 
 
 _OWN_DEBUG_COMMANDS: Final = frozenset({ENGINE_COMMAND, "demo", "chat"})
