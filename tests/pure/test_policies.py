@@ -217,3 +217,16 @@ def test_docstring_examples() -> None:
     results = doctest.testmod(policies)
     assert results.attempted > 0
     assert results.failed == 0
+
+
+@given(st.lists(st.sampled_from(list(ToolEffect))))
+def test_the_strongest_effect_is_the_latest_in_the_order(effects: list[ToolEffect]) -> None:
+    strongest = policies.strongest_effect(effects)
+    assert strongest is (ToolEffect.UNCLASSIFIED if not effects else max(effects, key=policies.EFFECT_ORDER.index))
+    assert all(policies.EFFECT_ORDER.index(effect) <= policies.EFFECT_ORDER.index(strongest) for effect in effects)
+
+
+def test_a_flow_declares_its_strongest_policy_else_its_default_effect() -> None:
+    table = {"lookup": ToolPolicy(effect=ToolEffect.READ), "refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE)}
+    assert policies.strongest_declared_effect(table, ToolEffect.READ) is ToolEffect.NON_IDEMPOTENT_WRITE
+    assert policies.strongest_declared_effect({}, ToolEffect.IDEMPOTENT_WRITE) is ToolEffect.IDEMPOTENT_WRITE

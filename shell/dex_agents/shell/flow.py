@@ -168,7 +168,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             events=self.agent_events,
             step_classes=step_classes,
             fact_observer=fact_observer,
-            sub_agents={tool.child_flow_type: tool.child for tool in sub_agents},
+            sub_agents={tool.child_flow_type: _session_flow(tool.child) for tool in sub_agents},
         )
         self.sub_agent_tools: Final = tuple(sub_agents)
         """The sub-agent tools this Flow's calls delegate through (``create_agent_session_flow``'s ``sub_agents``)."""
@@ -395,6 +395,13 @@ def session_flow_definition(
     validate_stream_capacity(event_stream_capacity_bytes)
     return AgentSessionFlow(_NoRunner(flow_type), flow_type, SessionConfig(), SessionTiming(),
                             event_stream_capacity_bytes)
+
+
+def _session_flow(child: object) -> AgentSessionFlow:
+    """A sub-agent tool's child, checked to be a session Flow (``subagent_tool`` checked its shape)."""
+    if not isinstance(child, AgentSessionFlow):
+        raise TypeError(f"a sub-agent's child must be an AgentSessionFlow, got {type(child).__name__}")
+    return child
 
 
 __all__ = ["DEFAULT_EVENT_STREAM_CAPACITY_BYTES", "AgentSessionFlow", "create_agent_session_flow",

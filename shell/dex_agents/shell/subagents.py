@@ -16,42 +16,38 @@ for a ``read``, else ``outcome_unknown``). The call itself waits for no approval
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, final
+from typing import Protocol, final, runtime_checkable
 
-from dex_agents.pure.machine.reducers import TASK_ARGUMENT
+from dex_agents.pure.machine.policies import strongest_declared_effect
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.session import ToolEffect
+from dex_agents.shell.runtime import SessionRuntime
 
-if TYPE_CHECKING:
-    from dex_agents.shell.flow import AgentSessionFlow
 
-EFFECT_ORDER: Final = (ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE, ToolEffect.NON_IDEMPOTENT_WRITE,
-                       ToolEffect.UNCLASSIFIED)
-"""Effects from weakest to strongest."""
+@runtime_checkable
+class ChildAgentFlow(Protocol):
+    """What a sub-agent's child is: an agent's session Flow (``AgentSessionFlow``; this module does not
+    import it, since ``shell.flow`` takes its sub-agent tools from here)."""
 
-DEX_EFFECT_ATTRIBUTE: Final = "dex_effect"
-"""The attribute (and framework metadata key) that carries a tool's effect."""
+    runtime: SessionRuntime
 
-TASK_PARAMETERS: Final = MappingProxyType({
-    "type": "object",
-    "properties": {TASK_ARGUMENT: {"type": "string", "description": "The task for the sub-agent, in full."}},
-    "required": [TASK_ARGUMENT],
-    "additionalProperties": False,
-})
-"""The JSON schema of a sub-agent tool's arguments: one string, ``task``."""
+    @property
+    def serves_sessions(self) -> bool: ...
+
+    def get_flow_type(self) -> str: ...
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubAgentTool:
-    """A tool whose calls run as child sessions of ``child`` (build it with ``subagent_tool``)."""
+    """A tool whose calls run as child sessions of ``child`` (build it with ``subagent_tool``; each
+    adapter's ``native_subagent_tool`` gives its framework form, built on ``kit.native_function``)."""
 
     name: str
     description: str
-    child: AgentSessionFlow
+    child: ChildAgentFlow
     effect: ToolEffect
     requires_approval: bool
 
@@ -60,33 +56,13 @@ class SubAgentTool:
         """The child agent's Flow type."""
         return self.child.get_flow_type()
 
-    def as_function(self) -> Callable[[str], Awaitable[str]]:
-        """The tool as a plain async Python function ``<name>(task: str) -> str`` with the description as
-        its docstring and its effect as its ``dex_effect`` attribute: what each adapter's
-        ``native_subagent_tool`` wraps the framework's way. Its body never runs: the session routes
-        the tool's calls to the child session; called anyway, it raises ``RuntimeError``."""
-        name, child = self.name, self.child_flow_type
-
-        async def delegate(task: str) -> str:
-            raise RuntimeError(f"tool {name!r} runs as a child session of {child!r} (AwaitSubAgent), not here")
-
-        delegate.__name__ = delegate.__qualname__ = name
-        delegate.__doc__ = f"{self.description}\n\nArgs:\n    {TASK_ARGUMENT}: The task for the sub-agent, in full.\n"
-        setattr(delegate, DEX_EFFECT_ATTRIBUTE, self.effect.value)
-        return delegate
-
     @property
     def policy(self) -> ToolPolicy:
         """The tool's policy in the parent Flow."""
         return ToolPolicy(effect=self.effect, requires_approval=self.requires_approval, sub_agent=self.child_flow_type)
 
 
-def strongest_effect(effects: Sequence[ToolEffect]) -> ToolEffect:
-    """The strongest of ``effects`` (``EFFECT_ORDER``); ``unclassified`` for none."""
-    return max(effects, key=EFFECT_ORDER.index, default=ToolEffect.UNCLASSIFIED)
-
-
-def subagent_tool(child: AgentSessionFlow, *, name: str, description: str, effect: ToolEffect | str | None = None,
+def subagent_tool(child: ChildAgentFlow, *, name: str, description: str, effect: ToolEffect | str | None = None,
                   requires_approval: bool = False) -> SubAgentTool:
     """A tool named ``name`` whose calls run as child sessions of ``child``'s agent.
 
@@ -97,9 +73,7 @@ def subagent_tool(child: AgentSessionFlow, *, name: str, description: str, effec
         ValueError: a blank name or description, an unknown effect, or a child that serves no sessions.
         TypeError: ``child`` is not an ``AgentSessionFlow``.
     """
-    from dex_agents.shell.flow import AgentSessionFlow
-
-    if not isinstance(child, AgentSessionFlow):
+    if not isinstance(child, ChildAgentFlow):
         raise TypeError(f"subagent_tool's child must be an AgentSessionFlow, got {type(child).__name__}")
     if not child.serves_sessions:
         raise ValueError(f"subagent_tool's child {child.get_flow_type()!r} is a Client's definition; give the "
@@ -110,9 +84,9 @@ def subagent_tool(child: AgentSessionFlow, *, name: str, description: str, effec
     if not isinstance(requires_approval, bool):
         raise TypeError(f"requires_approval must be a bool, got {requires_approval!r}")
     config = child.runtime.config
-    declared = [policy.effect for policy in config.tool_policies.values()] or [config.default_tool_effect]
     try:
-        chosen = strongest_effect(declared) if effect is None else ToolEffect(effect)
+        chosen = (strongest_declared_effect(config.tool_policies, config.default_tool_effect) if effect is None
+                  else ToolEffect(effect))
     except ValueError:
         raise ValueError(f"subagent_tool {name!r} has unknown effect {effect!r}") from None
     return SubAgentTool(name=name, description=description, child=child, effect=chosen,
@@ -136,5 +110,4 @@ def sub_agent_policies(tools: Sequence[SubAgentTool], policies: Mapping[str, Too
     return merged
 
 
-__all__ = ["DEX_EFFECT_ATTRIBUTE", "EFFECT_ORDER", "TASK_PARAMETERS", "SubAgentTool", "strongest_effect", "sub_agent_policies",
-           "subagent_tool"]
+__all__ = ["ChildAgentFlow", "SubAgentTool", "sub_agent_policies", "subagent_tool"]

@@ -35,13 +35,29 @@ Only pass annotations of trusted servers: they are hints, and this function beli
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import assert_never
+from collections.abc import Iterable, Mapping
+from typing import Final, assert_never
 
 from dex_agents.pure.flow.table import STEP_TABLE
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.runner import McpToolAnnotations, ResolvedToolPolicy, ToolPolicy
 from dex_agents.pure.values.session import AgentToolCall, ToolCallStatus, ToolEffect
+
+
+EFFECT_ORDER: Final = (ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE, ToolEffect.NON_IDEMPOTENT_WRITE,
+                       ToolEffect.UNCLASSIFIED)
+"""Effects from weakest to strongest (``unclassified`` is treated as the strongest: anything may happen)."""
+
+
+def strongest_effect(effects: Iterable[ToolEffect]) -> ToolEffect:
+    """The strongest of ``effects`` (``EFFECT_ORDER``); ``unclassified`` for none."""
+    return max(effects, key=EFFECT_ORDER.index, default=ToolEffect.UNCLASSIFIED)
+
+
+def strongest_declared_effect(tool_policies: Mapping[str, ToolPolicy], default_tool_effect: ToolEffect) -> ToolEffect:
+    """The strongest effect a Flow declares: among its tool policies, else its default tool effect
+    (a sub-agent tool's effect when none is given)."""
+    return strongest_effect([policy.effect for policy in tool_policies.values()] or [default_tool_effect])
 
 
 def approval_required_by_default(effect: ToolEffect) -> bool:
@@ -153,10 +169,13 @@ def tool_effect_from_mcp_annotations(annotations: McpToolAnnotations | None) -> 
 
 
 __all__ = [
+    "EFFECT_ORDER",
     "approval_required_by_default",
     "call_step_type",
     "crash_status",
     "resolve_tool_policy",
+    "strongest_declared_effect",
+    "strongest_effect",
     "tool_effect_from_mcp_annotations",
     "tool_step_attempts",
     "tool_step_type",

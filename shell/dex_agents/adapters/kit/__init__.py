@@ -23,8 +23,6 @@
   ``create_agent_session_flow`` (``**options: Unpack[SessionFlowOptions]``).
 """
 
-from collections.abc import Awaitable, Callable
-
 from dex_agents.adapters.kit.arguments import ArgumentsValidator, checked_arguments, json_schema_validator
 from dex_agents.adapters.kit.messages import assistant_message, tool_message, user_message
 from dex_agents.adapters.kit.model_errors import (
@@ -39,12 +37,8 @@ from dex_agents.adapters.kit.tool_errors import invalid_arguments_error, unknown
 from dex_agents.adapters.kit.tool_effects import DEX_EFFECT_METADATA_KEY, tool_effect_from_metadata
 from dex_agents.adapters.kit.tool_results import ToolOutcome, ToolResult, latest_round_results
 from dex_agents.adapters.kit.usage import model_call_usage
+from dex_agents.adapters.kit.subagents import native_function
 from dex_agents.shell.subagents import SubAgentTool, subagent_tool
-
-
-def native_function(tool: SubAgentTool) -> Callable[[str], Awaitable[str]]:
-    """``tool.as_function()``: the sub-agent tool as a plain async function (see ``SubAgentTool``)."""
-    return tool.as_function()
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel
 
-from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, SubAgentTool
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, SubAgentTool, native_function
 from dex_agents.adapters.kit.turn import OUTPUT_NOT_PROCESSED, TurnRunner, create_session_flow
 from dex_agents.adapters.langchain.binding import IDEMPOTENCY_KEY_CONFIG, LangChainBinding, is_context_window_exceeded
 from dex_agents.adapters.langchain.binding import is_non_retryable
@@ -37,7 +37,7 @@ def LangChainRunner(model: BaseChatModel, tools: Sequence[BaseTool], *, system_p
 
 def native_subagent_tool(subagent: SubAgentTool) -> StructuredTool:
     """``subagent`` (``kit.subagent_tool``) as a LangChain ``StructuredTool`` for the parent's tools."""
-    return StructuredTool.from_function(coroutine=subagent.as_function(), name=subagent.name,
+    return StructuredTool.from_function(coroutine=native_function(subagent), name=subagent.name,
                                         description=subagent.description,
                                         metadata={DEX_EFFECT_METADATA_KEY: subagent.effect.value})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agents.tool import FunctionTool, function_tool
 
-from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SubAgentTool, tool_effect_from_metadata
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SubAgentTool, native_function, tool_effect_from_metadata
 from dex_agents.pure.values.session import ToolEffect
 
 
@@ -24,7 +24,7 @@ def with_tool_effect(tool: FunctionTool, effect: ToolEffect | str) -> FunctionTo
 
 def native_subagent_tool(subagent: SubAgentTool) -> FunctionTool:
     """``subagent`` (``kit.subagent_tool``) as a ``FunctionTool`` with its effect, for the parent ``Agent``."""
-    made = function_tool(subagent.as_function(), name_override=subagent.name, description_override=subagent.description)
+    made = function_tool(native_function(subagent), name_override=subagent.name, description_override=subagent.description)
     return with_tool_effect(made, subagent.effect)
 
 

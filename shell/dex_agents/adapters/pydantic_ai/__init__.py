@@ -10,7 +10,8 @@ from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import FunctionToolset
 
-from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, SubAgentTool, tool_effect_from_metadata
+from dex_agents.adapters.kit import DEX_EFFECT_METADATA_KEY, SessionFlowOptions, SubAgentTool, native_function
+from dex_agents.adapters.kit import tool_effect_from_metadata
 from dex_agents.adapters.kit.turn import TurnRunner, create_session_flow
 from dex_agents.adapters.pydantic_ai.binding import PydanticAIBinding, is_non_retryable
 from dex_agents.shell.flow import AgentSessionFlow
@@ -23,7 +24,7 @@ def PydanticAIRunner(agent: Agent[Any, Any], *, deps: object = None) -> TurnRunn
 
 def native_subagent_tool(subagent: SubAgentTool) -> Tool[Any]:
     """``subagent`` (``kit.subagent_tool``) as a Pydantic AI ``Tool`` for the parent ``Agent``'s tools."""
-    return Tool(subagent.as_function(), name=subagent.name, description=subagent.description,
+    return Tool(native_function(subagent), name=subagent.name, description=subagent.description,
                 metadata={DEX_EFFECT_METADATA_KEY: subagent.effect.value})
 
 
