@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import re
 import shlex
 import shutil
-import signal
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dex_agents.testing import find_free_loopback_ports
+from tests.cli.support import BackgroundCli
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 README = CHECKOUT / "README.md"
@@ -56,58 +53,9 @@ def _commands(block: str, port: int) -> list[list[str]]:
     return commands
 
 
-class _Background:
-    """A long-running command of the README (engine, Worker): its output lines, read as they come."""
-
-    def __init__(self, command: list[str], cwd: Path, environment: dict[str, str]) -> None:
-        self.command = command
-        self.process = subprocess.Popen(command, cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        start_new_session=True)
-        self.lines: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def wait_for_line(self, prefix: str, timeout: float = 120.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = next((line for line in self.lines if line.startswith(prefix)), None)
-            if found is not None:
-                return found
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"{self.command}: no line starting with {prefix!r}: {self.lines}"
-            with contextlib.suppress(queue.Empty):
-                line = self._queue.get(timeout=remaining)
-                assert line is not None, f"{self.command} exited ({self.process.wait()}): {self.lines}"
-                self.lines.append(line)
-
-    def stop(self, timeout: float = 60.0) -> int:
-        """SIGTERM, then its exit status once every output line is read."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        status = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=timeout)
-        while (line := self._queue.get_nowait() if not self._queue.empty() else None) is not None:
-            self.lines.append(line)
-        return status
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-
 @contextlib.contextmanager
-def _running() -> Iterator[list[_Background]]:
-    started: list[_Background] = []
+def _running() -> Iterator[list[BackgroundCli]]:
+    started: list[BackgroundCli] = []
     try:
         yield started
     finally:
@@ -147,8 +95,10 @@ def test_an_application_outside_the_checkout_runs_its_own_agent_following_the_re
                                                         [".venv/bin/dex-agents", "worker"]]
         with _running() as started:
             for command in servers:
-                started.append(_Background(command, application, environment))
-                started[-1].wait_for_line(READY_PREFIXES[command[1]])
+                started.append(BackgroundCli(subprocess.Popen(
+                    command, cwd=application, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, text=True, start_new_session=True)))
+                started[-1].wait_for_line(READY_PREFIXES[command[1]], timeout=120.0)
             engine, worker = started
             assert worker.lines[-1] == f"dex-agents worker ready: serving OrderAgent on 127.0.0.1:{port} (8 task slots)"
             assert [line.split(" (at ")[0] for line in worker.lines[:-1]] == [
