@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import importlib.util
 import logging
@@ -30,9 +31,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Final
 
 from dex_agents.engine.durability import Durability
@@ -40,6 +40,7 @@ from dex_agents.engine.launch import READY_PREFIX
 
 if TYPE_CHECKING:
     from dex_agents.engine.auth import BearerTokenInterceptor
+    from dex_agents.engine.server import EngineServer
 
 __all__ = ["DEFAULT_DB", "DEFAULT_HOST", "DEFAULT_PORT", "READY_PREFIX", "main", "ready_line"]
 
@@ -48,6 +49,7 @@ DEFAULT_PORT: Final = 8801
 DEFAULT_DB: Final = "dex-agents-engine.sqlite3"
 STOP_GRACE_SECONDS: Final = 5.0
 _LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 _log = logging.getLogger("dex_agents.engine.cli")
 
@@ -192,7 +194,7 @@ def _defer_dex_package_init() -> None:
     sys.modules["dex"] = package
 
 
-def _stop_at_stdin_eof(stop_requested: threading.Event) -> None:
+def _stop_at_stdin_eof(request_stop: Callable[[], None]) -> None:
     """Request a stop once stdin closes (the launching process has exited, however it died)."""
     try:
         while os.read(0, 4096):  # raw reads: no buffered-reader lock held at interpreter exit
@@ -200,7 +202,7 @@ def _stop_at_stdin_eof(stop_requested: threading.Event) -> None:
     except OSError:
         pass
     _log.warning("stdin closed: the launching process is gone; stopping")
-    stop_requested.set()
+    request_stop()
 
 
 def _run_engine(args: argparse.Namespace) -> int:
@@ -229,40 +231,48 @@ def _run_engine(args: argparse.Namespace) -> int:
 
     _defer_dex_package_init()
     from dex_agents.engine.server import EngineServer  # the engine core, imported once args are valid
+
+    durability: Durability = args.durability
+    server = EngineServer(db, host=host, port=args.port, interceptors=interceptors, durability=durability)
+    return asyncio.run(_serve_until_stop(server, db, host, args.port, args.stop_on_stdin_eof))
+
+
+async def _serve_until_stop(server: EngineServer, db: Path, host: str, port: int, stop_on_stdin_eof: bool) -> int:
+    """Serve until SIGINT, SIGTERM or (when asked) the end of stdin, then stop gracefully.
+
+    The stop signals go through the event loop's wakeup descriptor: the kernel may hand a process's
+    signal to any of its threads (gRPC's included), and a main thread asleep on a lock would not wake
+    for a signal another thread took. Signals that come while the engine starts or stops wait in
+    the loop and change nothing.
+    """
     from dex_agents.engine.errors import DatabaseError
 
-    stop_requested = threading.Event()
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    for number in _STOP_SIGNALS:
+        loop.add_signal_handler(number, stop_requested.set)
+    if stop_on_stdin_eof:
+        def request_stop_from_thread() -> None:
+            try:
+                loop.call_soon_threadsafe(stop_requested.set)
+            except RuntimeError:  # the loop has closed: the engine stopped already
+                pass
 
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop_requested.set()
-
-    previous = {
-        sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    if args.stop_on_stdin_eof:
-        threading.Thread(
-            target=_stop_at_stdin_eof, args=(stop_requested,), name="stdin-eof", daemon=True
-        ).start()
+        threading.Thread(target=_stop_at_stdin_eof, args=(request_stop_from_thread,), name="stdin-eof",
+                         daemon=True).start()
     try:
-        durability: Durability = args.durability
-        server = EngineServer(db, host=host, port=args.port, interceptors=interceptors, durability=durability)
-        try:
-            server.start()
-        except DatabaseError as error:
-            print(f"dex-agents engine: error: --db {db}: {error}", file=sys.stderr)
-            return 2
-        except Exception as error:  # noqa: BLE001 - any start failure is reported, not a traceback
-            print(f"dex-agents engine: error: cannot start on {host}:{args.port}: {error}", file=sys.stderr)
-            return 1
-        print(ready_line(host, server.port, durability), flush=True)
-        while not stop_requested.wait(timeout=3600):
-            pass
-        _log.info("stopping")
-        server.stop(grace=STOP_GRACE_SECONDS)
-        return 0
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        server.start()
+    except DatabaseError as error:
+        print(f"dex-agents engine: error: --db {db}: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 - any start failure is reported, not a traceback
+        print(f"dex-agents engine: error: cannot start on {host}:{port}: {error}", file=sys.stderr)
+        return 1
+    print(ready_line(host, server.port, server.durability), flush=True)
+    await stop_requested.wait()
+    _log.info("stopping")
+    server.stop(grace=STOP_GRACE_SECONDS)
+    return 0
 
 
 BACKUP_COMMAND: Final = "backup"
