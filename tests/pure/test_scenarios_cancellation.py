@@ -13,6 +13,7 @@ from pyrsistent import pmap, pvector
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import AnswerRpc, BuildUserMessage, PublishToChannelInstance, SetMapInstance
 from dex_agents.pure.machine.reducers.cancel import NO_CANCELLATION, TURN_STEPS
+from dex_agents.pure.machine.reducers.common import set_agent_state
 from dex_agents.pure.machine.step_inputs import (
     CancelToolCallCalled,
     CancelTurnCalled,
@@ -21,6 +22,7 @@ from dex_agents.pure.machine.step_inputs import (
     TurnCancelStarted,
     UserMessageBuilt,
 )
+from dex_agents.pure.machine.transition import StepTransition
 from dex_agents.pure.machine.texts import TURN_CANCEL_NOTE_HEADER, describe_tool_call_outcome
 from dex_agents.pure.machine.effects import DeleteAttribute, GoToSteps, SetAttribute
 from dex_agents.pure.values.persistence import (
@@ -328,14 +330,74 @@ def test_a_request_the_call_or_the_turn_outran_is_only_deleted() -> None:
     assert waiting.state.agent_state.canceled_turn_count == 0
 
 
-def test_a_newer_turn_the_cancellation_stopped_ends_canceled_too() -> None:
+def _request_outran_by_turn_2(session: Session) -> None:
+    """turn-1 ended and turn-2 began as the request to cancel turn-1 committed: Dex cancelled the Steps
+    running then, turn-2's."""
+    session.state = replace(session.state, turn_cancellation=_cancellation(session))
+
+
+def _turn_2_carried_on(session: Session, t: StepTransition) -> None:
+    agent_state = session.state.agent_state
+    assert agent_state is not None and agent_state.current_turn_id == "turn-2"
+    assert agent_state.canceled_turn_count == 0 and session.state.turn_cancellation is None
+    assert event_types(t) == [] and completions_of(t) == []
+    assert DeleteAttribute.of(TURN_CANCELLATION) in t.effects
+
+
+def test_a_newer_turn_the_cancellation_stopped_at_its_model_call_carries_on() -> None:
     session = started_session()
     session.model(completed("done"))
-    session.user_message_arrives("next")  # turn-2 began as the request for turn-1 came
-    session.state = replace(session.state, turn_cancellation=_cancellation(session))
+    session.user_message_arrives("next")
+    _request_outran_by_turn_2(session)
+    t = session.feed_step(TurnCancelStarted(invocation=session.inv()))
+    _turn_2_carried_on(session, t)
+    assert moves(t) == [(StepType.RUN_MODEL, None)], "its cancelled model call starts again"
+
+
+def test_a_newer_turn_the_cancellation_stopped_in_its_tool_calls_carries_on() -> None:
+    session = started_session()
+    session.model(completed("done"))
+    session.user_message_arrives("next")
+    session.model(requested(tool_call("r", ToolEffect.READ), tool_call("i", ToolEffect.IDEMPOTENT_WRITE),
+                            tool_call("a", ToolEffect.NON_IDEMPOTENT_WRITE), tool_call("done")))
+    session.run_tool("done")
+    asked = ToolCallCancellation(reason="slow", canceled_at=format_instant(session.now_ms), scope="tool_call")
+    session.state = replace(session.state, tool_call_cancellations=pmap({"i": asked}))
+    _request_outran_by_turn_2(session)
+    t = session.feed_step(TurnCancelStarted(invocation=session.inv()))
+    _turn_2_carried_on(session, t)
+    assert moves(t) == [(StepType.CALL_TOOL, "r"), (StepType.RECORD_TOOL_CANCELLATION, "i"),
+                        (StepType.AWAIT_TOOL_APPROVAL, "a"), (StepType.RESUME_TURN, 3)]
+    assert session.state.tool_call_cancellations == pmap({"i": asked}), "the call's own request still stands"
+    assert all(record.status is not ToolCallStatus.CANCELED for record in session.record.values())
+
+
+def test_a_newer_turn_whose_tool_calls_all_finished_goes_back_to_its_model() -> None:
+    session = started_session()
+    session.model(completed("done"))
+    session.user_message_arrives("next")
+    session.model(requested(tool_call("r", ToolEffect.READ)))
+    session.state = replace(session.state, tool_calls=session.state.tool_calls.set(
+        "r", replace(session.record["r"], status=ToolCallStatus.SUCCEEDED, output="ok")))
+    _request_outran_by_turn_2(session)
+    t = session.feed_step(TurnCancelStarted(invocation=session.inv()))
+    _turn_2_carried_on(session, t)
+    assert moves(t) == [(StepType.RUN_MODEL, None)]
+    agent_state = session.state.agent_state
+    assert agent_state is not None and agent_state.status is AgentStatus.RUNNING_MODEL
+    assert set_agent_state(agent_state) in t.effects
+
+
+def test_a_newer_turn_with_a_write_that_cannot_run_again_ends_canceled() -> None:
+    session = started_session()
+    session.model(completed("done"))
+    session.user_message_arrives("next")
+    session.model(requested(tool_call("w", ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)))
+    _request_outran_by_turn_2(session)
     session.run_step(TurnCancelStarted(invocation=session.inv()))
     agent_state = session.state.agent_state
     assert agent_state is not None and agent_state.canceled_turn_count == 1 and agent_state.current_turn_id is None
+    assert session.state.unknown_tool_outcomes["w"].status is ToolCallStatus.OUTCOME_UNKNOWN, "it may have started"
 
 
 def test_a_cancel_note_the_runner_built_badly_fails_the_attempt() -> None:

@@ -7,20 +7,27 @@ and the turn goes on; a cancellation that comes after the turn ended answers ``F
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dex_agents.client import SessionRefusedError
+from dex_agents.pure.machine.step_inputs import CancelTurnCalled
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.session import AgentStatus, ToolCallStatus, ToolEffect
 from dex_agents.serving.gate import FileGate
+from dex_agents.shell import flow as shell_flow
+from dex_agents.shell.driver import drive_rpc
 from dex_agents.shell.runner import DeferredToolExecution
 from dex_agents.shell.timing import SessionTiming
 from dex_agents.testing import ScriptedModelCall
 from dex_agents.testing.coordination import InvocationLog
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.scripted_runner import ScriptedTool
+from tests.engine.harness import WAIT_SECONDS
 from tests.shell.scenario_flows import call, completed_steps, new_session_id, of_type, scripted_runner, session_flow
 
 QUICK_HEARTBEATS = SessionTiming(heartbeat_interval_seconds=0.2)
@@ -185,3 +192,46 @@ def test_a_cancellation_racing_the_tools_commit_has_one_outcome_either_way(
             assert asked and statuses in (["canceled"], ["succeeded", "canceled"]), statuses
         else:
             assert result.tool_output == "found it" and statuses == ["succeeded"], (result.tool_output, statuses)
+
+
+def test_a_turn_that_began_as_the_cancellation_of_the_previous_one_committed_carries_on(
+        agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cancel_turn("turn-1")`` reads turn-1 running, and commits after turn-1 ended and turn-2's model
+    call began (its handler is held between the engine's read and its commit): Dex cancels the running
+    Steps, turn-2's, and ``CancelTurn`` starts turn-2's model call again instead of cancelling a turn
+    nobody asked to cancel."""
+    script = {STUCK: (ScriptedModelCall(text="one", gate_before_output="model-1"),),
+              SLOW: (ScriptedModelCall(text="two", gate_before_output="model-2"),)}
+    flow = session_flow(scripted_runner(tmp_path, script), prefix="CancelOutran", timing=QUICK_HEARTBEATS)
+    entered, release = threading.Event(), threading.Event()
+
+    def held_cancel(*arguments: Any) -> Any:
+        if isinstance(arguments[2], CancelTurnCalled):
+            entered.set()
+            assert release.wait(WAIT_SECONDS), "the test never released the cancellation"
+        return drive_rpc(*arguments)
+
+    monkeypatch.setattr(shell_flow, "drive_rpc", held_cancel)
+    environment = agent_environment([flow])
+    sessions = agent_sessions(environment, flow)
+    client = sessions.sessions
+    session_id = new_session_id()
+    sessions.start_session(session_id, STUCK)
+    FileGate(tmp_path, "model-1").wait_until_reached()
+    assert client.send(session_id, SLOW) is True
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(client.cancel_turn, session_id, "turn-1", "too slow")
+        assert entered.wait(WAIT_SECONDS), "the cancellation's handler was never called"
+        FileGate(tmp_path, "model-1").release()  # turn-1 ends; turn-2's model call begins
+        turn_2_model = FileGate(tmp_path, "model-2")
+        turn_2_model.wait_until_reached()
+        release.set()
+        assert asked.result(WAIT_SECONDS) is True, "turn-1 was running when it asked"
+    turn_2_model.release()
+    state = sessions.wait_for_completed_turns(session_id, 2)
+    assert (state.completed_turn_count, state.canceled_turn_count) == (2, 0)
+    assert [m.text for m in client.snapshot(session_id).messages if m.role.value == "assistant"] == ["one", "two"]
+    assert not of_type(sessions.events(session_id), "dex_agents.turn_canceled")
+    steps = completed_steps(environment.server_address, session_id)
+    assert sorted(steps) == sorted(["StartAgentSession", "RunModel", "AwaitUserMessage", "CancelTurn", "RunModel"])

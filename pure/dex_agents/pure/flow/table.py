@@ -194,7 +194,9 @@ STEP_TABLE: Final[Mapping[StepType, StepRow]] = _rows(
         input=StepInputKind.NONE,
         execute_retry=_RECORDING_RETRY,
         execute=MethodAccess(maps=(MapName.AGENT_TOOL_CALLS, MapName.TOOL_CALL_CANCELLATIONS)),
-        next_steps=frozenset({StepType.AWAIT_USER_MESSAGE}),
+        next_steps=frozenset({StepType.AWAIT_USER_MESSAGE, StepType.RUN_MODEL, StepType.AWAIT_TOOL_APPROVAL,
+                              StepType.CALL_TOOL, StepType.RECONCILE_TOOL_OUTCOME, StepType.RECORD_TOOL_CANCELLATION,
+                              StepType.RESUME_TURN}),
     ),
     StepRow(
         step_type=StepType.RECORD_TOOL_CANCELLATION,

@@ -32,7 +32,11 @@ Record                             Becomes
   deletes the request and moves to ``AwaitUserMessage``: queued messages are kept (a sub-agent's child
   session instead completes its Flow, its result ``canceled``). No turn running any more (it ended as
   the request came): it only deletes the request. A newer turn running (one that began as the request
-  came, whose Steps the cancellation stopped): that turn ends canceled. A sub-agent's call
+  came, whose Steps the cancellation stopped) carries on: its model call, or each open call's Step
+  (``AwaitToolApproval``, ``CallTool`` under its idempotency key, ``ReconcileToolOutcome``,
+  ``RecordToolCancellation``) and the ``ResumeTurn`` that waits for them, start again; only when one
+  of its open calls cannot run again (a pending single-attempt write or sub-agent's call) does that turn
+  end canceled, as above. A sub-agent's call
   (``AwaitSubAgent``) is a turn Step too: Dex ends its wait; its child session is the client's to
   cancel (``SessionClient.cancel_turn`` cancels the running children's turns after the parent's).
 * ``cancel_tool_call {tool_call_id, reason}``: ``false`` unless the record is open in the running turn,
@@ -56,7 +60,7 @@ from typing import Final
 
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.flow.step_options import move_to
+from dex_agents.pure.flow.step_options import StepMovement, move_to
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import (
@@ -80,6 +84,7 @@ from dex_agents.pure.machine.reducers.common import (
     clear_turn,
     dead_end,
     finalize_record,
+    go_to,
     kept_unknown,
     record_writes,
     set_agent_state,
@@ -108,6 +113,7 @@ from dex_agents.pure.values.persistence import (
 )
 from dex_agents.pure.values.session import (
     AgentInterruptResolution,
+    AgentState,
     AgentStatus,
     AgentToolCall,
     FrameworkMessage,
@@ -270,6 +276,10 @@ def reduce_turn_cancel_started(state: SessionState, started: TurnCancelStarted) 
     if turn_id is None:
         cleared = replace(state, turn_cancellation=None, tool_call_cancellations=pmap())
         return step(cleared, _cleanup(state), DeadEnd())
+    if turn_id != cancellation.turn_id:
+        carried_on = _carry_on(state, agent_state, turn_id)
+        if carried_on is not None:
+            return carried_on
     effects: list[StepEffect] = []
     finals = _canceled_turn_records(state, cancellation)
     for record in finals:
@@ -282,6 +292,41 @@ def reduce_turn_cancel_started(state: SessionState, started: TurnCancelStarted) 
         records = records.set(record.tool_call_id, record)
     note = build_turn_cancel_note(cancellation.reason, records.values())
     return step(state, effects, BuildUserMessage(text=note, purpose=TurnCancelNote()))
+
+
+def _carry_on(state: SessionState, agent_state: AgentState, turn_id: str) -> StepTransition | None:
+    """A newer turn began as the request to cancel the older one committed, so Dex cancelled the newer
+    turn's Steps: start them again from its records (its model call, or each open call's Step and the
+    ``ResumeTurn`` that waits for them) and delete the request. ``None`` when an open call cannot run
+    again (a single-attempt write or a sub-agent's call whose Step was running): that turn ends canceled."""
+    open_records = [record for record in state.records_in_deferral_order()
+                    if record.turn_id == turn_id and not record.status.is_final]
+    movements = [_restart_of(state, record) for record in open_records]
+    restarts = [movement for movement in movements if movement is not None]
+    if len(restarts) < len(movements):
+        return None
+    forget = DeleteAttribute.of(TURN_CANCELLATION)
+    kept = replace(state, turn_cancellation=None)
+    if restarts:
+        return step(kept, [forget], GoToSteps(movements=pvector([*restarts,
+                                                                 move_to(StepType.RESUME_TURN, len(restarts))])))
+    if agent_state.status is AgentStatus.RUNNING_TOOLS:  # its ResumeTurn was about to call the model
+        agent_state = replace(agent_state, status=AgentStatus.RUNNING_MODEL)
+        kept = replace(kept, agent_state=agent_state)
+        return step(kept, [forget, set_agent_state(agent_state)], go_to(StepType.RUN_MODEL))
+    return step(kept, [forget], go_to(StepType.RUN_MODEL))
+
+
+def _restart_of(state: SessionState, record: AgentToolCall) -> StepMovement | None:
+    """The Step that carries ``record`` (open) on, or ``None`` when its Step cannot run again."""
+    if record.status is ToolCallStatus.AWAITING_APPROVAL:
+        return move_to(StepType.AWAIT_TOOL_APPROVAL, record.tool_call_id)
+    if record.unknown_error is not None:
+        return move_to(StepType.RECONCILE_TOOL_OUTCOME, record.tool_call_id)
+    if record.tool_call_id in state.tool_call_cancellations:
+        return move_to(StepType.RECORD_TOOL_CANCELLATION, record.tool_call_id)
+    step_type = call_step_type(record)
+    return move_to(step_type, record.tool_call_id) if step_type is StepType.CALL_TOOL else None
 
 
 def reduce_turn_cancel_note_built(state: SessionState, invocation: Invocation,
