@@ -1,4 +1,5 @@
-"""The Steps that finish an operator's cancellation (ours; see ``dex_agents.pure.machine.reducers.cancel``):
+"""The Steps that finish an operator's cancellation (ours; see ``dex_agents.pure.machine.reducers.cancel``
+and ``.cancel_turn``):
 ``CancelTurn`` (started by ``cancel_turn``) and ``RecordToolCancellation`` (started by
 ``cancel_tool_call``). The RPC already made the records final in its own commit; these write the
 events, the note for the model, and move the session on."""

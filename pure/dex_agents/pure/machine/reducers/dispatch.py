@@ -74,9 +74,8 @@ from dex_agents.pure.machine.reducers.cancel import (
     reduce_cancel_tool_call,
     reduce_cancel_turn,
     reduce_tool_cancellation_started,
-    reduce_turn_cancel_note_built,
-    reduce_turn_cancel_started,
 )
+from dex_agents.pure.machine.reducers.cancel_turn import reduce_turn_cancel_note_built, reduce_turn_cancel_started
 from dex_agents.pure.machine.reducers.compaction import (
     reduce_compact_history_called,
     reduce_compaction_started,
