@@ -1,8 +1,8 @@
 """The Steps that finish an operator's cancellation (ours; see ``dex_agents.pure.machine.reducers.cancel``
 and ``.cancel_turn``):
 ``CancelTurn`` (started by ``cancel_turn``) and ``RecordToolCancellation`` (started by
-``cancel_tool_call``). The RPC already made the records final in its own commit; these write the
-events, the note for the model, and move the session on."""
+``cancel_tool_call``). The RPC committed only the request; these read the records fresh, make the open
+ones final, write the events and the note for the model, and move the session on."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from dex_agents.shell.step_base import SessionStep
 
 
 class CancelTurn(SessionStep[None]):
-    """Ends the turn ``cancel_turn`` canceled: its records' events, the cancel note, ``AwaitUserMessage``."""
+    """Ends the turn ``cancel_turn`` named canceled (its records' events, the cancel note,
+    ``AwaitUserMessage``), or carries on a newer turn whose Steps the cancellation stopped."""
 
     step_type = StepType.CANCEL_TURN
 
