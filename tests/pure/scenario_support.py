@@ -35,6 +35,13 @@ from dex_agents.pure.machine.invocation_record import invocation_record
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.policies import resolve_tool_policy
 from dex_agents.pure.machine.reducers import reduce, reduce_follow_up, reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    ResolveInterruptCalled,
+    RpcCall,
+    SendUserMessageCalled,
+)
 from dex_agents.pure.values.rpc import (
     ListAgentMessagesInput,
     ResolveInterruptInput,
@@ -44,8 +51,6 @@ from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, 
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
     TurnCancelStarted,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     HeartbeatSent,
@@ -55,9 +60,6 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFinished,
     ModelStepStarted,
     RecoveryError,
-    ResolveInterruptCalled,
-    RpcCall,
-    SendUserMessageCalled,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,

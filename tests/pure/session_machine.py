@@ -51,12 +51,12 @@ from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE
 from dex_agents.pure.machine.keys import message_sequence_key
 from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, MapName, StepType
 from dex_agents.pure.machine.reducers import reduce, reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.rpc_calls import RpcCall
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
     ApprovalWaitStarted,
     HeartbeatSent,
     Invocation,
-    RpcCall,
     SessionInput,
     StepInput,
     UserMessageBuilt,

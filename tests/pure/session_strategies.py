@@ -11,6 +11,17 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
+    SendUserMessageCalled,
+    SendUserMessageOnceCalled,
+    SessionRewindRecorded,
+)
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.values.rpc import (
     CancelToolCallInput,
@@ -24,13 +35,9 @@ from dex_agents.pure.values.time_travel import RecordSessionRewindInput
 from dex_agents.pure.values.runner import DeferredToolCall, ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import (
-    CancelToolCallCalled,
-    CancelTurnCalled,
     ToolCancellationStarted,
     TurnCancelNote,
     TurnCancelStarted,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     HeartbeatSent,
@@ -42,12 +49,7 @@ from dex_agents.pure.machine.step_inputs import (
     ModelStepStarted,
     QueuedMessage,
     RecoveryError,
-    ResolveInterruptCalled,
-    SendUserMessageCalled,
-    SendUserMessageOnceCalled,
-    ResolveToolOutcomeCalled,
     SessionInput,
-    SessionRewindRecorded,
     SessionStarted,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,

@@ -11,6 +11,7 @@ from pyrsistent import pmap, pvector
 from dex_agents.pure.machine.effects import BuildUserMessage
 from dex_agents.pure.machine.reducers import reduce, reduce_step
 from dex_agents.pure.machine.reducers.model import interrupt_raised_by
+from dex_agents.pure.machine.rpc_calls import SendUserMessageCalled
 from dex_agents.pure.values.rpc import SendUserMessageInput
 from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested, TurnCompleted
 from dex_agents.pure.machine.state import SessionConfig, SessionState
@@ -21,7 +22,6 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFailed,
     ModelCallFinished,
     RecoveryError,
-    SendUserMessageCalled,
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,

@@ -25,18 +25,13 @@ from dex_agents.pure.offline.export_document import (
 from dex_agents.pure.offline.input_wire import INPUT_KINDS, input_from_data, input_to_data
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.machine.invocation_record import InvocationRecord, RecordedCompaction, clock_of, invocation_record
+from dex_agents.pure.machine.rpc_calls import AgentSnapshotRequested, ResolveInterruptCalled, SendUserMessageOnceCalled
 from dex_agents.pure.values.persistence import AGENT_STATE, AGENT_TOOL_CALLS, FRAMEWORK_RUN_STATE
 from dex_agents.pure.wire import decode
 from dex_agents.pure.offline.replay_report import decoded_inputs, first_json_difference, replay_export, replay_export_text
 from dex_agents.pure.values.rpc import ResolveInterruptInput, SendUserMessageOnceInput
 from dex_agents.pure.machine.state import SessionConfig
-from dex_agents.pure.machine.step_inputs import (
-    AgentSnapshotRequested,
-    ModelStepStarted,
-    ResolveInterruptCalled,
-    SendUserMessageOnceCalled,
-    SessionInput,
-)
+from dex_agents.pure.machine.step_inputs import ModelStepStarted, SessionInput
 from dex_agents.pure.wire.json_value import JsonValue
 from dex_agents.pure.offline.stored_values import (
     StoredKey,

@@ -6,11 +6,15 @@ from pyrsistent import pvector
 
 from dex_agents.pure.machine.flow_shape import allowed_next_steps, rpc_of, steps_producing
 from dex_agents.pure.flow.table import STEP_TABLE
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    ResolveInterruptCalled,
+    SendUserMessageCalled,
+)
 from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.values.rpc import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
 from dex_agents.pure.machine.step_inputs import (
-    AgentMessagesListed,
-    AgentSnapshotRequested,
     HeartbeatSent,
     InitialMessage,
     ModelAttemptsExhausted,
@@ -18,8 +22,6 @@ from dex_agents.pure.machine.step_inputs import (
     ModelStepStarted,
     QueuedMessage,
     SessionStarted,
-    ResolveInterruptCalled,
-    SendUserMessageCalled,
     SingleAttemptToolFailed,
     ToolAttemptsExhausted,
     ToolCallSucceeded,

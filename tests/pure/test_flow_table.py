@@ -36,8 +36,8 @@ from dex_agents.pure.flow.table import (
     method_timeout_seconds,
     steps_with_input,
 )
+from dex_agents.pure.machine.rpc_calls import SendUserMessageOnceCalled
 from dex_agents.pure.values.rpc import SendUserMessageOnceInput
-from dex_agents.pure.machine.step_inputs import SendUserMessageOnceCalled
 from dex_agents.pure.values.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,

@@ -36,16 +36,18 @@ from dex_agents.pure.values.rpc import (
 )
 from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
 from dex_agents.pure.machine.effects import WaitForResolution
-from dex_agents.pure.machine.state import SessionConfig
-from dex_agents.pure.machine.step_inputs import (
+from dex_agents.pure.machine.rpc_calls import (
     AgentMessagesListed,
     AgentSnapshotRequested,
+    ResolveInterruptCalled,
+    SendUserMessageCalled,
+)
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.step_inputs import (
     Invocation,
     ModelCallFailed,
     ModelCallFinished,
     ModelStepStarted,
-    ResolveInterruptCalled,
-    SendUserMessageCalled,
     SessionStarted,
     StepInput,
 )

@@ -10,6 +10,7 @@ import dataclasses
 from pyrsistent import pvector
 
 from dex_agents.pure.machine.reducers import SKIPPED
+from dex_agents.pure.machine.rpc_calls import SendUserMessageCalled
 from dex_agents.pure.machine.step_inputs import SubAgentEnded, SubAgentWaitStarted
 from dex_agents.pure.offline.export_document import ChannelMessages, HistoryStep, StoredValue, SubFlowOutcome
 from dex_agents.pure.values.session import AgentUsage, SubAgentResult
@@ -20,7 +21,7 @@ from dex_agents.pure.offline.reconstruct import CLOCK_HISTORY, CLOCK_MIXED, CLOC
 from dex_agents.pure.offline.replay import replay
 from dex_agents.pure.values.rpc import SendUserMessageInput
 from dex_agents.pure.machine.state import SessionConfig
-from dex_agents.pure.machine.step_inputs import ModelCallFailed, ModelCallFinished, SendUserMessageCalled
+from dex_agents.pure.machine.step_inputs import ModelCallFailed, ModelCallFinished
 from dex_agents.pure.offline.stored_values import freeze
 from dex_agents.pure.values.runner import ToolCallsRequested
 from dex_agents.pure.values.session import ToolEffect

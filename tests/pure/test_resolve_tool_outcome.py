@@ -13,9 +13,10 @@ from pyrsistent import pmap
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import PublishToChannel, SetMapInstance
 from dex_agents.pure.machine.reducers.dispatch import reduce
+from dex_agents.pure.machine.rpc_calls import ResolveToolOutcomeCalled
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.transition import RpcTransition
-from dex_agents.pure.machine.step_inputs import ResolveToolOutcomeCalled, SingleAttemptToolFailed
+from dex_agents.pure.machine.step_inputs import SingleAttemptToolFailed
 from dex_agents.pure.machine.texts import settled_by_operator_message
 from dex_agents.pure.values.persistence import QUEUED_USER_MESSAGES, UNKNOWN_TOOL_OUTCOMES
 from dex_agents.pure.values.rpc import ResolveToolOutcomeInput

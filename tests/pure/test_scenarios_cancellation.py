@@ -14,9 +14,8 @@ from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import AnswerRpc, BuildUserMessage, PublishToChannelInstance, SetMapInstance
 from dex_agents.pure.machine.reducers.cancel import NO_CANCELLATION, TURN_STEPS
 from dex_agents.pure.machine.reducers.common import set_agent_state
+from dex_agents.pure.machine.rpc_calls import CancelToolCallCalled, CancelTurnCalled
 from dex_agents.pure.machine.step_inputs import (
-    CancelToolCallCalled,
-    CancelTurnCalled,
     ToolCancellationStarted,
     TurnCancelNote,
     TurnCancelStarted,

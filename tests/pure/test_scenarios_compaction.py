@@ -20,9 +20,9 @@ from dex_agents.pure.machine.events import HISTORY_COMPACTED, MODEL_CALL_FAILED,
 from dex_agents.pure.values.persistence import COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.effects import Request
+from dex_agents.pure.machine.rpc_calls import CompactHistoryCalled
 from dex_agents.pure.machine.step_inputs import (
     Invocation,
-    CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
     ModelCallFailed,

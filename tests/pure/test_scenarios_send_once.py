@@ -12,11 +12,11 @@ from pyrsistent import pmap
 from dex_agents.pure.machine.effects import AnswerRpc, PublishToChannel, RefuseRpc, SetMapInstance
 from dex_agents.pure.machine.flow_shape import rpc_instance_key, rpc_of
 from dex_agents.pure.machine.keys import MAX_MESSAGE_ID_LENGTH, message_id_problem
+from dex_agents.pure.machine.rpc_calls import SendUserMessageCalled, SendUserMessageOnceCalled
 from dex_agents.pure.values.persistence import QUEUED_USER_MESSAGES, USER_MESSAGE_RECEIPTS, RpcName
 from dex_agents.pure.offline.replay import replay
 from dex_agents.pure.values.rpc import SendUserMessageInput, SendUserMessageOnceInput
 from dex_agents.pure.machine.transition import RpcTransition
-from dex_agents.pure.machine.step_inputs import SendUserMessageCalled, SendUserMessageOnceCalled
 from dex_agents.pure.values.session import AgentUserMessage, UserMessageReceipt
 from dex_agents.pure.wire import decode_as, encode_as, record_type
 from tests.pure.scenario_support import Session, answer_of, failure_of

@@ -11,10 +11,9 @@ import pytest
 from dex_agents.pure.machine.effects import AnswerRpc, CompleteSession, SkipWait, WaitForChildSession
 from dex_agents.pure.machine.reducers import SKIPPED, sub_agent_result_of
 from dex_agents.pure.machine.reducers.subagents import MISSING_TASK, task_of
+from dex_agents.pure.machine.rpc_calls import CancelToolCallCalled, CancelTurnCalled
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import (
-    CancelToolCallCalled,
-    CancelTurnCalled,
     ModelAttemptsExhausted,
     SessionStarted,
     SubAgentEnded,

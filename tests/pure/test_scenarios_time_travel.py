@@ -12,7 +12,8 @@ from pyrsistent import pmap, pvector
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import PublishToChannel, SetMapInstance
 from dex_agents.pure.machine.events import SESSION_REWOUND, session_rewound_event
-from dex_agents.pure.machine.step_inputs import SessionInput, SessionRewindRecorded, SessionStarted
+from dex_agents.pure.machine.rpc_calls import SessionRewindRecorded
+from dex_agents.pure.machine.step_inputs import SessionInput, SessionStarted
 from dex_agents.pure.machine.transition import Transition, WaitTransition
 from dex_agents.pure.offline.export_document import (
     METHOD_EXECUTE,

@@ -21,24 +21,21 @@ from hypothesis import strategies as st
 
 from dex_agents.pure.machine.effects import FailAttempt, RefuseRpc
 from dex_agents.pure.machine.reducers import reduce, snapshot_of
-from dex_agents.pure.machine.state import SessionConfig, SessionState
-from dex_agents.pure.machine.step_inputs import (
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
     CancelToolCallCalled,
     CancelTurnCalled,
     CompactHistoryCalled,
-    SubAgentWaitStarted,
     ExtendInterruptDeadlineCalled,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
-    ApprovalWaitStarted,
-    ModelCallFailed,
     ResolveInterruptCalled,
-    SendUserMessageCalled,
     ResolveToolOutcomeCalled,
+    SendUserMessageCalled,
     SendUserMessageOnceCalled,
-    SessionInput,
     SessionRewindRecorded,
 )
+from dex_agents.pure.machine.state import SessionConfig, SessionState
+from dex_agents.pure.machine.step_inputs import SubAgentWaitStarted, ApprovalWaitStarted, ModelCallFailed, SessionInput
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, Transition, WaitTransition
 from tests.pure.scenario_support import check_step_shape
 from tests.pure.session_strategies import session_configs, session_inputs_any

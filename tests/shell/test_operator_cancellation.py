@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from dex_agents.client import SessionRefusedError
-from dex_agents.pure.machine.step_inputs import CancelTurnCalled
+from dex_agents.pure.machine.rpc_calls import CancelTurnCalled
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.session import AgentStatus, ToolCallStatus, ToolEffect
 from dex_agents.serving.gate import FileGate

@@ -35,7 +35,8 @@ from dex_agents.pure.flow.table import RPC_TABLE, STEP_TABLE, attempt_deadline_m
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.paging import page_window
-from dex_agents.pure.machine.step_inputs import AgentMessagesListed, Invocation, RpcCall, StepInput, WaitInput
+from dex_agents.pure.machine.rpc_calls import AgentMessagesListed, RpcCall
+from dex_agents.pure.machine.step_inputs import Invocation, StepInput, WaitInput
 from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell import tracing
 from dex_agents.logs import set_log_turn

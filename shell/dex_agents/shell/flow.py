@@ -28,6 +28,19 @@ from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Str
 from dex_agents.pure.flow.rows import RetryPolicy
 from dex_agents.pure.machine.compaction import CompactionPolicy
 from dex_agents.pure.flow.table import RPC_TABLE
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    CompactHistoryCalled,
+    ExtendInterruptDeadlineCalled,
+    ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
+    SendUserMessageCalled,
+    SendUserMessageOnceCalled,
+    SessionRewindRecorded,
+)
 from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.values.rpc import (
     AgentMessagePage,
@@ -43,20 +56,7 @@ from dex_agents.pure.values.rpc import (
 )
 from dex_agents.pure.values.runner import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.machine.state import DEFAULT_MAX_MODEL_CALLS_PER_TURN, SessionConfig
-from dex_agents.pure.machine.step_inputs import (
-    CancelToolCallCalled,
-    CancelTurnCalled,
-    CompactHistoryCalled,
-    ExtendInterruptDeadlineCalled,
-    SessionRewindRecorded,
-    SessionInput,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
-    ResolveInterruptCalled,
-    ResolveToolOutcomeCalled,
-    SendUserMessageCalled,
-    SendUserMessageOnceCalled,
-)
+from dex_agents.pure.machine.step_inputs import SessionInput
 from dex_agents.pure.values.session import AgentEvent, AgentSessionStartInput, FrameworkMessage, ToolEffect
 from dex_agents.pure.values.time_travel import RecordSessionRewindInput, SessionRewind
 from dex_agents.shell.definitions import (

@@ -11,8 +11,9 @@ from dex import Flow, Step, Stream
 from dex_agents.pure.flow.step_options import RetryOverrides
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.reducers import reduce_follow_up, reduce_rpc, reduce_step, reduce_wait
+from dex_agents.pure.machine.rpc_calls import RpcCall
 from dex_agents.pure.machine.state import SessionConfig, SessionState
-from dex_agents.pure.machine.step_inputs import RpcCall, SessionInput, StepInput, WaitInput
+from dex_agents.pure.machine.step_inputs import SessionInput, StepInput, WaitInput
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, WaitTransition
 from dex_agents.pure.values.session import AgentEvent
 from dex_agents.shell.history import MessageHistory

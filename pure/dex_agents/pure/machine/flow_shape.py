@@ -9,23 +9,30 @@ from typing import Final, assert_never
 from dex_agents.pure.flow.table import STEP_TABLE
 from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.machine.policies import tool_step_type
-from dex_agents.pure.machine.step_inputs import (
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
     CancelToolCallCalled,
     CancelTurnCalled,
+    CompactHistoryCalled,
+    ExtendInterruptDeadlineCalled,
+    ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
+    RpcCall,
+    SendUserMessageCalled,
+    SendUserMessageOnceCalled,
+    SessionRewindRecorded,
+)
+from dex_agents.pure.machine.step_inputs import (
     ToolCancellationStarted,
     TurnCancelNote,
     TurnCancelStarted,
-    ExtendInterruptDeadlineCalled,
-    SessionRewindRecorded,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
-    CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
     SummarizationFailed,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
     ApprovalWaitEnded,
     HeartbeatSent,
     InitialMessage,
@@ -34,11 +41,6 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFinished,
     ModelStepStarted,
     QueuedMessage,
-    ResolveInterruptCalled,
-    ResolveToolOutcomeCalled,
-    RpcCall,
-    SendUserMessageCalled,
-    SendUserMessageOnceCalled,
     SessionStarted,
     SingleAttemptToolFailed,
     StepInput,

@@ -26,21 +26,21 @@ from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
 from dex_agents.pure.machine.compaction import CompactionPolicy
-from dex_agents.pure.machine.state import SessionConfig
-from dex_agents.pure.machine.step_inputs import (
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
     CancelToolCallCalled,
     CancelTurnCalled,
     CompactHistoryCalled,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
     ExtendInterruptDeadlineCalled,
     ResolveInterruptCalled,
     ResolveToolOutcomeCalled,
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
-    SessionInput,
     SessionRewindRecorded,
 )
+from dex_agents.pure.machine.state import SessionConfig
+from dex_agents.pure.machine.step_inputs import SessionInput
 
 INVOCATION_RECORD_EVENT: Final = "dex_agents.invocation"
 """The name of the Dex history event that holds an ``InvocationRecord`` (``Context.record_event``)."""

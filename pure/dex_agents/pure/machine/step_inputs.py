@@ -1,7 +1,7 @@
 """Session inputs: what ``reduce`` takes (``SessionInput``), one per Step start, per request's result
-and per RPC call; nothing else reaches the core. Each is a past-tense fact the shell observed, named
-for what happened (``SessionStarted``, ``ModelCallFinished``); "input" is the one word for them in the
-code (the Flow option ``fact_observer`` sees every one).
+(here) and per RPC call (``rpc_calls``); nothing else reaches the core. Each is a past-tense fact the
+shell observed, named for what happened (``SessionStarted``, ``ModelCallFinished``); "input" is the
+one word for them in the code (the Flow option ``fact_observer`` sees every one).
 
 A Step input carries an ``Invocation`` (flow ID, Step execution ID, attempt, and the Worker clock in
 epoch milliseconds) plus what the Step saw: a consumed Channel message, a request's result (already
@@ -27,9 +27,7 @@ effects that may end in a request (``effects.Request``); the shell performs it a
 | ``CancelTurn`` | ``TurnCancelStarted`` | ``BuildUserMessage`` -> ``UserMessageBuilt`` (the turn cancel note) |
 | ``RecordToolCancellation`` | ``ToolCancellationStarted`` | |
 
-RPCs: ``SendUserMessageCalled``, ``ResolveInterruptCalled``, ``AgentSnapshotRequested``,
-``AgentMessagesListed``, ``SendUserMessageOnceCalled``, ``ExtendInterruptDeadlineCalled``,
-``CancelTurnCalled``, ``CancelToolCallCalled``, ``ResolveToolOutcomeCalled``.
+The RPCs' inputs (``RpcCall``) are in ``rpc_calls``.
 """
 
 from __future__ import annotations
@@ -39,18 +37,8 @@ from typing import TypeAlias, final
 
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.values.time_travel import RecordSessionRewindInput
+from dex_agents.pure.machine.rpc_calls import RpcCall
 from dex_agents.pure.values.persistence import StepType
-from dex_agents.pure.values.rpc import (
-    CancelToolCallInput,
-    CancelTurnInput,
-    ExtendInterruptDeadlineInput,
-    ListAgentMessagesInput,
-    ResolveInterruptInput,
-    ResolveToolOutcomeInput,
-    SendUserMessageInput,
-    SendUserMessageOnceInput,
-)
 from dex_agents.pure.values.runner import AgentTurnOutcome
 from dex_agents.pure.values.session import (
     AgentInterruptResolution,
@@ -439,137 +427,21 @@ WaitInput: TypeAlias = ApprovalWaitStarted | SubAgentWaitStarted
 """Every input of a Step's ``wait_for`` that the core decides (``AwaitToolApproval``'s and
 ``AwaitSubAgent``'s waits depend on the state; the other waits are the flow table's)."""
 
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendUserMessageCalled:
-    """``send_user_message`` was called."""
-
-    input: SendUserMessageInput
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResolveInterruptCalled:
-    """``resolve_interrupt`` was called at ``now_ms`` (epoch milliseconds, the Worker clock)."""
-
-    input: ResolveInterruptInput
-    now_ms: int
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExtendInterruptDeadlineCalled:
-    """``extend_interrupt_deadline`` was called at ``now_ms`` (epoch milliseconds, the Worker clock)."""
-
-    input: ExtendInterruptDeadlineInput
-    now_ms: int
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResolveToolOutcomeCalled:
-    """``resolve_tool_outcome`` was called at ``now_ms`` (epoch milliseconds, the Worker clock), with the
-    call's ``UnknownToolOutcomes`` and ``AgentToolCalls`` instances loaded. Ours."""
-
-    input: ResolveToolOutcomeInput
-    now_ms: int
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentSnapshotRequested:
-    """``get_agent_snapshot`` was called."""
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentMessagesListed:
-    """``list_agent_messages`` was called."""
-
-    input: ListAgentMessagesInput
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SendUserMessageOnceCalled:
-    """``send_user_message_once`` was called (its message's ``UserMessageReceipts`` instance loaded)."""
-
-    input: SendUserMessageOnceInput
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactHistoryCalled:
-    """``compact_history`` was called."""
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionRewindRecorded:
-    """``record_session_rewind`` was called at ``now_ms`` (epoch milliseconds, the Worker clock), right
-    after ``SessionClient.rewind`` moved the session back (ours)."""
-
-    input: RecordSessionRewindInput
-    now_ms: int
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CancelTurnCalled:
-    """``cancel_turn`` was called at ``now_ms`` (epoch milliseconds, the Worker clock; the turn's
-    records loaded)."""
-
-    input: CancelTurnInput
-    now_ms: int
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CancelToolCallCalled:
-    """``cancel_tool_call`` was called at ``now_ms`` (the turn's records loaded)."""
-
-    input: CancelToolCallInput
-    now_ms: int
-
-
-RpcCall: TypeAlias = (
-    CancelTurnCalled
-    | CancelToolCallCalled
-    | ExtendInterruptDeadlineCalled
-    | SessionRewindRecorded
-    | CompactHistoryCalled
-    | SendUserMessageCalled
-    | ResolveInterruptCalled
-    | AgentSnapshotRequested
-    | AgentMessagesListed
-    | SendUserMessageOnceCalled
-    | ResolveToolOutcomeCalled
-)
-"""Every RPC's input."""
-
 SessionInput: TypeAlias = StepInput | WaitInput | RpcCall
 """Everything ``reduce`` accepts, and what ``replay`` folds."""
 
 __all__ = [
-    "CancelToolCallCalled",
-    "CancelTurnCalled",
     "ToolCancellationStarted",
     "TurnCancelNote",
     "TurnCancelStarted",
     "SubAgentEnded",
     "SubAgentWaitStarted",
-    "ExtendInterruptDeadlineCalled",
-    "SessionRewindRecorded",
     "ReconcileStarted",
     "ToolArgumentsValidated",
     "ToolOutcomeReconciled",
-    "CompactHistoryCalled",
     "CompactionStarted",
     "HistorySummarized",
     "SummarizationFailed",
-    "AgentMessagesListed",
-    "AgentSnapshotRequested",
     "ApprovalWaitEnded",
     "ApprovalWaitStarted",
     "HeartbeatSent",
@@ -581,11 +453,6 @@ __all__ = [
     "ModelStepStarted",
     "QueuedMessage",
     "RecoveryError",
-    "ResolveInterruptCalled",
-    "ResolveToolOutcomeCalled",
-    "RpcCall",
-    "SendUserMessageCalled",
-    "SendUserMessageOnceCalled",
     "SessionInput",
     "SessionStarted",
     "SingleAttemptToolFailed",

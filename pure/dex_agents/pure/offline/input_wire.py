@@ -21,26 +21,31 @@ from typing import Final, TypeAlias
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
-from dex_agents.pure.values.runner import ToolCallsRequested, TurnCompleted
-from dex_agents.pure.machine.step_inputs import (
+from dex_agents.pure.machine.rpc_calls import (
+    AgentMessagesListed,
+    AgentSnapshotRequested,
     CancelToolCallCalled,
     CancelTurnCalled,
+    CompactHistoryCalled,
     ExtendInterruptDeadlineCalled,
+    ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
+    SendUserMessageCalled,
+    SendUserMessageOnceCalled,
     SessionRewindRecorded,
+)
+from dex_agents.pure.values.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.pure.machine.step_inputs import (
     ToolCancellationStarted,
     TurnCancelStarted,
-    ResolveToolOutcomeCalled,
     ReconcileStarted,
     ToolArgumentsValidated,
     ToolOutcomeReconciled,
-    CompactHistoryCalled,
     CompactionStarted,
     HistorySummarized,
     SubAgentEnded,
     SubAgentWaitStarted,
     SummarizationFailed,
-    AgentMessagesListed,
-    AgentSnapshotRequested,
     ApprovalWaitEnded,
     ApprovalWaitStarted,
     HeartbeatSent,
@@ -50,9 +55,6 @@ from dex_agents.pure.machine.step_inputs import (
     ModelCallFinished,
     ModelStepStarted,
     QueuedMessage,
-    ResolveInterruptCalled,
-    SendUserMessageCalled,
-    SendUserMessageOnceCalled,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,

@@ -37,6 +37,16 @@ from dex_agents.pure.offline.history_answers import answer_request
 from dex_agents.pure.wire.json_value import JsonValue
 from dex_agents.pure.values.persistence import ChannelMapName, ChannelName, RpcName, StepType
 from dex_agents.pure.machine.reducers import reduce
+from dex_agents.pure.machine.rpc_calls import (
+    CancelToolCallCalled,
+    CancelTurnCalled,
+    ExtendInterruptDeadlineCalled,
+    ResolveInterruptCalled,
+    ResolveToolOutcomeCalled,
+    SendUserMessageCalled,
+    SendUserMessageOnceCalled,
+    SessionRewindRecorded,
+)
 from dex_agents.pure.values.rpc import (
     CancelToolCallInput,
     CancelTurnInput,
@@ -48,13 +58,8 @@ from dex_agents.pure.values.rpc import (
 )
 from dex_agents.pure.machine.state import SessionConfig, SessionState
 from dex_agents.pure.machine.step_inputs import (
-    CancelToolCallCalled,
-    CancelTurnCalled,
     ToolCancellationStarted,
     TurnCancelStarted,
-    ExtendInterruptDeadlineCalled,
-    SessionRewindRecorded,
-    ResolveToolOutcomeCalled,
     ReconcileStarted,
     CompactionStarted,
     ApprovalWaitEnded,
@@ -63,9 +68,6 @@ from dex_agents.pure.machine.step_inputs import (
     ModelAttemptsExhausted,
     ModelStepStarted,
     RecoveryError,
-    ResolveInterruptCalled,
-    SendUserMessageCalled,
-    SendUserMessageOnceCalled,
     SessionInput,
     SessionStarted,
     SingleAttemptToolFailed,

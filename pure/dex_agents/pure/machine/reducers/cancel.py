@@ -75,12 +75,9 @@ from dex_agents.pure.machine.reducers.common import (
     finalize_record,
     set_pending_interrupts,
 )
+from dex_agents.pure.machine.rpc_calls import CancelToolCallCalled, CancelTurnCalled
 from dex_agents.pure.machine.state import SessionState
-from dex_agents.pure.machine.step_inputs import (
-    CancelToolCallCalled,
-    CancelTurnCalled,
-    ToolCancellationStarted,
-)
+from dex_agents.pure.machine.step_inputs import ToolCancellationStarted
 from dex_agents.pure.machine.texts import canceled_by_user, canceled_write_error
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, answer, refuse, reject, step
 from dex_agents.pure.machine.validation import lone_surrogate_problem

@@ -37,8 +37,9 @@ from dex_agents.pure.machine.effects import DeleteAttribute, FailAttempt, SetAtt
 from dex_agents.pure.values.persistence import AGENT_USAGE, COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
 from dex_agents.pure.machine.reducers.common import NO_RUNNING_TURN, NOT_STARTED, go_to
 from dex_agents.pure.machine.reducers.turn import ask_to_fail_turn
+from dex_agents.pure.machine.rpc_calls import CompactHistoryCalled
 from dex_agents.pure.machine.state import SessionConfig, SessionState
-from dex_agents.pure.machine.step_inputs import CompactHistoryCalled, CompactionStarted, HistorySummarized, SummarizationFailed
+from dex_agents.pure.machine.step_inputs import CompactionStarted, HistorySummarized, SummarizationFailed
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, answer, refuse, reject, step
 from dex_agents.pure.machine.usage import add_agent_usage
 from dex_agents.pure.values.session import AgentMessage, AgentStatus, HistorySummary

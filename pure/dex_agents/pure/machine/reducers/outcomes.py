@@ -26,8 +26,8 @@ from typing import Final
 from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import PublishToChannel, SetMapInstance
 from dex_agents.pure.machine.reducers.session import is_blank
+from dex_agents.pure.machine.rpc_calls import ResolveToolOutcomeCalled
 from dex_agents.pure.machine.state import SessionState
-from dex_agents.pure.machine.step_inputs import ResolveToolOutcomeCalled
 from dex_agents.pure.machine.texts import settled_by_operator_message
 from dex_agents.pure.machine.transition import RpcTransition, answer, refuse
 from dex_agents.pure.machine.validation import lone_surrogate_problem

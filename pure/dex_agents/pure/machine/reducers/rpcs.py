@@ -40,9 +40,7 @@ from dex_agents.pure.machine.keys import message_id_problem
 from dex_agents.pure.values.persistence import INTERRUPT_RESOLUTIONS, QUEUED_USER_MESSAGES, USER_MESSAGE_RECEIPTS
 from dex_agents.pure.machine.reducers.common import interrupt_deadline, set_pending_interrupts
 from dex_agents.pure.machine.reducers.session import is_blank
-from dex_agents.pure.values.rpc import AgentSnapshot, ResolveInterruptInput
-from dex_agents.pure.machine.state import SessionState
-from dex_agents.pure.machine.step_inputs import (
+from dex_agents.pure.machine.rpc_calls import (
     AgentMessagesListed,
     AgentSnapshotRequested,
     ExtendInterruptDeadlineCalled,
@@ -50,6 +48,8 @@ from dex_agents.pure.machine.step_inputs import (
     SendUserMessageCalled,
     SendUserMessageOnceCalled,
 )
+from dex_agents.pure.values.rpc import AgentSnapshot, ResolveInterruptInput
+from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.transition import RpcTransition, answer, refuse
 from dex_agents.pure.machine.validation import json_object_problem, lone_surrogate_problem
 from dex_agents.pure.values.session import (

@@ -24,8 +24,8 @@ from dex_agents.pure.machine.deadlines import format_instant
 from dex_agents.pure.machine.effects import PublishToChannel, SetAttribute, SetMapInstance, Write
 from dex_agents.pure.machine.keys import message_sequence_key
 from dex_agents.pure.machine.reducers.common import go_to, set_agent_state
+from dex_agents.pure.machine.rpc_calls import SessionRewindRecorded
 from dex_agents.pure.machine.state import SessionState
-from dex_agents.pure.machine.step_inputs import SessionRewindRecorded
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, answer, refuse, reject, step
 from dex_agents.pure.machine.validation import lone_surrogate_problem
 from dex_agents.pure.values.persistence import (
