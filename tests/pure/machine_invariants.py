@@ -17,7 +17,7 @@ from hypothesis.stateful import invariant
 
 from dex_agents.pure.machine.keys import message_sequence_key
 from dex_agents.pure.values.persistence import StepType
-from dex_agents.pure.machine.effects import WaitForResolution
+from dex_agents.pure.machine.endings import WaitForResolution
 from dex_agents.pure.machine.reducers import snapshot_of
 from dex_agents.pure.offline.replay import replay, replay_snapshot
 from dex_agents.pure.values.session import AgentStatus, AgentUsage, ToolCallStatus

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pyrsistent import pvector
 
 from dex_agents.pure.machine.deadlines import format_instant, is_late, parse_instant
-from dex_agents.pure.machine.effects import (
+from dex_agents.pure.machine.endings import (
     BuildUserMessage,
     CallModel,
     ExecuteDeferredToolCall,

@@ -10,7 +10,8 @@ from typing import TypeVar
 
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import (
+from dex_agents.pure.machine.effects import PublishToChannel, RecordInvocation, WriteEvent
+from dex_agents.pure.machine.endings import (
     AnswerRpc,
     ApprovalWait,
     BuildUserMessage,
@@ -20,15 +21,12 @@ from dex_agents.pure.machine.effects import (
     ExecuteDeferredToolCall,
     FailAttempt,
     GoToSteps,
-    PublishToChannel,
-    RecordInvocation,
     RefuseRpc,
     Request,
     RpcOutput,
     SendHeartbeat,
     SkipWait,
     WaitForResolution,
-    WriteEvent,
 )
 from dex_agents.pure.machine.flow_shape import allowed_next_steps
 from dex_agents.pure.machine.invocation_record import invocation_record

@@ -23,21 +23,19 @@ from typing import assert_never
 from hypothesis.stateful import RuleBasedStateMachine
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import (
+from dex_agents.pure.machine.effects import DeleteMapInstance, StepEffect, WriteEvent
+from dex_agents.pure.machine.endings import (
     AnswerRpc,
     BuildUserMessage,
     CallModel,
     DeadEnd,
-    DeleteMapInstance,
     ExecuteDeferredToolCall,
     GoToSteps,
     Request,
     SendHeartbeat,
     SkipWait,
-    StepEffect,
     WaitForResolution,
     WaitEnding,
-    WriteEvent,
 )
 from dex_agents.pure.machine.flow_shape import rpc_of
 from dex_agents.pure.flow.rows import (

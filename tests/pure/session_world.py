@@ -21,11 +21,8 @@ from pyrsistent import pmap, pvector
 from pyrsistent.typing import PVector
 
 from dex_agents.pure.machine.effects import (
-    AnswerRpc,
-    DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
-    GoToSteps,
     PublishToChannel,
     PublishToChannelInstance,
     SetAttribute,
@@ -33,6 +30,7 @@ from dex_agents.pure.machine.effects import (
     StepEffect,
     WriteEvent,
 )
+from dex_agents.pure.machine.endings import AnswerRpc, DeadEnd, GoToSteps
 from dex_agents.pure.values.persistence import (
     PENDING_INTERRUPTS,
     AttributeName,

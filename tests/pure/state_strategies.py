@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from pyrsistent import pmap, pvector
 
-from dex_agents.pure.machine.effects import BuildUserMessage
+from dex_agents.pure.machine.endings import BuildUserMessage
 from dex_agents.pure.machine.reducers import reduce, reduce_step
 from dex_agents.pure.machine.reducers.model import interrupt_raised_by
 from dex_agents.pure.machine.rpc_calls import SendUserMessageCalled

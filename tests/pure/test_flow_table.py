@@ -10,14 +10,13 @@ import pytest
 from pyrsistent import pvector
 
 from dex_agents.pure.machine.effects import (
-    AnswerRpc,
     DeleteAttribute,
     PublishToChannel,
     PublishToChannelInstance,
-    RpcOutput,
     SetAttribute,
     SetMapInstance,
 )
+from dex_agents.pure.machine.endings import AnswerRpc, RpcOutput
 from dex_agents.pure.flow.rows import (
     ForChildSession,
     ForInputCountMessages,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pyrsistent import pvector
 
 from dex_agents.pure.machine.compaction import CompactionPolicy
-from dex_agents.pure.machine.effects import BuildUserMessage, ExecuteDeferredToolCall, GoToSteps, RecordInvocation, SendHeartbeat
+from dex_agents.pure.machine.effects import RecordInvocation
+from dex_agents.pure.machine.endings import BuildUserMessage, ExecuteDeferredToolCall, GoToSteps, SendHeartbeat
 from dex_agents.pure.machine.invocation_record import RecordedCompaction, invocation_record
 from dex_agents.pure.machine.reducers import reduce, reduce_follow_up, reduce_step
 from dex_agents.pure.machine.state import SessionConfig, SessionState

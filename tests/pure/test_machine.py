@@ -22,7 +22,8 @@ from hypothesis.stateful import initialize, precondition, rule
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.machine.deadlines import is_late, parse_instant
-from dex_agents.pure.machine.effects import AnswerRpc, CallModel, Request, WriteEvent
+from dex_agents.pure.machine.effects import WriteEvent
+from dex_agents.pure.machine.endings import AnswerRpc, CallModel, Request
 from dex_agents.pure.machine.paging import clamp_limit
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.reducers import snapshot_of
@@ -35,7 +36,7 @@ from dex_agents.pure.values.rpc import (
     SendUserMessageInput,
 )
 from dex_agents.pure.values.runner import DeferredToolCall, ResolvedToolPolicy, ToolCallsRequested
-from dex_agents.pure.machine.effects import WaitForResolution
+from dex_agents.pure.machine.endings import WaitForResolution
 from dex_agents.pure.machine.rpc_calls import (
     AgentMessagesListed,
     AgentSnapshotRequested,

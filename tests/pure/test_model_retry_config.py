@@ -9,7 +9,8 @@ import pytest
 from dex_agents.pure.flow.rows import RetryPolicy, RetrySpec
 from dex_agents.pure.flow.step_options import move_to, movement_with_retries, step_options_for, with_retries
 from dex_agents.pure.flow.table import MODEL_CALL_STEPS, STEP_TABLE
-from dex_agents.pure.machine.effects import CallModel, FailAttempt, Request, WriteEvent
+from dex_agents.pure.machine.effects import WriteEvent
+from dex_agents.pure.machine.endings import CallModel, FailAttempt, Request
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.step_inputs import Invocation, ModelCallFailed, ModelStepStarted, StepInput
 from dex_agents.pure.values.persistence import StepType

@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import AnswerRpc, BuildUserMessage, SetAttribute, WaitForResolution
+from dex_agents.pure.machine.effects import SetAttribute
+from dex_agents.pure.machine.endings import AnswerRpc, BuildUserMessage, WaitForResolution
 from dex_agents.pure.machine.keys import MAX_MESSAGE_SEQUENCE
 from dex_agents.pure.values.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
 from dex_agents.pure.machine.reducers import reduce

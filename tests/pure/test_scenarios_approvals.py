@@ -4,7 +4,7 @@ the wait ``AwaitToolApproval`` plans."""
 
 from __future__ import annotations
 
-from dex_agents.pure.machine.effects import SkipWait, WaitForResolution
+from dex_agents.pure.machine.endings import SkipWait, WaitForResolution
 from dex_agents.pure.values.persistence import StepType
 from dex_agents.pure.machine.state import SessionConfig
 from dex_agents.pure.machine.texts import approval_deadline_passed_message

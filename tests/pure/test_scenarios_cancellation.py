@@ -11,7 +11,8 @@ from dataclasses import replace
 from pyrsistent import pmap, pvector
 
 from dex_agents.pure.machine.deadlines import format_instant
-from dex_agents.pure.machine.effects import AnswerRpc, BuildUserMessage, PublishToChannelInstance, SetMapInstance
+from dex_agents.pure.machine.effects import PublishToChannelInstance, SetMapInstance
+from dex_agents.pure.machine.endings import AnswerRpc, BuildUserMessage
 from dex_agents.pure.machine.reducers.cancel import NO_CANCELLATION, TURN_STEPS
 from dex_agents.pure.machine.reducers.common import set_agent_state
 from dex_agents.pure.machine.rpc_calls import CancelToolCallCalled, CancelTurnCalled
@@ -23,7 +24,8 @@ from dex_agents.pure.machine.step_inputs import (
 )
 from dex_agents.pure.machine.transition import StepTransition
 from dex_agents.pure.machine.texts import TURN_CANCEL_NOTE_HEADER, describe_tool_call_outcome
-from dex_agents.pure.machine.effects import DeleteAttribute, GoToSteps, SetAttribute
+from dex_agents.pure.machine.effects import DeleteAttribute, SetAttribute
+from dex_agents.pure.machine.endings import GoToSteps
 from dex_agents.pure.values.persistence import (
     TOOL_CALL_CANCELLATIONS,
     TURN_CANCELLATION,

@@ -15,11 +15,12 @@ from dex_agents.pure.machine.compaction import (
     render_transcript,
     summary_message_text,
 )
-from dex_agents.pure.machine.effects import CallModel, DeleteAttribute, FailAttempt, SetAttribute, SummarizeHistory
+from dex_agents.pure.machine.effects import DeleteAttribute, SetAttribute
+from dex_agents.pure.machine.endings import CallModel, FailAttempt, SummarizeHistory
 from dex_agents.pure.machine.events import HISTORY_COMPACTED, MODEL_CALL_FAILED, USAGE_RECORDED
 from dex_agents.pure.values.persistence import COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
 from dex_agents.pure.machine.state import SessionConfig
-from dex_agents.pure.machine.effects import Request
+from dex_agents.pure.machine.endings import Request
 from dex_agents.pure.machine.rpc_calls import CompactHistoryCalled
 from dex_agents.pure.machine.step_inputs import (
     Invocation,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pmap
 
-from dex_agents.pure.machine.effects import ExecuteDeferredToolCall
+from dex_agents.pure.machine.endings import ExecuteDeferredToolCall
 from dex_agents.pure.flow.rows import MapInstanceRef
 from dex_agents.pure.values.persistence import MapName, StepType
 from dex_agents.pure.machine.policies import resolve_tool_policy

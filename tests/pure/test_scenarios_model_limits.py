@@ -7,15 +7,8 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import (
-    BuildUserMessage,
-    CallModel,
-    DeleteAttribute,
-    ExecuteDeferredToolCall,
-    FailAttempt,
-    SetAttribute,
-    WriteEvent,
-)
+from dex_agents.pure.machine.effects import DeleteAttribute, SetAttribute, WriteEvent
+from dex_agents.pure.machine.endings import BuildUserMessage, CallModel, ExecuteDeferredToolCall, FailAttempt
 from dex_agents.pure.machine.events import MODEL_CALL_FAILED
 from dex_agents.pure.values.persistence import TURN_MODEL_CALL_COUNT, StepType
 from dex_agents.pure.machine.reducers.session import initial_message_text

@@ -10,7 +10,8 @@ from dataclasses import replace
 from pyrsistent import pvector
 
 from dex_agents.pure.machine.deadlines import format_instant, parse_instant
-from dex_agents.pure.machine.effects import ReconcileToolCall, SetAttribute, ValidateToolArguments, WaitForResolution
+from dex_agents.pure.machine.effects import SetAttribute
+from dex_agents.pure.machine.endings import ReconcileToolCall, ValidateToolArguments, WaitForResolution
 from dex_agents.pure.machine.reducers.rpcs import stale_arguments_message
 from dex_agents.pure.machine.rpc_calls import ExtendInterruptDeadlineCalled, ResolveInterruptCalled
 from dex_agents.pure.machine.state import SessionConfig

@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 from pyrsistent import pmap
 
-from dex_agents.pure.machine.effects import AnswerRpc, PublishToChannel, RefuseRpc, SetMapInstance
+from dex_agents.pure.machine.effects import PublishToChannel, SetMapInstance
+from dex_agents.pure.machine.endings import AnswerRpc, RefuseRpc
 from dex_agents.pure.machine.flow_shape import rpc_instance_key, rpc_of
 from dex_agents.pure.machine.keys import MAX_MESSAGE_ID_LENGTH, message_id_problem
 from dex_agents.pure.machine.rpc_calls import SendUserMessageCalled, SendUserMessageOnceCalled

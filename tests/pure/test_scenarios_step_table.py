@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import (
-    DeleteAttribute,
-    DeleteMapInstance,
-    ExecuteDeferredToolCall,
-    SendHeartbeat,
-    SetAttribute,
-    SetMapInstance,
-    WriteEvent,
-)
+from dex_agents.pure.machine.effects import DeleteAttribute, DeleteMapInstance, SetAttribute, SetMapInstance, WriteEvent
+from dex_agents.pure.machine.endings import ExecuteDeferredToolCall, SendHeartbeat
 from dex_agents.pure.values.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from dex_agents.pure.machine.effects import AnswerRpc, CompleteSession, SkipWait, WaitForChildSession
+from dex_agents.pure.machine.endings import AnswerRpc, CompleteSession, SkipWait, WaitForChildSession
 from dex_agents.pure.machine.reducers import SKIPPED, sub_agent_result_of
 from dex_agents.pure.machine.reducers.subagents import MISSING_TASK, task_of
 from dex_agents.pure.machine.rpc_calls import CancelToolCallCalled, CancelTurnCalled

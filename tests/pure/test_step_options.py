@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import GoToSteps, PublishToChannel, SetAttribute, SetMapInstance
+from dex_agents.pure.machine.effects import PublishToChannel, SetAttribute, SetMapInstance
+from dex_agents.pure.machine.endings import GoToSteps
 from dex_agents.pure.flow.rows import Durability, MapInstanceRef, RetrySpec
 from dex_agents.pure.values.persistence import (
     AGENT_STATE,

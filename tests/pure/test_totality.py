@@ -19,7 +19,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dex_agents.pure.machine.effects import FailAttempt, RefuseRpc
+from dex_agents.pure.machine.endings import FailAttempt, RefuseRpc
 from dex_agents.pure.machine.reducers import reduce, snapshot_of
 from dex_agents.pure.machine.rpc_calls import (
     AgentMessagesListed,

@@ -17,7 +17,7 @@ offline -> machine -> flow -> values -> wire
 | ``wire`` | The JSON codec of frozen records: schema, encoder, decoder, errors, ``JsonValue``. Knows no session. | ``wire`` (the package: ``encode``, ``decode``) |
 | ``values`` | The session's records: what Dex stores (``session``), RPCs carry (``rpc``), runners return (``runner``), a rewind's audit (``time_travel``), and the persisted names with their typed keys (``persistence``). Decides nothing. | ``values.session`` |
 | ``flow`` | The session Flow's shape as one table (``table``, rows in ``rows``), and the Step options and movements computed from it (``step_options``). | ``flow.table`` |
-| ``machine`` | The state machine: inputs (``step_inputs``, ``rpc_calls``), ``state``, ``effects``, ``transition``, the reducers behind ``reduce`` (``reducers``), and the rules they read (policies, keys, texts, deadlines, usage, compaction, validation, events, paging, coalescing, the invocation record, ``flow_shape``). | ``machine.reducers.dispatch`` |
+| ``machine`` | The state machine: inputs (``step_inputs``, ``rpc_calls``), ``state``, ``effects``, ``endings``, ``transition``, the reducers behind ``reduce`` (``reducers``), and the rules they read (policies, keys, texts, deadlines, usage, compaction, validation, events, paging, coalescing, the invocation record, ``flow_shape``). | ``machine.reducers.dispatch`` |
 | ``offline`` | Tools over a finished or exported session: the export document, ``reconstruct`` (inputs from history), ``history_answers``, ``replay`` and ``replay_report``, ``stored_values``, ``input_wire``, ``time_travel``. | ``offline.replay_report`` |
 
 Outside ``machine``, the reducers are reached through ``machine.reducers`` (``reduce``, ``snapshot_of``)

@@ -25,7 +25,8 @@ from typing import TypeAlias, TypeVar, cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, Wait, force_fail
 
-from dex_agents.pure.machine.effects import AnswerRpc, RpcOutput, WriteEvent
+from dex_agents.pure.machine.effects import WriteEvent
+from dex_agents.pure.machine.endings import AnswerRpc, RpcOutput
 from dex_agents.pure.machine.transition import RpcTransition
 from dex_agents.pure.flow.step_options import movement_with_retries
 from dex_agents.shell.dex_options import dex_movement

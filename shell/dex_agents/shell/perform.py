@@ -10,9 +10,9 @@
   ``INVOCATION_RECORD_EVENT``. The shell never decides whether an invocation records: the core
   (``reducers.dispatch``) puts the record on the transitions that commit one.
 
-Each is one exhaustive ``match`` over its own effect union (``effects.StepEffect`` and ``StepEnding``,
-``ApprovalWait``, ``Write`` and ``RpcEnding``), so an effect only an RPC may perform cannot reach a
-Step, and a Stream write cannot reach an RPC.
+Each is one exhaustive ``match`` over its own effect union (``effects.StepEffect`` and
+``endings.StepEnding``, ``ApprovalWait``, ``Write`` and ``RpcEnding``), so an effect only an RPC may
+perform cannot reach a Step, and a Stream write cannot reach an RPC.
 
 Invariants:
     * A persistence effect names its typed key; it is written through that key's one definition
@@ -43,6 +43,17 @@ from dex import (
 )
 
 from dex_agents.pure.machine.effects import (
+    DeleteAttribute,
+    DeleteMapInstance,
+    PublishToChannel,
+    PublishToChannelInstance,
+    RecordInvocation,
+    SetAttribute,
+    SetMapInstance,
+    Write,
+    WriteEvent,
+)
+from dex_agents.pure.machine.endings import (
     ReconcileToolCall,
     ValidateToolArguments,
     AnswerRpc,
@@ -50,26 +61,17 @@ from dex_agents.pure.machine.effects import (
     CompleteSession,
     CallModel,
     DeadEnd,
-    DeleteAttribute,
-    DeleteMapInstance,
     ExecuteDeferredToolCall,
     FailAttempt,
     GoToSteps,
-    PublishToChannel,
-    PublishToChannelInstance,
-    RecordInvocation,
     RefuseRpc,
     Request,
     RpcOutput,
     SendHeartbeat,
     SummarizeHistory,
-    SetAttribute,
-    SetMapInstance,
     SkipWait,
     WaitForChildSession,
     WaitForResolution,
-    Write,
-    WriteEvent,
 )
 from dex_agents.pure.machine.invocation_record import INVOCATION_RECORD_EVENT
 from dex_agents.pure.flow.step_options import movement_with_retries

@@ -1,6 +1,6 @@
 """The core's requests, performed: the only module that calls the runner.
 
-A Step transition may end in a request (``effects.Request``); ``perform_request`` does the work and
+A Step transition may end in a request (``endings.Request``); ``perform_request`` does the work and
 returns the follow-up input the driver reduces next, in the same attempt:
 
 | Request | Work | Follow-up input |
@@ -36,7 +36,7 @@ from typing import assert_never, final
 
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import (
+from dex_agents.pure.machine.endings import (
     BuildUserMessage,
     CallModel,
     ExecuteDeferredToolCall,

@@ -3,7 +3,7 @@ each a past-tense fact named for the call (``SendUserMessageCalled``, ``AgentSna
 
 An RPC runs in no Step, so its input carries no ``Invocation``: only the RPC's own input record and,
 for an RPC that reads a clock, ``now_ms`` (the Worker clock, epoch milliseconds, read once by the
-shell). The core answers each with ``AnswerRpc`` or ``RefuseRpc`` (``effects``).
+shell). The core answers each with ``AnswerRpc`` or ``RefuseRpc`` (``endings``).
 """
 
 from __future__ import annotations

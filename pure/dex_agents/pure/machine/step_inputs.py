@@ -9,7 +9,7 @@ turned into data), a recovery error. The core reads no clock and mints no id: ev
 arrives here, so folding recorded inputs (``replay``) reproduces a session exactly.
 
 Every Step runs one protocol: the shell reduces the Step's *started* input; the core answers with
-effects that may end in a request (``effects.Request``); the shell performs it and reduces its
+effects that may end in a request (``endings.Request``); the shell performs it and reduces its
 *follow-up* input from the state the request left, until a decision ends the attempt.
 
 | Step | Started input | Follow-ups (request -> input) |

@@ -27,17 +27,15 @@ from typing import TypeAlias, final
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.machine.effects import (
+from dex_agents.pure.machine.effects import RecordInvocation, StepEffect, Write
+from dex_agents.pure.machine.endings import (
     AnswerRpc,
     WaitEnding,
     FailAttempt,
-    RecordInvocation,
     RefuseRpc,
     RpcEnding,
     RpcOutput,
-    StepEffect,
     StepEnding,
-    Write,
 )
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.flow.step_options import StepMovement

@@ -30,7 +30,7 @@ from typing import Final, TypeVar, final
 
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import (
+from dex_agents.pure.machine.endings import (
     BuildUserMessage,
     CallModel,
     ExecuteDeferredToolCall,

@@ -31,7 +31,7 @@ from pyrsistent.typing import PVector
 from returns.pipeline import is_successful
 
 from dex_agents.pure.machine.deadlines import parse_instant
-from dex_agents.pure.machine.effects import Request
+from dex_agents.pure.machine.endings import Request
 from dex_agents.pure.offline.export_document import METHOD_EXECUTE, METHOD_RPC, METHOD_WAIT_FOR, OUTCOME_FAILED, HistoryStep
 from dex_agents.pure.offline.history_answers import answer_request
 from dex_agents.pure.wire.json_value import JsonValue

@@ -33,15 +33,8 @@ from dataclasses import replace
 
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import is_late, timer_seconds
-from dex_agents.pure.machine.effects import (
-    ApprovalWait,
-    SetMapInstance,
-    SkipWait,
-    StepEffect,
-    ValidateToolArguments,
-    WaitForResolution,
-    WriteEvent,
-)
+from dex_agents.pure.machine.effects import SetMapInstance, StepEffect, WriteEvent
+from dex_agents.pure.machine.endings import ApprovalWait, SkipWait, ValidateToolArguments, WaitForResolution
 from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, StepType
 from dex_agents.pure.machine.policies import call_step_type
 from dex_agents.pure.machine.reducers.common import (

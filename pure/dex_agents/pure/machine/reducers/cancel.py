@@ -62,13 +62,8 @@ from typing import Final
 
 from dex_agents.pure.flow.step_options import move_to
 from dex_agents.pure.machine.deadlines import format_instant
-from dex_agents.pure.machine.effects import (
-    DeadEnd,
-    DeleteMapInstance,
-    PublishToChannelInstance,
-    SetAttribute,
-    SetMapInstance,
-)
+from dex_agents.pure.machine.effects import DeleteMapInstance, PublishToChannelInstance, SetAttribute, SetMapInstance
+from dex_agents.pure.machine.endings import DeadEnd
 from dex_agents.pure.machine.policies import call_step_type, tool_step_type
 from dex_agents.pure.machine.reducers.common import (
     dead_end,

@@ -19,16 +19,14 @@ from pyrsistent import pmap, pvector
 from dex_agents.pure.flow.step_options import StepMovement, move_to
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.effects import (
-    BuildUserMessage,
-    DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
-    GoToSteps,
     SetMapInstance,
     StepEffect,
     Write,
     WriteEvent,
 )
+from dex_agents.pure.machine.endings import BuildUserMessage, DeadEnd, GoToSteps
 from dex_agents.pure.machine.policies import call_step_type
 from dex_agents.pure.machine.reducers.cancel import NO_CANCELLATION, TURN_SCOPE, TURN_STEPS, canceled_record
 from dex_agents.pure.machine.reducers.common import (

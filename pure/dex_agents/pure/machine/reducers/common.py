@@ -20,10 +20,8 @@ from pyrsistent import pmap, pvector
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import parse_instant
 from dex_agents.pure.machine.effects import (
-    DeadEnd,
     DeleteAttribute,
     DeleteMapInstance,
-    GoToSteps,
     PublishToChannel,
     SetAttribute,
     SetMapInstance,
@@ -31,6 +29,7 @@ from dex_agents.pure.machine.effects import (
     Write,
     WriteEvent,
 )
+from dex_agents.pure.machine.endings import DeadEnd, GoToSteps
 from dex_agents.pure.machine.keys import MAX_MESSAGE_SEQUENCE, message_sequence_key, turn_id_for
 from dex_agents.pure.values.persistence import (
     AGENT_MESSAGES,

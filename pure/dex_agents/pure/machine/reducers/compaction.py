@@ -33,7 +33,8 @@ from dex_agents.pure.machine.compaction import (
     estimated_input_tokens,
 )
 from dex_agents.pure.values.session import CompactionTrigger
-from dex_agents.pure.machine.effects import DeleteAttribute, FailAttempt, SetAttribute, SummarizeHistory, WriteEvent
+from dex_agents.pure.machine.effects import DeleteAttribute, SetAttribute, WriteEvent
+from dex_agents.pure.machine.endings import FailAttempt, SummarizeHistory
 from dex_agents.pure.values.persistence import AGENT_USAGE, COMPACTION_REQUESTED, HISTORY_SUMMARY, StepType
 from dex_agents.pure.machine.reducers.common import NO_RUNNING_TURN, NOT_STARTED, go_to
 from dex_agents.pure.machine.reducers.turn import ask_to_fail_turn

@@ -67,7 +67,8 @@ from typing import assert_never, overload
 from pyrsistent import pvector
 from pyrsistent.typing import PVector
 
-from dex_agents.pure.machine.effects import CompleteSession, DeadEnd, GoToSteps, RecordInvocation
+from dex_agents.pure.machine.effects import RecordInvocation
+from dex_agents.pure.machine.endings import CompleteSession, DeadEnd, GoToSteps
 from dex_agents.pure.machine.invocation_record import clock_of, invocation_record
 
 from dex_agents.pure.machine.reducers.cancel import (

@@ -34,7 +34,8 @@ from pyrsistent import pvector
 
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import deadline_ms, format_instant
-from dex_agents.pure.machine.effects import CallModel, FailAttempt, GoToSteps, SetAttribute, SetMapInstance, StepEffect, WriteEvent
+from dex_agents.pure.machine.effects import SetAttribute, SetMapInstance, StepEffect, WriteEvent
+from dex_agents.pure.machine.endings import CallModel, FailAttempt, GoToSteps
 from dex_agents.pure.machine.keys import idempotency_key, interrupt_id_for
 from dex_agents.pure.values.persistence import (
     AGENT_TOOL_CALLS,

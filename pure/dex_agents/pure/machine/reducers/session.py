@@ -21,7 +21,8 @@ from dataclasses import replace
 
 from pyrsistent import pvector
 
-from dex_agents.pure.machine.effects import BuildUserMessage, SetAttribute, Write
+from dex_agents.pure.machine.effects import SetAttribute, Write
+from dex_agents.pure.machine.endings import BuildUserMessage
 from dex_agents.pure.values.persistence import AGENT_USAGE, PENDING_INTERRUPTS, StepType
 from dex_agents.pure.machine.reducers.common import NOT_STARTED, go_to, set_agent_state, start_turn
 from dex_agents.pure.machine.reducers.time_travel import reduce_session_forked

@@ -28,15 +28,8 @@ from dataclasses import replace
 from typing import Final
 
 from dex_agents.pure.machine import events
-from dex_agents.pure.machine.effects import (
-    CompleteSession,
-    Decision,
-    SetAttribute,
-    SkipWait,
-    StepEffect,
-    WaitForChildSession,
-    WriteEvent,
-)
+from dex_agents.pure.machine.effects import SetAttribute, StepEffect, WriteEvent
+from dex_agents.pure.machine.endings import CompleteSession, Decision, SkipWait, WaitForChildSession
 from dex_agents.pure.machine.policies import crash_status
 from dex_agents.pure.machine.reducers.common import dead_end, finalize_record, go_to
 from dex_agents.pure.machine.state import SessionState

@@ -31,13 +31,8 @@ from dataclasses import replace
 
 from dex_agents.pure.machine import events
 from dex_agents.pure.machine.deadlines import format_instant
-from dex_agents.pure.machine.effects import (
-    ExecuteDeferredToolCall,
-    ReconcileToolCall,
-    SendHeartbeat,
-    SetMapInstance,
-    WriteEvent,
-)
+from dex_agents.pure.machine.effects import SetMapInstance, WriteEvent
+from dex_agents.pure.machine.endings import ExecuteDeferredToolCall, ReconcileToolCall, SendHeartbeat
 from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, StepType
 from dex_agents.pure.machine.policies import call_step_type, crash_status
 from dex_agents.pure.machine.reducers.common import dead_end, finalize_record, go_to

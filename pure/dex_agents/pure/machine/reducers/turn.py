@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dex_agents.pure.machine import events
-from dex_agents.pure.machine.effects import BuildUserMessage, SetAttribute, StepEffect, WriteEvent
+from dex_agents.pure.machine.effects import SetAttribute, StepEffect, WriteEvent
+from dex_agents.pure.machine.endings import BuildUserMessage
 from dex_agents.pure.values.persistence import AGENT_USAGE, StepType
 from dex_agents.pure.machine.reducers.subagents import FAILED, turn_end
 from dex_agents.pure.machine.reducers.common import (
