@@ -40,7 +40,7 @@ from dex_agents.pure.values.session import AgentEvent
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
-"""The value type of a persistence effect's key (covariant, so every effect fits ``Effect``)."""
+"""The value type of a persistence effect's key (covariant, so every write of any value type fits ``Write``)."""
 
 
 @final

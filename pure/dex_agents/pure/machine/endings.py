@@ -3,13 +3,14 @@ it performs before, its writes and events, is in ``effects``). The shell interpr
 
 | Union | Members | Where |
 | --- | --- | --- |
-| ``StepEnding`` | a decision (``GoToSteps``, ``DeadEnd``), a request (``BuildUserMessage``, ``CallModel``, ``SendHeartbeat``, ``ExecuteDeferredToolCall``) or ``FailAttempt`` | a Step transition's last element |
+| ``StepEnding`` | a decision (``Decision``: ``GoToSteps``, ``DeadEnd``, ``CompleteSession``), a request (``Request``: ``BuildUserMessage``, ``CallModel``, ``SummarizeHistory``, ``SendHeartbeat``, ``ExecuteDeferredToolCall``, ``ValidateToolArguments``, ``ReconcileToolCall``) or ``FailAttempt`` | a Step transition's last element |
 | ``WaitEnding`` | ``WaitForResolution``, ``WaitForChildSession``, ``SkipWait`` | the ending of ``AwaitToolApproval``'s (``ApprovalWait``) or ``AwaitSubAgent``'s ``wait_for`` |
 | ``RpcEnding`` | ``AnswerRpc``, ``RefuseRpc`` | an RPC transition's last element |
 
 A request asks the shell for work whose result comes back as a follow-up input, reduced in the same
 attempt from the state the request left: ``BuildUserMessage`` -> ``UserMessageBuilt``, ``CallModel`` ->
-``ModelCallFinished`` or ``ModelCallFailed``, ``SendHeartbeat`` -> ``HeartbeatSent``,
+``ModelCallFinished`` or ``ModelCallFailed``, ``SummarizeHistory`` -> ``HistorySummarized`` or
+``SummarizationFailed``, ``SendHeartbeat`` -> ``HeartbeatSent``,
 ``ExecuteDeferredToolCall`` -> ``ToolCallSucceeded`` or ``ToolExecutionFailed``,
 ``ValidateToolArguments`` -> ``ToolArgumentsValidated``, ``ReconcileToolCall`` -> ``ToolOutcomeReconciled``.
 
