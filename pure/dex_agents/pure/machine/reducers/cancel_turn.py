@@ -2,8 +2,8 @@
 request, what each open record becomes, and why the Step decides from a fresh read).
 
 Invariants:
-    * The turn the request named is ended canceled with its note (two attempts' inputs: the started
-      one asks the runner for the note, the built one commits it); the request is deleted in the same
+    * The turn the request named ends canceled with its note (two inputs of one attempt: the started
+      one asks the runner for the note, its follow-up commits it); the request is deleted in the same
       commit, so a second ``CancelTurn`` finds nothing to do.
     * No turn running (it ended as the request came): only the request is deleted.
     * A newer turn running (it began as the request came; Dex stopped its Steps) carries on from its
