@@ -33,7 +33,18 @@ from dex_agents.pure.machine.step_inputs import (
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition
 from dex_agents.pure.values.session import AgentStatus, AgentUsage, HistorySummary, MessageRole
 
-from tests.pure.scenario_support import Session, answer_of, completed, event_types, events_of, failure_of, moves, started_session
+from tests.pure.scenario_support import (
+    Session,
+    answer_of,
+    completed,
+    event_types,
+    events_of,
+    failure_of,
+    moves,
+    requested,
+    started_session,
+    tool_call,
+)
 
 SUMMARY_USAGE = AgentUsage(requests=1, input_tokens=900, output_tokens=120)
 TOO_LONG = "ContextWindowExceededError: context_length_exceeded"
@@ -200,6 +211,33 @@ def test_a_blank_summary_and_an_unknown_trigger_are_rejected() -> None:
     session.run_step(CompactionStarted(invocation=session.inv(), trigger="reactive"))
     assert "blank summary" in failure_of(session.run_step(
         HistorySummarized(invocation=session.inv(), trigger="reactive", text="  ", usage=SUMMARY_USAGE)))
+
+
+def test_the_compaction_steps_reject_inputs_that_do_not_fit_and_change_nothing() -> None:
+    def inputs(session: Session) -> list[CompactionStarted | HistorySummarized | SummarizationFailed]:
+        return [CompactionStarted(invocation=session.inv(), trigger="reactive"),
+                HistorySummarized(invocation=session.inv(), trigger="reactive", text="S", usage=SUMMARY_USAGE),
+                SummarizationFailed(invocation=session.inv(), error="503", retryable=True)]
+
+    def rejected(session: Session, step_input: CompactionStarted | HistorySummarized | SummarizationFailed) -> str:
+        before = session.state
+        t = session.feed_step(step_input)
+        assert t.state == before and t.effects == pvector(), step_input
+        return failure_of(t)
+
+    unstarted = Session(config=SessionConfig(compaction=DEFAULT_POLICY))
+    assert all("not started" in rejected(unstarted, i) for i in inputs(unstarted))
+    idle = _session()
+    idle.model(completed("answer 5"))  # the turn ended: no turn runs
+    assert all("no turn" in rejected(idle, i) for i in inputs(idle))
+    tools = _session()
+    tools.model(requested(tool_call("r")))
+    assert all("status running_tools" in rejected(tools, i) for i in inputs(tools))
+    no_policy = _session(policy=None)
+    assert all("no compaction policy" in rejected(no_policy, i) for i in inputs(no_policy)[:2])
+    nothing = _session(turns=1)  # only the kept turns: no span to summarize
+    assert moves(nothing.feed_step(inputs(nothing)[0])) == [(StepType.RUN_MODEL, None)]
+    assert "nothing to summarize" in rejected(nothing, inputs(nothing)[1])
 
 
 def test_the_span_is_whole_turns_before_the_kept_ones_and_the_estimate_counts_characters() -> None:
