@@ -15,19 +15,26 @@ from dex_agents.pure.machine.rpc_calls import (
 from dex_agents.pure.values.persistence import RpcName, StepType
 from dex_agents.pure.values.rpc import ListAgentMessagesInput, ResolveInterruptInput, SendUserMessageInput
 from dex_agents.pure.machine.step_inputs import (
+    CompactionStarted,
     HeartbeatSent,
     InitialMessage,
     ModelAttemptsExhausted,
     ModelCallFailed,
     ModelStepStarted,
     QueuedMessage,
+    ReconcileStarted,
     SessionStarted,
     SingleAttemptToolFailed,
+    SubAgentEnded,
+    SummarizationFailed,
     ToolAttemptsExhausted,
+    ToolCancellationStarted,
     ToolCallSucceeded,
     ToolExecutionFailed,
+    ToolOutcomeReconciled,
     ToolResultsArrived,
     ToolStepStarted,
+    TurnCancelStarted,
     TurnFailureNote,
     UserMessageArrived,
     UserMessageBuilt,
@@ -89,6 +96,20 @@ def test_each_input_names_the_step_that_produces_it() -> None:
     assert steps_producing(SessionStarted(invocation=inv, start_input=start)) == {StepType.START_AGENT_SESSION}
     assert steps_producing(UserMessageArrived(invocation=inv, consumed=pvector())) == {StepType.AWAIT_USER_MESSAGE}
     assert steps_producing(ModelCallFailed(invocation=inv, error="e", retryable=True)) == {StepType.RUN_MODEL}
+    assert steps_producing(SubAgentEnded(invocation=inv, tool_call_id="c", child_session_id=None,
+                                         child_status="COMPLETED", result=None)) == {StepType.AWAIT_SUB_AGENT}
+    assert steps_producing(ReconcileStarted(invocation=inv, tool_call_id="c")) == {StepType.RECONCILE_TOOL_OUTCOME}
+    assert steps_producing(ToolOutcomeReconciled(invocation=inv, tool_call_id="c", status="unknown", text=None)) == {
+        StepType.RECONCILE_TOOL_OUTCOME
+    }
+    assert steps_producing(CompactionStarted(invocation=inv, trigger="manual")) == {StepType.COMPACT_HISTORY}
+    assert steps_producing(SummarizationFailed(invocation=inv, error="e", retryable=False)) == {
+        StepType.COMPACT_HISTORY
+    }
+    assert steps_producing(TurnCancelStarted(invocation=inv)) == {StepType.CANCEL_TURN}
+    assert steps_producing(ToolCancellationStarted(invocation=inv, tool_call_id="c")) == {
+        StepType.RECORD_TOOL_CANCELLATION
+    }
 
 
 def test_a_built_user_message_names_the_steps_that_ask_for_its_purpose() -> None:

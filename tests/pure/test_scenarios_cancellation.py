@@ -360,15 +360,19 @@ def test_a_newer_turn_the_cancellation_stopped_in_its_tool_calls_carries_on() ->
     session.model(completed("done"))
     session.user_message_arrives("next")
     session.model(requested(tool_call("r", ToolEffect.READ), tool_call("i", ToolEffect.IDEMPOTENT_WRITE),
-                            tool_call("a", ToolEffect.NON_IDEMPOTENT_WRITE), tool_call("done")))
+                            tool_call("a", ToolEffect.NON_IDEMPOTENT_WRITE), tool_call("done"),
+                            tool_call("u", ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)))
     session.run_tool("done")
     asked = ToolCallCancellation(reason="slow", canceled_at=format_instant(session.now_ms), scope="tool_call")
-    session.state = replace(session.state, tool_call_cancellations=pmap({"i": asked}))
+    reconciling = replace(session.record["u"], unknown_error="the Worker died")  # its reconcile check ran
+    session.state = replace(session.state, tool_call_cancellations=pmap({"i": asked}),
+                            tool_calls=session.state.tool_calls.set("u", reconciling))
     _request_outran_by_turn_2(session)
     t = session.feed_step(TurnCancelStarted(invocation=session.inv()))
     _turn_2_carried_on(session, t)
     assert moves(t) == [(StepType.CALL_TOOL, "r"), (StepType.RECORD_TOOL_CANCELLATION, "i"),
-                        (StepType.AWAIT_TOOL_APPROVAL, "a"), (StepType.RESUME_TURN, 3)]
+                        (StepType.AWAIT_TOOL_APPROVAL, "a"), (StepType.RECONCILE_TOOL_OUTCOME, "u"),
+                        (StepType.RESUME_TURN, 4)]
     assert session.state.tool_call_cancellations == pmap({"i": asked}), "the call's own request still stands"
     assert all(record.status is not ToolCallStatus.CANCELED for record in session.record.values())
 
