@@ -71,7 +71,7 @@ class StepOps(Outcomes):
         else:
             task.timeout = policy.method_timeout(step.options, method) * second
             task.heartbeat_timeout = policy.heartbeat_timeout(step.options) * second
-        task.cancel_at_once = task.local_phase or step.options.heartbeat_timeout_seconds > 0
+        task.own_heartbeat_timeout = step.options.heartbeat_timeout_seconds > 0
         too_large = policy.oversized_task(message)
         if too_large is not None:  # fails before it takes a lock or a slot
             self.on_failure(task, too_large, "dex.TaskTooLarge", 0)

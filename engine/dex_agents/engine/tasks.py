@@ -85,9 +85,8 @@ class Task:
     local_deadline: float = 0.0
     fallback_timeout: float = 0.0
     fallback_heartbeat_timeout: float | None = None
-    cancel_at_once: bool = False
-    """Its Worker is told of a cancellation at once (a local-phase attempt, or a Step with a heartbeat
-    timeout of its own); else only with the attempt's next heartbeat or Stream write."""
+    own_heartbeat_timeout: bool = False
+    """The Step declares a heartbeat timeout of its own (see ``cancel_at_once``)."""
     declines: int = 0
     queue_order: int | None = None
     """Set while the task waits in its queue (see ``PendingTasks``)."""
@@ -109,6 +108,13 @@ class Task:
     empty stand-in, parsed back at delivery): a waiting task keeps the snapshot of the state taken
     when its method was scheduled, as Dex does, at the cost of its bytes, without the parsed
     message's overhead."""
+
+    @property
+    def cancel_at_once(self) -> bool:
+        """Its Worker is told of a cancellation at once: an attempt in Dex's local phase, or one of a
+        Step with a heartbeat timeout of its own; any other only with its next heartbeat or Stream
+        write (so an attempt that fell back in place is told as a regular one)."""
+        return self.local_phase or self.own_heartbeat_timeout
 
     @property
     def done(self) -> bool:
