@@ -11,8 +11,8 @@ in this turn, and (for any outcome) a usage count that is negative or not an int
 
 Text from outside (RPC inputs, the start input) must be encodable as UTF-8: a Python ``str`` may hold
 a surrogate code point (U+D800..U+DFFF; JSON's ``"\\ud800"`` decodes to one), which no UTF-8 encoder,
-model API or framework accepts. ``lone_surrogate_problem`` names the first one; the RPCs refuse such
-text, and ``without_lone_surrogates`` repairs the start input, which cannot be refused.
+model API or framework accepts. ``lone_surrogate_problem`` names the first one
+(``first_lone_surrogate_problem``: in several fields); the RPCs refuse such text, and ``without_lone_surrogates`` repairs the start input, which cannot be refused.
 """
 
 from __future__ import annotations
@@ -155,6 +155,20 @@ def lone_surrogate_problem(text: str, field_name: str) -> str | None:
     return f"{field_name} contains a lone surrogate U+{ord(text[index]):04X} at index {index}; it cannot be encoded as UTF-8"
 
 
+def first_lone_surrogate_problem(fields: Iterable[tuple[str | None, str]]) -> str | None:
+    """``lone_surrogate_problem`` of the first ``(text, field_name)`` of ``fields`` whose text cannot be
+    encoded (a ``None`` text is skipped), else ``None``.
+
+    >>> first_lone_surrogate_problem([(None, "reason"), ("ok", "approver"), ("\\udfff", "text")])
+    'text contains a lone surrogate U+DFFF at index 0; it cannot be encoded as UTF-8'
+    """
+    for text, name in fields:
+        problem = None if text is None else lone_surrogate_problem(text, name)
+        if problem is not None:
+            return problem
+    return None
+
+
 def json_object_problem(text: str, field_name: str) -> str | None:
     """``None`` when ``text`` is one JSON object (strict: no ``NaN``, no duplicate keys), else what is
     wrong, naming ``field_name``.
@@ -197,6 +211,7 @@ __all__ = [
     "RunnerDefectKind",
     "describe_defects",
     "json_object_problem",
+    "first_lone_surrogate_problem",
     "lone_surrogate_problem",
     "validate_turn_outcome",
     "validate_user_message",

@@ -75,7 +75,7 @@ from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import ToolCancellationStarted
 from dex_agents.pure.machine.texts import canceled_by_user, canceled_write_error
 from dex_agents.pure.machine.transition import RpcTransition, StepTransition, answer, refuse, reject, step
-from dex_agents.pure.machine.validation import lone_surrogate_problem
+from dex_agents.pure.machine.validation import first_lone_surrogate_problem
 from dex_agents.pure.values.persistence import (
     INTERRUPT_RESOLUTIONS,
     TOOL_CALL_CANCELLATIONS,
@@ -112,11 +112,11 @@ TOOL_CALL_SCOPE: Final = "tool_call"
 NO_CANCELLATION: Final = "no cancellation of the running turn was requested"
 
 
-def _reason_problem(reason: str, text_fields: tuple[tuple[str, str], ...]) -> str | None:
-    for value, name in text_fields:
-        problem = lone_surrogate_problem(value, name)
-        if problem is not None:
-            return problem
+def _request_problem(reason: str, target: tuple[str, str]) -> str | None:
+    """Why a cancellation with ``reason`` of ``target`` (its ID and field name) is refused, or ``None``."""
+    problem = first_lone_surrogate_problem(((reason, "reason"), target))
+    if problem is not None:
+        return problem
     return "reason must not be blank" if not reason.strip() else None
 
 
@@ -144,7 +144,7 @@ def reduce_cancel_turn(state: SessionState, called: CancelTurnCalled) -> RpcTran
     """``cancel_turn``: refuse bad text; ``false`` unless ``turn_id`` runs and is not being canceled;
     else record the request, cancel the turn's Steps and start ``CancelTurn`` (``true``)."""
     request = called.input
-    problem = _reason_problem(request.reason, ((request.reason, "reason"), (request.turn_id, "turn_id")))
+    problem = _request_problem(request.reason, (request.turn_id, "turn_id"))
     if problem is not None:
         return refuse(state, problem)
     agent_state = state.agent_state
@@ -164,7 +164,7 @@ def reduce_cancel_tool_call(state: SessionState, called: CancelToolCallCalled) -
     reject it (awaiting approval) or record the request, cancel its Step and start
     ``RecordToolCancellation`` (``true``)."""
     request = called.input
-    problem = _reason_problem(request.reason, ((request.reason, "reason"), (request.tool_call_id, "tool_call_id")))
+    problem = _request_problem(request.reason, (request.tool_call_id, "tool_call_id"))
     if problem is not None:
         return refuse(state, problem)
     agent_state = state.agent_state

@@ -30,7 +30,7 @@ from dex_agents.pure.machine.rpc_calls import ResolveToolOutcomeCalled
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.texts import settled_by_operator_message
 from dex_agents.pure.machine.transition import RpcTransition, answer, refuse
-from dex_agents.pure.machine.validation import lone_surrogate_problem
+from dex_agents.pure.machine.validation import first_lone_surrogate_problem
 from dex_agents.pure.values.persistence import QUEUED_USER_MESSAGES, UNKNOWN_TOOL_OUTCOMES
 from dex_agents.pure.values.rpc import ResolveToolOutcomeInput
 from dex_agents.pure.values.session import AgentToolCall, AgentUserMessage, ToolCallSettlement, ToolCallStatus
@@ -41,11 +41,11 @@ SETTLED_STATUSES: Final = (ToolCallStatus.SUCCEEDED.value, ToolCallStatus.FAILED
 
 def resolution_problem(request: ResolveToolOutcomeInput) -> str | None:
     """Why ``request`` is refused whatever the session holds, or ``None``."""
-    for value, name in ((request.tool_call_id, "tool_call_id"), (request.output_or_message, "output_or_message"),
-                        (request.resolver, "resolver"), (request.reason, "reason")):
-        problem = None if value is None else lone_surrogate_problem(value, name)
-        if problem is not None:
-            return problem
+    problem = first_lone_surrogate_problem(((request.tool_call_id, "tool_call_id"),
+                                            (request.output_or_message, "output_or_message"),
+                                            (request.resolver, "resolver"), (request.reason, "reason")))
+    if problem is not None:
+        return problem
     if is_blank(request.tool_call_id):
         return "tool_call_id must not be blank"
     if request.status not in SETTLED_STATUSES:

@@ -51,7 +51,7 @@ from dex_agents.pure.machine.rpc_calls import (
 from dex_agents.pure.values.rpc import AgentSnapshot, ResolveInterruptInput
 from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.transition import RpcTransition, answer, refuse
-from dex_agents.pure.machine.validation import json_object_problem, lone_surrogate_problem
+from dex_agents.pure.machine.validation import first_lone_surrogate_problem, json_object_problem, lone_surrogate_problem
 from dex_agents.pure.values.session import (
     AgentInterrupt,
     AgentInterruptResolution,
@@ -102,11 +102,11 @@ def reduce_send_user_message_once(state: SessionState, called: SendUserMessageOn
 def _resolution_problem(request: ResolveInterruptInput) -> str | None:
     """Why ``resolve_interrupt``'s input is refused whatever the state: text that cannot be encoded,
     edited arguments with a rejection, or edited arguments that are not a JSON object's text."""
-    for value, name in ((request.rejection_message, "rejection_message"), (request.approver, "approver"),
-                        (request.reason, "reason"), (request.edited_arguments, "edited_arguments")):
-        problem = None if value is None else lone_surrogate_problem(value, name)
-        if problem is not None:
-            return problem
+    problem = first_lone_surrogate_problem(((request.rejection_message, "rejection_message"),
+                                            (request.approver, "approver"), (request.reason, "reason"),
+                                            (request.edited_arguments, "edited_arguments")))
+    if problem is not None:
+        return problem
     if request.edited_arguments is None:
         return None
     if not request.approved:
