@@ -21,7 +21,6 @@ from dex_agents.pure.machine import events
 from dex_agents.pure.machine.effects import (
     DeleteAttribute,
     DeleteMapInstance,
-    SetMapInstance,
     StepEffect,
     Write,
     WriteEvent,
@@ -36,8 +35,8 @@ from dex_agents.pure.machine.reducers.common import (
     clear_turn,
     go_to,
     kept_unknown,
-    record_writes,
     set_agent_state,
+    unknown_outcome_writes,
     user_message_problem,
 )
 from dex_agents.pure.machine.reducers.subagents import CANCELED, turn_end
@@ -45,7 +44,7 @@ from dex_agents.pure.machine.state import SessionState
 from dex_agents.pure.machine.step_inputs import Invocation, TurnCancelNote, TurnCancelStarted
 from dex_agents.pure.machine.texts import build_turn_cancel_note, canceled_by_user
 from dex_agents.pure.machine.transition import StepTransition, reject, step
-from dex_agents.pure.values.persistence import AGENT_TOOL_CALLS, TOOL_CALL_CANCELLATIONS, TURN_CANCELLATION, StepType
+from dex_agents.pure.values.persistence import TOOL_CALL_CANCELLATIONS, TURN_CANCELLATION, StepType
 from dex_agents.pure.values.session import (
     AgentState,
     AgentStatus,
@@ -63,11 +62,12 @@ def _canceled_turn_records(state: SessionState, cancellation: TurnCancellation) 
     return [canceled_record(record, audit) for record in state.records_in_deferral_order() if not record.status.is_final]
 
 
-def _cleanup(state: SessionState) -> list[Write]:
-    """Delete the cancellation requests (the Attribute and every loaded instance)."""
+def _without_requests(state: SessionState) -> tuple[SessionState, list[Write]]:
+    """``state`` without the cancellation requests (the Attribute and every loaded instance), and the
+    deletes of them."""
     writes: list[Write] = [DeleteAttribute.of(TURN_CANCELLATION)]
     writes.extend(DeleteMapInstance.of(TOOL_CALL_CANCELLATIONS, key) for key in sorted(state.tool_call_cancellations))
-    return writes
+    return replace(state, turn_cancellation=None, tool_call_cancellations=pmap()), writes
 
 
 def reduce_turn_cancel_started(state: SessionState, started: TurnCancelStarted) -> StepTransition:
@@ -80,8 +80,8 @@ def reduce_turn_cancel_started(state: SessionState, started: TurnCancelStarted) 
         return reject(state, NOT_STARTED)
     turn_id = agent_state.current_turn_id
     if turn_id is None:
-        cleared = replace(state, turn_cancellation=None, tool_call_cancellations=pmap())
-        return step(cleared, _cleanup(state), DeadEnd())
+        cleared, deletes = _without_requests(state)
+        return step(cleared, deletes, DeadEnd())
     if turn_id != cancellation.turn_id:
         carried_on = _carry_on(state, agent_state, turn_id)
         if carried_on is not None:
@@ -153,21 +153,21 @@ def reduce_turn_cancel_note_built(state: SessionState, invocation: Invocation,
         return reject(state, problem)
     writes: list[Write] = []
     kept = state
-    for record in _canceled_turn_records(state, cancellation):
+    for record in _canceled_turn_records(state, cancellation):  # their AgentToolCalls go with the turn
         kept = kept_unknown(kept, record)
-        writes.extend(write for write in record_writes(record)
-                      if not isinstance(write, SetMapInstance) or write.map is not AGENT_TOOL_CALLS)
+        writes.extend(unknown_outcome_writes(record))
     noted, agent_state, note_writes = append_messages(kept, agent_state, turn_id, [note_message])
     cleared, clear_writes = clear_turn(noted, turn_id)
     ended = replace(agent_state, status=AgentStatus.WAITING_FOR_USER_MESSAGE, current_turn_id=None,
                     current_turn_sequence=None, canceled_turn_count=agent_state.canceled_turn_count + 1,
                     last_turn_error=None)
-    done = replace(cleared, agent_state=ended, turn_cancellation=None, tool_call_cancellations=pmap())
+    unrequested, deletes = _without_requests(cleared)
+    done = replace(unrequested, agent_state=ended)
     event = events.turn_canceled(turn_id, invocation, cancellation.reason, cancellation.requested_at)
     ending = turn_end(ended, CANCELED, canceled_by_user(cancellation.reason), cleared.usage)
     if isinstance(ending, GoToSteps):  # Dex cancels whatever Step of the turn still runs
         ending = replace(ending, cancel_steps=pvector(TURN_STEPS))
-    return step(done, [*writes, *note_writes, *clear_writes, *_cleanup(state), set_agent_state(ended),
+    return step(done, [*writes, *note_writes, *clear_writes, *deletes, set_agent_state(ended),
                        WriteEvent(event=event)], ending)
 
 

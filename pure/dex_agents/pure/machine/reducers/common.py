@@ -197,14 +197,18 @@ def clear_turn(state: SessionState, turn_id: str) -> tuple[SessionState, list[Wr
     return cleared, effects
 
 
+def unknown_outcome_writes(record: AgentToolCall) -> list[Write]:
+    """The ``UnknownToolOutcomes`` instance of ``record`` when it is ``outcome_unknown`` (kept after the
+    turn, until ``resolve_tool_outcome`` settles it), else nothing."""
+    if record.status is not ToolCallStatus.OUTCOME_UNKNOWN:
+        return []
+    return [SetMapInstance.of(UNKNOWN_TOOL_OUTCOMES, record.tool_call_id, record)]
+
+
 def record_writes(record: AgentToolCall) -> list[Write]:
-    """The writes of a tool call record: its ``AgentToolCalls`` instance, and, when it is
-    ``outcome_unknown``, its ``UnknownToolOutcomes`` instance too (kept after the turn, until
-    ``resolve_tool_outcome`` settles it)."""
-    writes: list[Write] = [SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, record)]
-    if record.status is ToolCallStatus.OUTCOME_UNKNOWN:
-        writes.append(SetMapInstance.of(UNKNOWN_TOOL_OUTCOMES, record.tool_call_id, record))
-    return writes
+    """The writes of a tool call record: its ``AgentToolCalls`` instance, then its
+    ``unknown_outcome_writes``."""
+    return [SetMapInstance.of(AGENT_TOOL_CALLS, record.tool_call_id, record), *unknown_outcome_writes(record)]
 
 
 def kept_unknown(state: SessionState, record: AgentToolCall) -> SessionState:
@@ -265,5 +269,6 @@ __all__ = [
     "set_pending_interrupts",
     "start_turn",
     "turn_ended",
+    "unknown_outcome_writes",
     "user_message_problem",
 ]
