@@ -29,10 +29,8 @@ from dex_agents.pure.machine.step_inputs import Invocation, RecoveryError, SubAg
 from dex_agents.pure.values.session import (
     AgentInterruptResolution,
     AgentMessage,
-    AgentToolCall,
     AgentUsage,
     AgentUserMessage,
-    ToolCallCancellation,
 )
 from dex_agents.shell.codecs import StoredValueError
 from dex_agents.shell.definitions import (
@@ -66,28 +64,23 @@ def read_stored(what: str, read: Callable[[], T]) -> T | None:
         raise StoredValueError(f"stored {what} cannot be decoded: {detail}") from error
 
 
-def _tool_calls(context: Context, keys: Iterable[str]) -> PMap[str, AgentToolCall]:
-    records: dict[str, AgentToolCall] = {}
+def _instances(context: Context, definition: AttributeMap[T], keys: Iterable[str]) -> PMap[str, T]:
+    """The instances of ``definition`` keyed by ``keys`` that hold a value."""
+    found: dict[str, T] = {}
     for key in keys:
-        record = read_stored(f"{AGENT_TOOL_CALLS.name}/{key}", partial(AGENT_TOOL_CALLS.get, context, key))
-        if record is not None:
-            records[key] = record
-    return pmap(records)
-
-
-def _tool_call_cancellations(context: Context, loaded_maps: frozenset[MapName],
-                             instances: tuple[MapInstanceRef, ...]) -> PMap[str, ToolCallCancellation]:
-    """The ``ToolCallCancellations`` instances the method loaded (the whole map, or its call's)."""
-    if MapName.TOOL_CALL_CANCELLATIONS in loaded_maps:
-        keys: Iterable[str] = TOOL_CALL_CANCELLATIONS.get_all_instance_keys(context)
-    else:
-        keys = [ref.key for ref in instances if ref.name is MapName.TOOL_CALL_CANCELLATIONS]
-    found: dict[str, ToolCallCancellation] = {}
-    for key in keys:
-        value = read_stored(f"{TOOL_CALL_CANCELLATIONS.name}/{key}", partial(TOOL_CALL_CANCELLATIONS.get, context, key))
+        value = read_stored(f"{definition.name}/{key}", partial(definition.get, context, key))
         if value is not None:
             found[key] = value
     return pmap(found)
+
+
+def _loaded(context: Context, definition: AttributeMap[T], loaded_maps: frozenset[MapName],
+            instances: tuple[MapInstanceRef, ...]) -> PMap[str, T]:
+    """The instances of ``definition`` the method loaded (the whole map, or the instances it named)."""
+    name = MapName(definition.name)
+    if name in loaded_maps:
+        return _instances(context, definition, definition.get_all_instance_keys(context))
+    return _instances(context, definition, (ref.key for ref in instances if ref.name is name))
 
 
 def _caller_loaded(context: Context, definition: AttributeMap[T], keys: Iterable[str], rpc: str,
@@ -123,15 +116,9 @@ def gather_state(
     elif MapName.AGENT_MESSAGES in loaded_maps:
         loaded_maps -= {MapName.AGENT_MESSAGES}
     if MapName.AGENT_MESSAGES in loaded_maps:
-        keys = AGENT_MESSAGES.get_all_instance_keys(context)
-        stored = [
-            read_stored(f"{AGENT_MESSAGES.name}/{key}", partial(AGENT_MESSAGES.get, context, key)) for key in keys
-        ]
-        messages = pvector(sorted((m for m in stored if m is not None), key=lambda message: message.sequence))
-    if MapName.AGENT_TOOL_CALLS in loaded_maps:
-        tool_calls = _tool_calls(context, AGENT_TOOL_CALLS.get_all_instance_keys(context))
-    else:
-        tool_calls = _tool_calls(context, (ref.key for ref in instances if ref.name is MapName.AGENT_TOOL_CALLS))
+        stored = _instances(context, AGENT_MESSAGES, AGENT_MESSAGES.get_all_instance_keys(context))
+        messages = pvector(sorted(stored.values(), key=lambda message: message.sequence))
+    tool_calls = _loaded(context, AGENT_TOOL_CALLS, loaded_maps, instances)
     pending = read_stored(PENDING_INTERRUPTS.name, lambda: PENDING_INTERRUPTS.get(context))
     usage = read_stored(AGENT_USAGE.name, lambda: AGENT_USAGE.get(context))
     return SessionState(
@@ -151,7 +138,7 @@ def gather_state(
             "resolve_tool_outcome", "SessionClient.resolve_tool_outcome"),
         history_summary=read_stored(HISTORY_SUMMARY.name, lambda: HISTORY_SUMMARY.get(context)),
         turn_cancellation=read_stored(TURN_CANCELLATION.name, lambda: TURN_CANCELLATION.get(context)),
-        tool_call_cancellations=_tool_call_cancellations(context, loaded_maps, instances),
+        tool_call_cancellations=_loaded(context, TOOL_CALL_CANCELLATIONS, loaded_maps, instances),
         compaction_requested=bool(read_stored(COMPACTION_REQUESTED.name, lambda: COMPACTION_REQUESTED.get(context))),
     )
 
