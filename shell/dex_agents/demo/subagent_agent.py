@@ -37,12 +37,12 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCalls, FunctionModel
 
 from dex_agents.adapters.kit import subagent_tool
 from dex_agents.adapters.pydantic_ai import DEX_EFFECT_METADATA_KEY, create_pydantic_ai_session_flow, native_subagent_tool
-from dex_agents.demo.support_agent import _scripted_response, build_support_flow, check_model
-from dex_agents.demo.support_script import DEMO_TURNS, MODEL_ENV, STATE_DIR_ENV, support_tools, word_chunks
+from dex_agents.demo.support_agent import _scripted_response, build_support_flow, check_model, streamed
+from dex_agents.demo.support_script import DEMO_TURNS, MODEL_ENV, STATE_DIR_ENV, support_tools
 from dex_agents.pure.values.runner import ToolPolicy
 from dex_agents.pure.values.session import ToolEffect
 from dex_agents.shell.flow import AgentSessionFlow
@@ -73,14 +73,8 @@ def _parent(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return _parent_response(messages)
 
 
-async def _parent_stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-    for index, part in enumerate(_parent_response(messages).parts):
-        if isinstance(part, TextPart):
-            for chunk in word_chunks(part.content):
-                yield chunk
-        elif isinstance(part, ToolCallPart):
-            yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
-                                        tool_call_id=part.tool_call_id)}
+def _parent_stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+    return streamed(_parent_response(messages))
 
 
 def build_support_flows(*, model: str | None = None, state_directory: Path) -> list[AgentSessionFlow]:

@@ -119,8 +119,9 @@ def _scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return _scripted_response(messages)
 
 
-async def _scripted_stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-    response = _scripted_response(messages)
+async def streamed(response: ModelResponse) -> AsyncIterator[str | DeltaToolCalls]:
+    """``response`` as a ``FunctionModel``'s ``stream_function`` yields it: its text word by word, its
+    tool calls whole."""
     for index, part in enumerate(response.parts):
         if isinstance(part, TextPart):
             for chunk in word_chunks(part.content):
@@ -128,6 +129,10 @@ async def _scripted_stream(messages: list[ModelMessage], info: AgentInfo) -> Asy
         elif isinstance(part, ToolCallPart):
             yield {index: DeltaToolCall(name=part.tool_name, json_args=part.args_as_json_str(),
                                         tool_call_id=part.tool_call_id)}
+
+
+def _scripted_stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+    return streamed(_scripted_response(messages))
 
 
 def build_support_agent(*, model: str | None = None, state_directory: Path) -> Agent[None, str]:
@@ -170,5 +175,6 @@ __all__ = [
     "build_support_agent",
     "build_support_flow",
     "check_model",
+    "streamed",
     "support_flow",
 ]
