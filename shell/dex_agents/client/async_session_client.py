@@ -71,6 +71,7 @@ from dex_agents.shell.worker import session_registry
 
 __all__ = ["AsyncSessionClient"]
 
+
 @final
 class AsyncSessionClient(AsyncOperatorActions):
     """The sessions of one agent Flow type on a Dex server (see the module docstring); the reads and
@@ -225,8 +226,6 @@ class AsyncSessionClient(AsyncOperatorActions):
         return list((await self.client.search_flows(sessions_query(self.flow_type), limit)).flows)
 
     # Fork (only the server)
-
-
 
     @client_errors
     async def fork(self, session_id: str, at_turn: int, new_session_id: str, *,

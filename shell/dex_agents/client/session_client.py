@@ -70,6 +70,7 @@ from dex_agents.shell.worker import session_registry
 
 __all__ = ["SessionClient"]
 
+
 @final
 class SessionClient(OperatorActions):
     """The sessions of one agent Flow type on a Dex server (see the module docstring); the reads and
@@ -224,8 +225,6 @@ class SessionClient(OperatorActions):
         return list((self.client.search_flows(sessions_query(self.flow_type), limit)).flows)
 
     # Fork (only the server)
-
-
 
     @client_errors
     def fork(self, session_id: str, at_turn: int, new_session_id: str, *,
