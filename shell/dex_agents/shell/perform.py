@@ -3,7 +3,8 @@
 * ``perform_step(transition, run)``: the Step's writes and events, its invocation record if the core
   gave one, then its ending: a decision becomes the SDK's ``StepDecision``, a request is handed back
   to the driver (``requests`` performs it), ``FailAttempt`` raises ``AttemptRejectedError``.
-* ``perform_wait(transition, context)``: its invocation record, then the ``Wait`` a ``wait_for`` returns.
+* ``perform_wait(transition, context, sub_agents)``: its invocation record, then the ``Wait`` a
+  ``wait_for`` returns.
 * ``perform_rpc(transition, context)``: the RPC's invocation record if the core gave one and its writes,
   then its answer (returned) or its refusal (``RpcRefusedError``).
 * ``perform_record(record, context)``: a ``RecordInvocation`` staged as the Dex history event
@@ -179,8 +180,7 @@ def _message_loads(transition: StepTransition, run: StepRun) -> CachedLoads | No
     return message_loads(run.runtime.history, context.flow_id, context.run_id, count)
 
 
-def perform_wait(transition: WaitTransition, context: Context,
-                 sub_agents: Mapping[str, Flow[Any]] | None = None) -> Wait:
+def perform_wait(transition: WaitTransition, context: Context, sub_agents: Mapping[str, Flow[Any]]) -> Wait:
     """Stage the ``wait_for`` transition's invocation record, then answer its ``Wait`` (a child
     session's SubFlow runs the Flow of its type in ``sub_agents``, the Flows this Flow delegates to)."""
     perform_record(transition.record, context)
@@ -195,7 +195,7 @@ def perform_wait(transition: WaitTransition, context: Context,
             deadline = Timer.by_duration(timedelta(seconds=seconds), condition_id=DEADLINE_CONDITION_ID)
             return Wait.any_of(deadline, resolution)
         case WaitForChildSession(flow_type=flow_type, start_input=start_input):
-            child = (sub_agents or {}).get(flow_type)
+            child = sub_agents.get(flow_type)
             if child is None:
                 raise RuntimeError(f"this Flow has no sub-agent of Flow type {flow_type!r} (create_agent_session_flow's "
                                    "sub_agents)")
