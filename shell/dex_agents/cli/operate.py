@@ -25,6 +25,7 @@ from rich.console import Console
 from dex_agents.cli.connection import open_session, require_worker
 from dex_agents.cli.errors import CliError
 from dex_agents.client import SessionClient
+from dex_agents.client.values import edit_verdict
 
 __all__ = ["Approval", "approve", "deadline_of", "extend", "resolve", "settled_text"]
 
@@ -67,15 +68,15 @@ def _await_edit_check(sessions: SessionClient, session_id: str, interrupt_id: st
     """Follow the events after ``cursor`` until the session honoured or refused the edited approval."""
     deadline = time.monotonic() + EDIT_CHECK_SECONDS
     for item in sessions.follow(session_id, cursor):
-        if item is not None and item.payload.get("interrupt_id") == interrupt_id:
-            if item.event.type == "dex_agents.approval_refused":
-                raise CliError(f"the edited arguments were refused: {item.payload.get('error')}; interrupt "
-                               f"{interrupt_id} is pending again",
-                               hint="fix the arguments to fit the tool's parameters and approve again")
-            if item.event.type == "interrupt_resolved":
-                console.print(f"interrupt {interrupt_id} approved with edited arguments; the call runs with them",
-                              highlight=False)
-                return
+        verdict = None if item is None else edit_verdict(item.event, interrupt_id)
+        if verdict is not None:
+            taken, why = verdict
+            if not taken:
+                raise CliError(f"the edited arguments were refused: {why}; interrupt {interrupt_id} is pending "
+                               "again", hint="fix the arguments to fit the tool's parameters and approve again")
+            console.print(f"interrupt {interrupt_id} approved with edited arguments; the call runs with them",
+                          highlight=False)
+            return
         if time.monotonic() > deadline:
             console.print(f"interrupt {interrupt_id} approved with edited arguments; the session has not checked "
                           f"them yet (see dex-agents sessions tail {session_id})", highlight=False)

@@ -24,6 +24,7 @@ from dex import StreamMessage
 from pyrsistent import thaw
 
 from dex_agents.client.errors import NoWorkerError, SessionExistsError
+from dex_agents.pure.machine import events as kinds
 from dex_agents.pure.machine.keys import turn_number_of
 from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentStatus, AgentUsage
 
@@ -38,6 +39,7 @@ __all__ = [
     "SessionOverview",
     "SessionExistsError",
     "StateCondition",
+    "edit_verdict",
     "page_after",
     "status_is",
     "turn_ended",
@@ -189,6 +191,19 @@ def status_is(status: AgentStatus | str) -> StateCondition:
     """
     wanted = AgentStatus(status)
     return StateCondition(description=f"status {wanted.value!r}", predicate=lambda state: state.status is wanted)
+
+
+def edit_verdict(event: AgentEvent, interrupt_id: str) -> tuple[bool, str | None] | None:
+    """What ``event`` says of an approval of ``interrupt_id`` with edited arguments: (True, None) once
+    the session resolved it with the edit, (False, why) once the tool's schema refused the edit (the
+    interrupt is pending again), ``None`` for any other event."""
+    if event.payload.get("interrupt_id") != interrupt_id:
+        return None
+    if event.type == kinds.INTERRUPT_RESOLVED:
+        return True, None
+    if event.type == kinds.APPROVAL_REFUSED:
+        return False, str(event.payload.get("error"))
+    return None
 
 
 def timeout_message(session_id: str, description: str, seconds: float, last_seen: object,

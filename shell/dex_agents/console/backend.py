@@ -23,7 +23,7 @@ from dex import AsyncClient, Credential, FileCredential, FlowInfo, Registry, Sea
 from dex_agents.client import AsyncSessionClient, NoWorkerError, SessionOverview
 from dex_agents.client.connection import OwnedBlobCache, client_options
 from dex_agents.client.shared import sessions_query
-from dex_agents.pure.machine import events as kinds
+from dex_agents.client.values import edit_verdict
 from dex_agents.pure.values.rpc import AgentSnapshot
 from dex_agents.pure.values.session import AgentEvent, AgentInterrupt, AgentState, AgentUsage
 
@@ -154,13 +154,9 @@ class ConsoleBackend:
             item = await client.next_event(session_id, after, wait=1.0)
             if item is None:
                 continue
-            after, event = item.cursor, item.event
-            if event.payload.get("interrupt_id") != interrupt_id:
-                continue
-            if event.type == kinds.INTERRUPT_RESOLVED:
-                return True, None
-            if event.type == kinds.APPROVAL_REFUSED:
-                return False, str(event.payload.get("error"))
+            after = item.cursor
+            if (verdict := edit_verdict(item.event, interrupt_id)) is not None:
+                return verdict
         return None
 
     async def snapshot(self, client: AsyncSessionClient, session_id: str) -> AgentSnapshot | None:
