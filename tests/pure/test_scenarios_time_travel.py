@@ -24,10 +24,20 @@ from dex_agents.pure.offline.export_document import (
 )
 from dex_agents.pure.offline.replay import replay
 from dex_agents.pure.offline.stored_values import stored_writes
-from dex_agents.pure.offline.time_travel import AwaitPoint, TurnEnd, fork_seed, rewound_tool_calls, turn_ends, values_at
+from dex_agents.pure.offline.time_travel import (
+    AwaitPoint,
+    TurnEnd,
+    fork_seed,
+    rewind_end,
+    rewound_tool_calls,
+    turn_ends,
+    turn_not_ended,
+    values_at,
+)
 from dex_agents.pure.values.persistence import QUEUED_USER_MESSAGES, SESSION_REWINDS, StepType
 from dex_agents.pure.values.session import (
     AgentSessionFork,
+    AgentState,
     AgentSessionStartInput,
     AgentUsage,
     AgentStatus,
@@ -240,3 +250,25 @@ def test_a_fork_seed_is_refused_when_the_values_do_not_hold_that_turn() -> None:
     assert "right after turn 2 cannot be read" in fork_seed("s", 2, at_turn_1).failure()
     missing: dict[tuple[str, str | None], JsonValue] = {k: v for k, v in at_turn_1.items() if k[1] != "000000000001"}
     assert "messages are not all in the history" in fork_seed("s", 1, missing).failure()
+
+
+def _state_after(ended: int, running: str | None = None) -> AgentState:
+    return AgentState(status=AgentStatus.RUNNING_MODEL if running else AgentStatus.WAITING_FOR_USER_MESSAGE,
+                      turn_count=ended + (1 if running else 0), current_turn_id=running,
+                      current_turn_sequence=None, message_count=2 * ended, completed_turn_count=ended,
+                      failed_turn_count=0, last_turn_error=None)
+
+
+def test_a_rewind_restarts_the_last_end_of_its_turn_in_the_run_or_says_why_it_cannot() -> None:
+    ends = [TurnEnd(turn=2, event_id=10, step_execution_id="a"), TurnEnd(turn=3, event_id=20, step_execution_id="b"),
+            TurnEnd(turn=3, event_id=30, step_execution_id="c")]
+    assert rewind_end(_state_after(4), ends, 3).unwrap() == ends[2]
+    assert rewind_end(_state_after(3, "turn-4"), ends, 3).unwrap() == ends[2], "a running turn is removed"
+    assert rewind_end(_state_after(3), ends, 3).failure() == "the session is right after turn 3 already: nothing to rewind"
+    assert rewind_end(_state_after(3, "turn-4"), ends, 4).failure() == \
+        "turn 4 has not ended: the session has ended 3 turns; turn-4 is running"
+    assert rewind_end(None, [], 1).failure() == "turn 1 has not ended: the session has ended 0 turns"
+    assert rewind_end(_state_after(4), ends, 1).failure().startswith(
+        "turn 1 ended in an earlier run of the session (it continued as new since); a rewind reaches back to turn 2")
+    assert turn_not_ended(_state_after(2), 2) is None
+    assert turn_not_ended(_state_after(2), 3) == "turn 3 has not ended: the session has ended 2 turns"

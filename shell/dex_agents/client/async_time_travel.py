@@ -24,13 +24,16 @@ from dex_agents.client.async_export import history_steps
 from dex_agents.client.async_server_calls import AsyncServerCalls
 from dex_agents.client.errors import SessionRewindError
 from dex_agents.pure.offline.export_document import HistoryStep
-from dex_agents.pure.offline.stored_values import StoredKey, apply_writes, decode_stored
+from dex_agents.pure.offline.stored_values import StoredKey, apply_writes
 from dex_agents.pure.offline.time_travel import (
     AwaitPoint,
     TurnEnd,
+    agent_state_of,
     fork_seed,
+    rewind_end,
     rewound_tool_calls,
     turn_ends,
+    turn_not_ended,
     values_at,
 )
 from dex_agents.pure.values.persistence import AttributeName, StepType
@@ -55,18 +58,12 @@ class RunHistory:
     @property
     def state(self) -> AgentState | None:
         """The run's latest committed ``AgentState``."""
-        value = values_at(self.steps, self.steps[-1].event_id).get((AttributeName.AGENT_STATE, None)) \
-            if self.steps else None
-        return None if value is None else _agent_state(value)
+        return agent_state_of(values_at(self.steps, self.steps[-1].event_id).get((AttributeName.AGENT_STATE, None))
+                              if self.steps else None)
 
     def end_of(self, turn: int) -> TurnEnd | None:
         """Where ``turn`` ended in this run (the last such point), ``None`` when it did not."""
         return next((end for end in reversed(self.ends) if end.turn == turn), None)
-
-
-def _agent_state(value: JsonValue) -> AgentState | None:
-    decoded = decode_stored(AttributeName.AGENT_STATE, value).value_or(None)
-    return decoded if isinstance(decoded, AgentState) else None
 
 
 def _continued_from(history: list[pb.FlowHistoryEvent]) -> str:
@@ -105,20 +102,10 @@ def rewind_point(run: RunHistory, run_id: str, to_turn: int, reason: str | None)
         SessionRewindError: ``to_turn`` has not ended, nothing came after it, or it ended in an earlier
             run (before a continue-as-new).
     """
-    state = run.state
-    ended = 0 if state is None else state.ended_turn_count
-    running = None if state is None else state.current_turn_id
-    if to_turn > ended:
-        now = f"; {running} is running" if running is not None else ""
-        raise SessionRewindError(f"turn {to_turn} has not ended: the session has ended {ended} turns{now}")
-    if to_turn == ended and running is None:
-        raise SessionRewindError(f"the session is right after turn {to_turn} already: nothing to rewind")
-    end = run.end_of(to_turn)
-    if end is None:
-        first = min((e.turn for e in run.ends), default=ended)
-        raise SessionRewindError(f"turn {to_turn} ended in an earlier run of the session (it continued as new "
-                                 f"since); a rewind reaches back to turn {first} at the earliest (fork the "
-                                 f"session at turn {to_turn} instead)")
+    found = rewind_end(run.state, run.ends, to_turn)
+    if not is_successful(found):
+        raise SessionRewindError(found.failure())
+    end = found.unwrap()
     return RewindPoint(end=end, removal=removal_after(run, run_id, end, reason))
 
 
@@ -143,10 +130,9 @@ async def fork_seed_of(server: AsyncServerCalls, session_id: str, at_turn: int, 
         SessionRewindError: ``at_turn`` has not ended (or its values cannot be read).
     """
     runs = [await read_run(server, session_id, "", timeout=timeout)]
-    state = runs[0].state
-    ended = 0 if state is None else state.ended_turn_count
-    if at_turn > ended:
-        raise SessionRewindError(f"turn {at_turn} has not ended: the session has ended {ended} turns")
+    not_ended = turn_not_ended(runs[0].state, at_turn)
+    if not_ended is not None:
+        raise SessionRewindError(not_ended)
     while runs[-1].previous_run_id:
         runs.append(await read_run(server, session_id, runs[-1].previous_run_id, timeout=timeout))
     lineage = list(reversed(runs))  # oldest first

@@ -73,7 +73,8 @@ def _stored_writes(step: HistoryStep) -> dict[StoredKey, JsonValue]:
         if step.outcome == OUTCOME_COMPLETED else {}
 
 
-def _agent_state(value: JsonValue | None) -> AgentState | None:
+def agent_state_of(value: JsonValue | None) -> AgentState | None:
+    """The stored ``AgentState`` ``value`` decoded (``None``: absent or unreadable)."""
     if value is None:
         return None
     decoded = decode_stored(AttributeName.AGENT_STATE, value).value_or(None)
@@ -93,7 +94,7 @@ def turn_ends(steps: Sequence[HistoryStep], awaits: Iterable[AwaitPoint]) -> lis
             if written is not None:
                 latest = written
             index += 1
-        state = _agent_state(latest)
+        state = agent_state_of(latest)
         if state is not None and state.current_turn_id is None:
             ends.append(TurnEnd(turn=state.ended_turn_count, event_id=point.event_id,
                                 step_execution_id=point.step_execution_id))
@@ -138,6 +139,36 @@ def _decoded(values: Mapping[StoredKey, JsonValue], name: str, instance: str | N
     return decoded.unwrap() if is_successful(decoded) else None
 
 
+def turn_not_ended(state: AgentState | None, turn: int) -> str | None:
+    """Why ``turn`` is no point to go back to in a session whose latest state is ``state``: it has not
+    ended (``None``: it has)."""
+    ended = 0 if state is None else state.ended_turn_count
+    if turn <= ended:
+        return None
+    running = None if state is None else state.current_turn_id
+    now = f"; {running} is running" if running is not None else ""
+    return f"turn {turn} has not ended: the session has ended {ended} turns{now}"
+
+
+def rewind_end(state: AgentState | None, ends: Sequence[TurnEnd], to_turn: int) -> Result[TurnEnd, str]:
+    """Where a rewind of the current run (latest state ``state``, turn ends ``ends``) to ``to_turn``
+    restarts it: the last point ``to_turn`` ended in that run; or why there is none (it has not ended,
+    the session is right after it already, or it ended in an earlier run, before a continue-as-new)."""
+    not_ended = turn_not_ended(state, to_turn)
+    if not_ended is not None:
+        return Failure(not_ended)
+    ended = 0 if state is None else state.ended_turn_count
+    if to_turn == ended and (state is None or state.current_turn_id is None):
+        return Failure(f"the session is right after turn {to_turn} already: nothing to rewind")
+    end = next((end for end in reversed(ends) if end.turn == to_turn), None)
+    if end is None:
+        first = min((e.turn for e in ends), default=ended)
+        return Failure(f"turn {to_turn} ended in an earlier run of the session (it continued as new since); a "
+                       f"rewind reaches back to turn {first} at the earliest (fork the session at turn {to_turn} "
+                       "instead)")
+    return Success(end)
+
+
 def fork_seed(session_id: str, at_turn: int, values: Mapping[StoredKey, JsonValue]) -> Result[AgentSessionFork, str]:
     """The seed of a fork of ``session_id`` after turn ``at_turn``, from the ``values`` committed right
     after it ended, or why they hold none."""
@@ -157,4 +188,14 @@ def fork_seed(session_id: str, at_turn: int, values: Mapping[StoredKey, JsonValu
         history_summary=summary if isinstance(summary, HistorySummary) else None))
 
 
-__all__ = ["AwaitPoint", "TurnEnd", "fork_seed", "rewound_tool_calls", "turn_ends", "values_at"]
+__all__ = [
+    "AwaitPoint",
+    "TurnEnd",
+    "agent_state_of",
+    "fork_seed",
+    "rewind_end",
+    "rewound_tool_calls",
+    "turn_ends",
+    "turn_not_ended",
+    "values_at",
+]
