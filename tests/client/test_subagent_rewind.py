@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dex_agents.demo.subagent_agent import BILLING_ANSWER, build_support_flows
-from dex_agents.testing.polling import poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
+from tests.shell.scenario_flows import wait_for_pending_approval
 
 REFUND = "Please refund order 42"
 
@@ -24,8 +24,7 @@ def test_a_sub_agent_call_after_a_rewind_runs_a_new_child(agent_environment: Age
     session_id = "rewound-parent"
 
     def refund_through_the_billing_agent(turns: int) -> str:
-        approval = poll_until(lambda: next(iter(client.pending_approvals(session_id)), None), timeout=60.0,
-                              description="the billing agent's refund approval")
+        approval = wait_for_pending_approval(client, session_id)
         assert approval.session_id != session_id
         assert client.approve(session_id, approval.interrupt.interrupt_id)
         sessions.wait_for_completed_turns(session_id, turns)

@@ -16,14 +16,11 @@ from dex_agents.console.auth import check_bind
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from dex_agents.pure.values.runner import ToolPolicy
-from dex_agents.pure.values.session import ToolEffect
 from dex_agents.serving.gate import FileGate
-from dex_agents.testing import ScriptedModelCall
 from tests.console.agents import DEADLINE_MS, MODEL_GATE, build_console_flow, refunds
 from tests.console.support import parse_sse, run_with_app
 from tests.shell.agents import unique_flow_type
-from tests.shell.scenario_flows import call, scripted_runner, session_flow
+from tests.shell.scenario_flows import LOST_REFUND, lost_refund_flow
 
 pytestmark = pytest.mark.slow
 
@@ -345,16 +342,9 @@ def test_cancel_a_turn_and_a_tool_call_through_the_api(dex_engine: PrivateDexEng
 def test_settle_an_unknown_outcome_through_the_api(dex_engine: PrivateDexEngine,
                                                    agent_environment: AgentEnvironmentFactory,
                                                    agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
-    async def lost_refund(_call: object) -> str:
-        raise ConnectionError("connection reset after the request was sent")
-
-    script = {"Refund order 9": (ScriptedModelCall(tool_calls=(call("call-lost", "refund", order_id=9),)),
-                                 ScriptedModelCall(text="Done."))}
-    flow = session_flow(scripted_runner(tmp_path, script, {"refund": lost_refund}), prefix="ConsoleSettle",
-                        tool_policies={"refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE,
-                                                            requires_approval=False)})
+    flow = lost_refund_flow(tmp_path, prefix="ConsoleSettle")
     sessions = agent_sessions(agent_environment([flow]), flow)
-    sessions.start_session("settle-1", "Refund order 9")
+    sessions.start_session("settle-1", LOST_REFUND)
     sessions.wait_for_completed_turns("settle-1", 1)
 
     async def body(http: httpx.AsyncClient, app: Starlette) -> None:

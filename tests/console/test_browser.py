@@ -14,12 +14,12 @@ from dex_agents.demo.subagent_agent import build_support_flows
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
 from dex_agents.pure.values.session import AgentStatus
 from dex_agents.serving.gate import FileGate
-from dex_agents.testing.polling import poll_until
 from dex_agents.testing.private_engine import PrivateDexEngine
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.console.agents import MODEL_GATE, PAYLOAD, build_console_flow, refunds
 from tests.console.browser import chromium, laptop_page, screenshot_path, served_console
 from tests.shell.agents import unique_flow_type
+from tests.shell.scenario_flows import wait_for_pending_approval
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,6 @@ def test_a_demo_session_end_to_end(browser: Browser, dex_engine: PrivateDexEngin
         expect(page.locator("table.sessions tbody tr")).to_have_count(4)
         expect(page.locator(f'tr[data-session-id="{session_id}-waiting"] time.countdown')).to_contain_text("left")
         page.screenshot(path=str(screenshot_path(tmp_path, "console-list.png")), full_page=True)
-
 
 
 def test_edit_arguments_then_approve_and_the_other_operator_actions(
@@ -168,7 +167,6 @@ def test_edit_arguments_then_approve_and_the_other_operator_actions(
         assert sessions.sessions.is_stopped("edit-ui") is True
 
 
-
 def test_a_sub_agents_approval_is_answered_from_the_parents_page(
         browser: Browser, dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
         agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
@@ -178,8 +176,7 @@ def test_a_sub_agents_approval_is_answered_from_the_parents_page(
     sessions = agent_sessions(agent_environment([parent, child]), parent)
     session_id = f"parent-{uuid.uuid4().hex[:8]}"
     sessions.start_session(session_id, DEMO_TURNS[1])
-    held = poll_until(lambda: next(iter(sessions.sessions.pending_approvals(session_id)), None), timeout=60.0,
-                      description="the billing agent's refund approval")
+    held = wait_for_pending_approval(sessions.sessions, session_id)
     with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
         detail = page.request.get(f"{url}api/sessions/{session_id}").json()
         assert [(item["session_id"], item["flow_type"]) for item in detail["children"]] == [(held.session_id,

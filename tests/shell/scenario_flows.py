@@ -20,6 +20,8 @@ from typing import Final
 import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
+from dex_agents.client import SessionClient
+from dex_agents.client.values import PendingApproval
 from dex_agents.pure.values.runner import AgentTurnOutcome, ToolPolicy
 from dex_agents.pure.values.session import AgentEvent, FrameworkMessage, MessageRole, ToolEffect
 from dex_agents.shell import (
@@ -95,6 +97,24 @@ def session_flow(runner: AgentFrameworkRunner, *, prefix: str, tool_policies: Ma
     return create_agent_session_flow(runner, unique_flow_type(prefix),
                                      tool_policies=tool_policies, interrupt_deadline_ms=interrupt_deadline_ms,
                                      timing=timing)
+
+
+LOST_REFUND: Final = "Refund order 9"
+"""The user message whose turn in ``lost_refund_flow`` calls ``refund`` (as ``call-lost``, order 9)."""
+
+
+def lost_refund_flow(directory: Path, *, prefix: str, policy: ToolPolicy | None = None) -> AgentSessionFlow:
+    """A Flow whose turn for ``LOST_REFUND`` calls ``refund``, then answers ``Done.``; the write's one
+    attempt fails with a connection reset, so its outcome is unknown unless ``policy`` (by default a
+    ``non_idempotent_write`` without approval) reconciles it."""
+    async def lost_refund(_call: DeferredToolExecution) -> str:
+        raise ConnectionError("connection reset after the request was sent")
+
+    script = {LOST_REFUND: (ScriptedModelCall(tool_calls=(call("call-lost", "refund", order_id=9),)),
+                            ScriptedModelCall(text="Done."))}
+    unknown = ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+    return session_flow(scripted_runner(directory, script, {"refund": lost_refund}), prefix=prefix,
+                        tool_policies={"refund": policy or unknown})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,6 +257,13 @@ def wait_for_history(server_address: str, flow_id: str, event_type: str, step_ex
                      if entry.event_type == event_type and entry.step_execution_id == step_execution_id), None)
 
     return poll_until(probe, timeout=timeout, description=f"{event_type} of {step_execution_id} in {flow_id}")
+
+
+def wait_for_pending_approval(client: SessionClient, session_id: str) -> PendingApproval:
+    """The first approval the session or one of its sub-agents' child sessions waits for (the demo's
+    billing agent's refund), waiting until there is one."""
+    return poll_until(lambda: next(iter(client.pending_approvals(session_id)), None), timeout=60.0,
+                      description="the billing agent's refund approval")
 
 
 def of_type(events: Sequence[AgentEvent], event_type: str) -> list[AgentEvent]:

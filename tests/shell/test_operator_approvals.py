@@ -18,10 +18,12 @@ from dex_agents.pure.values.session import ToolCallStatus, ToolEffect, text_sha2
 from dex_agents.testing import ScriptedModelCall
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from tests.shell.scenario_flows import (
+    LOST_REFUND,
     WRITE_POLICY,
     answer_tool,
     call,
     completed_steps,
+    lost_refund_flow,
     new_session_id,
     of_type,
     scripted_runner,
@@ -77,31 +79,22 @@ def test_an_edited_approval_runs_the_edit_once_with_its_audit_and_a_stale_hash_i
     assert report.identical, report.describe()
 
 
-LOST = "Refund order 9"
-LOST_SCRIPT = {LOST: (ScriptedModelCall(tool_calls=(call("call-lost", "refund", order_id=9),)),
-                      ScriptedModelCall(text="Done."))}
-
-
 def test_a_write_whose_outcome_is_unknown_is_reconciled_before_the_model_sees_it(
         agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
     """Item 4 (a): the tool raises an unexpected error (its one attempt fails: the outcome is unknown);
     the policy's reconcile finds the refund by its idempotency key; the model reads it succeeded."""
     asked: list[tuple[str, str, str, str]] = []
 
-    async def lost_refund(_call: object) -> str:
-        raise ConnectionError("connection reset after the request was sent")
-
     def reconcile(tool_name: str, arguments: str, idempotency_key: str, error: str) -> ReconciledOutcome:
         asked.append((tool_name, arguments, idempotency_key, error))
         return ReconciledOutcome.succeeded(f"refund found for {idempotency_key}")
 
     policy = ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False, reconcile=reconcile)
-    flow = session_flow(scripted_runner(tmp_path, LOST_SCRIPT, {"refund": lost_refund}), prefix="Reconciled",
-                        tool_policies={"refund": policy})
+    flow = lost_refund_flow(tmp_path, prefix="Reconciled", policy=policy)
     environment = agent_environment([flow])
     sessions = agent_sessions(environment, flow)
     session_id = new_session_id()
-    sessions.start_session(session_id, LOST)
+    sessions.start_session(session_id, LOST_REFUND)
     sessions.wait_for_completed_turns(session_id, 1)
     key = f"{session_id}/turn-1/call-lost"
     assert len(asked) == 1 and asked[0][:3] == ("refund", '{"order_id":9}', key)
@@ -120,18 +113,12 @@ def test_an_operator_settles_an_unknown_outcome_once_and_the_next_model_call_is_
     """Item 4 (b): the write's one attempt fails, the outcome is unknown (no reconcile); every bad
     resolution is refused with its reason and changes nothing; the operator's is kept with its audit,
     and the next model call reads the settled result and who settled it."""
-
-    async def lost_refund(_call: object) -> str:
-        raise ConnectionError("connection reset after the request was sent")
-
-    flow = session_flow(scripted_runner(tmp_path, LOST_SCRIPT, {"refund": lost_refund}), prefix="Settled",
-                        tool_policies={"refund": ToolPolicy(effect=ToolEffect.NON_IDEMPOTENT_WRITE,
-                                                            requires_approval=False)})
+    flow = lost_refund_flow(tmp_path, prefix="Settled")
     environment = agent_environment([flow])
     sessions = agent_sessions(environment, flow)
     client = sessions.sessions
     session_id = new_session_id()
-    sessions.start_session(session_id, LOST)
+    sessions.start_session(session_id, LOST_REFUND)
     sessions.wait_for_completed_turns(session_id, 1)
     unknown = client.unknown_outcome(session_id, "call-lost")
     assert unknown is not None and unknown.status is ToolCallStatus.OUTCOME_UNKNOWN  # kept after its turn ended
