@@ -14,10 +14,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-__all__ = ["BackgroundCli", "background_cli", "cli_environment", "run_cli"]
+from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
+from dex_agents.testing.session_client import AgentSessionTestClient
+from tests.shell.agents import WORKER_MODULE, build_support_flow, unique_flow_type, worker_environment
+
+__all__ = ["BackgroundCli", "background_cli", "cli_environment", "run_cli", "served_support_agent", "sessions_cli"]
 
 
 def cli_environment(environment: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -36,6 +40,31 @@ def run_cli(*arguments: str, environment: Mapping[str, str] | None = None, timeo
     child_environment = cli_environment(environment)
     return subprocess.run([sys.executable, "-m", "dex_agents.cli", *arguments], input=stdin_text or "",
                           capture_output=True, text=True, env=child_environment, timeout=timeout, cwd=cwd)
+
+
+def sessions_cli(server_address: str) -> Callable[..., tuple[int, str, str]]:
+    """``dex-agents sessions <arguments>`` against the engine at ``server_address``: its exit status,
+    stdout and stderr."""
+    environment = {"DEX_SERVER_ADDRESS": server_address}
+
+    def cli(*arguments: str) -> tuple[int, str, str]:
+        result = run_cli("sessions", *arguments, environment=environment)
+        return result.returncode, result.stdout, result.stderr
+
+    return cli
+
+
+def served_support_agent(label: str, agent_environment: AgentEnvironmentFactory,
+                         agent_sessions: AgentSessionsFactory, killable_worker: KillableWorkerFactory,
+                         state_directory: Path, *, interrupt_deadline_ms: int | None = None,
+                         ) -> tuple[str, AgentSessionTestClient]:
+    """A new Flow type of the support agent (prefix ``label``), served by a Worker child, and a session
+    client for it."""
+    flow_type = unique_flow_type(label)
+    flow = build_support_flow(state_directory, flow_type=flow_type, interrupt_deadline_ms=interrupt_deadline_ms)
+    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
+    killable_worker(WORKER_MODULE, environment=worker_environment(state_directory, flow_type, interrupt_deadline_ms))
+    return flow_type, sessions
 
 
 class BackgroundCli:

@@ -10,7 +10,7 @@ from pathlib import Path
 from dex_agents.serving.gate import FileGate
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from tests.cli.support import run_cli
+from tests.cli.support import served_support_agent, sessions_cli
 from tests.shell.agents import (
     GATED_LOOKUP_MESSAGE,
     GATED_MODEL_MESSAGE,
@@ -18,10 +18,6 @@ from tests.shell.agents import (
     LOOKUP_CALL_ID,
     LOOKUP_GATE,
     MODEL_GATE,
-    WORKER_MODULE,
-    build_support_flow,
-    unique_flow_type,
-    worker_environment,
 )
 
 
@@ -29,16 +25,8 @@ def test_cancel_a_tool_call_then_a_turn_from_the_command_line(
     dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
     killable_worker: KillableWorkerFactory, tmp_path: Path,
 ) -> None:
-    flow_type = unique_flow_type("CliCancel")
-    flow = build_support_flow(tmp_path, flow_type=flow_type)
-    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
-    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type))
-    server = {"DEX_SERVER_ADDRESS": dex_engine.server_address}
-
-    def cli(*arguments: str) -> tuple[int, str, str]:
-        result = run_cli("sessions", *arguments, environment=server)
-        return result.returncode, result.stdout, result.stderr
-
+    _, sessions = served_support_agent("CliCancel", agent_environment, agent_sessions, killable_worker, tmp_path)
+    cli = sessions_cli(dex_engine.server_address)
     sessions.start_session("cli-cancel-1", GATED_LOOKUP_MESSAGE)
     FileGate(tmp_path, LOOKUP_GATE).wait_until_reached()
     status, out, err = cli("cancel", "cli-cancel-1", "--tool-call", LOOKUP_CALL_ID, "--reason", "the warehouse is down")

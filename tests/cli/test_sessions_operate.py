@@ -15,7 +15,7 @@ from dex_agents.pure.machine.deadlines import parse_instant
 from dex_agents.pure.values.session import ToolCallStatus, text_sha256
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from tests.cli.support import background_cli, run_cli
+from tests.cli.support import background_cli, run_cli, served_support_agent, sessions_cli
 from tests.shell.agents import (
     LOST_REFUND_ANSWER,
     LOST_REFUND_CALL_ID,
@@ -23,11 +23,7 @@ from tests.shell.agents import (
     REFUND_ANSWER,
     REFUND_CALL_ID,
     REFUND_MESSAGE,
-    WORKER_MODULE,
-    build_support_flow,
     tool_invocations,
-    unique_flow_type,
-    worker_environment,
 )
 
 DEADLINE_MS = 3_600_000
@@ -37,16 +33,9 @@ def test_approve_with_edited_arguments_extend_and_resolve(
     dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
     killable_worker: KillableWorkerFactory, tmp_path: Path,
 ) -> None:
-    flow_type = unique_flow_type("CliOperate")
-    flow = build_support_flow(tmp_path, flow_type=flow_type, interrupt_deadline_ms=DEADLINE_MS)
-    sessions = agent_sessions(agent_environment([flow], is_worker_in_process=False), flow)
-    killable_worker(WORKER_MODULE, environment=worker_environment(tmp_path, flow_type, DEADLINE_MS))
-    server = {"DEX_SERVER_ADDRESS": dex_engine.server_address}
-
-    def cli(*arguments: str) -> tuple[int, str, str]:
-        result = run_cli("sessions", *arguments, environment=server)
-        return result.returncode, result.stdout, result.stderr
-
+    flow_type, sessions = served_support_agent("CliOperate", agent_environment, agent_sessions, killable_worker,
+                                               tmp_path, interrupt_deadline_ms=DEADLINE_MS)
+    cli = sessions_cli(dex_engine.server_address)
     # An approval bound to its arguments, a deadline moved, then the edit.
     assert cli("start", flow_type, "op-1", REFUND_MESSAGE)[0] == 0
     interrupt = sessions.wait_for_pending_interrupt("op-1", "refund")

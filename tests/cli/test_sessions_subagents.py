@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dex_agents.demo.subagent_agent import build_support_flows
-from dex_agents.testing.polling import poll_until
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.private_engine import PrivateDexEngine
-from tests.cli.support import run_cli
+from tests.cli.support import sessions_cli
+from tests.shell.scenario_flows import wait_for_pending_approval
 
 
 def test_show_lists_the_child_and_approve_through_the_parent_resolves_its_interrupt(
@@ -20,16 +20,10 @@ def test_show_lists_the_child_and_approve_through_the_parent_resolves_its_interr
 ) -> None:
     parent, child = build_support_flows(state_directory=tmp_path)
     sessions = agent_sessions(agent_environment([parent, child]), parent)
-    server = {"DEX_SERVER_ADDRESS": dex_engine.server_address}
-
-    def cli(*arguments: str) -> tuple[int, str, str]:
-        result = run_cli("sessions", *arguments, environment=server)
-        return result.returncode, result.stdout, result.stderr
-
+    cli = sessions_cli(dex_engine.server_address)
     sessions.start_session("cli-sub-1", "Please refund order 42")
     client = sessions.sessions
-    approval = poll_until(lambda: next(iter(client.pending_approvals("cli-sub-1")), None), timeout=60.0,
-                          description="the billing agent's refund approval")
+    approval = wait_for_pending_approval(client, "cli-sub-1")
     child_id = approval.session_id
     status, out, err = cli("show", "cli-sub-1")
     assert status == 0, err
