@@ -188,16 +188,24 @@ def _busy_attempt(server: EngineServer, flow_id: str) -> int:
         return step.attempt if step is not None else 0
 
 
-def test_an_attempt_past_the_local_phase_falls_back_in_place_and_is_still_canceled(
-        dex: DexFixture, clocked: tuple[EngineServer, ManualClock]) -> None:
-    server, clock = clocked
+def _past_the_local_phase(dex: DexFixture, server: EngineServer, clock: ManualClock,
+                          label: str) -> tuple[CancelFlow, Harness, str]:
+    """A Flow (Busy with a heartbeat timeout of its own) on the clocked engine, started with ``label``,
+    whose first Busy attempt has run past the local phase and is a regular attempt now."""
     flow = CancelFlow(dex.flow_type(), with_heartbeat_timeout=True)
     harness = dex.start(flow, async_worker=True, address=server.address)
     flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "local timeout fallback")
+    harness.client.start_flow(flow, flow_id, label)
     flow.probe.wait("started")
     clock.advance(policy.ASYNC_LOCAL_SECONDS + 1)
     eventually(lambda: _busy_task_is_regular(server, flow_id), what="the local phase's end", timeout=WAIT)
+    return flow, harness, flow_id
+
+
+def test_an_attempt_past_the_local_phase_falls_back_in_place_and_is_still_canceled(
+        dex: DexFixture, clocked: tuple[EngineServer, ManualClock]) -> None:
+    server, clock = clocked
+    flow, harness, flow_id = _past_the_local_phase(dex, server, clock, "local timeout fallback")
     assert flow.probe.values("started") == [1], "the fallback goes on with the running invocation"
     assert "interrupted" not in flow.probe.names()
     _check_canceled_once(flow, harness, flow_id, "local timeout fallback")
@@ -206,13 +214,7 @@ def test_an_attempt_past_the_local_phase_falls_back_in_place_and_is_still_cancel
 def test_after_the_fallback_the_regular_heartbeat_timeout_applies(
         dex: DexFixture, clocked: tuple[EngineServer, ManualClock]) -> None:
     server, clock = clocked
-    flow = CancelFlow(dex.flow_type(), with_heartbeat_timeout=True)
-    harness = dex.start(flow, async_worker=True, address=server.address)
-    flow_id = dex.flow_id()
-    harness.client.start_flow(flow, flow_id, "quiet")
-    flow.probe.wait("started")
-    clock.advance(policy.ASYNC_LOCAL_SECONDS + 1)
-    eventually(lambda: _busy_task_is_regular(server, flow_id), what="the local phase's end", timeout=WAIT)
+    flow, _, flow_id = _past_the_local_phase(dex, server, clock, "quiet")
     clock.advance(policy.MINIMUM_HEARTBEAT_TIMEOUT + 1)
     assert flow.probe.wait("interrupted", timeout=WAIT) == [True], "timed out: its Worker is told"
     eventually(lambda: _busy_attempt(server, flow_id) == 2, what="the timeout's commit", timeout=WAIT)

@@ -16,23 +16,57 @@ import pytest
 
 from dex_agents.client import SessionRefusedError
 from dex_agents.pure.machine.rpc_calls import CancelTurnCalled
-from dex_agents.pure.values.runner import ToolPolicy
-from dex_agents.pure.values.session import AgentStatus, ToolCallStatus, ToolEffect
+from dex_agents.pure.values.session import AgentStatus, ToolCallStatus
 from dex_agents.serving.gate import FileGate
+from dex_agents.shell import AgentSessionFlow
 from dex_agents.shell import flow as shell_flow
 from dex_agents.shell.driver import drive_rpc
 from dex_agents.shell.runner import DeferredToolExecution
 from dex_agents.shell.timing import SessionTiming
 from dex_agents.testing import ScriptedModelCall
 from dex_agents.testing.coordination import InvocationLog
+from dex_agents.testing.environment import AgentTestEnvironment
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory
 from dex_agents.testing.scripted_runner import ScriptedTool
+from dex_agents.testing.session_client import AgentSessionTestClient
 from tests.engine.harness import WAIT_SECONDS
-from tests.shell.scenario_flows import call, completed_steps, new_session_id, of_type, scripted_runner, session_flow
+from tests.shell.scenario_flows import (
+    READ_POLICY,
+    call,
+    completed_steps,
+    new_session_id,
+    of_type,
+    scripted_runner,
+    session_flow,
+)
 
 QUICK_HEARTBEATS = SessionTiming(heartbeat_interval_seconds=0.2)
 STUCK = "Summarize the archive"
 SLOW = "Look up order 42"
+
+
+def serve(agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory,
+           flow: AgentSessionFlow) -> tuple[AgentTestEnvironment, AgentSessionTestClient]:
+    """An environment whose in-process Worker serves ``flow``, and a session client for it."""
+    environment = agent_environment([flow])
+    return environment, agent_sessions(environment, flow)
+
+
+def start_until(sessions: AgentSessionTestClient, message: str, gate: FileGate) -> str:
+    """A new session started with ``message``, once its model call or tool has reached ``gate``."""
+    session_id = new_session_id()
+    sessions.start_session(session_id, message)
+    gate.wait_until_reached()
+    return session_id
+
+
+def slow_tool_flow(directory: Path, tool: ScriptedTool, answer: str, *, prefix: str) -> AgentSessionFlow:
+    """A Flow whose turn for ``SLOW`` calls the read ``slow`` (``tool``, as ``call-slow``), then answers
+    ``answer``."""
+    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
+                     ScriptedModelCall(text=answer))}
+    return session_flow(scripted_runner(directory, script, {"slow": tool}), prefix=prefix,
+                        tool_policies={"slow": READ_POLICY}, timing=QUICK_HEARTBEATS)
 
 
 def blocking_tool(directory: Path) -> ScriptedTool:
@@ -55,12 +89,9 @@ def test_a_turn_canceled_during_its_model_call_ends_canceled_and_the_next_turn_i
         agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
     script = {STUCK: (ScriptedModelCall(text="never", gate_before_output="model"),)}
     flow = session_flow(scripted_runner(tmp_path, script), prefix="CancelTurn", timing=QUICK_HEARTBEATS)
-    environment = agent_environment([flow])
-    sessions = agent_sessions(environment, flow)
+    environment, sessions = serve(agent_environment, agent_sessions, flow)
     client = sessions.sessions
-    session_id = new_session_id()
-    sessions.start_session(session_id, STUCK)
-    FileGate(tmp_path, "model").wait_until_reached()
+    session_id = start_until(sessions, STUCK, FileGate(tmp_path, "model"))
     assert client.send(session_id, "And now?") is True
     with pytest.raises(ValueError, match="reason must not be blank"):
         client.cancel_turn(session_id, "turn-1", " ")
@@ -87,16 +118,10 @@ def test_a_turn_canceled_during_its_model_call_ends_canceled_and_the_next_turn_i
 
 def test_a_cancelled_tool_call_gives_the_model_the_reason_and_the_turn_goes_on(
         agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
-    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
-                     ScriptedModelCall(text="Sorry, the lookup was cancelled."))}
-    flow = session_flow(scripted_runner(tmp_path, script, {"slow": blocking_tool(tmp_path)}), prefix="CancelCall",
-                        tool_policies={"slow": ToolPolicy(effect=ToolEffect.READ)}, timing=QUICK_HEARTBEATS)
-    environment = agent_environment([flow])
-    sessions = agent_sessions(environment, flow)
+    flow = slow_tool_flow(tmp_path, blocking_tool(tmp_path), "Sorry, the lookup was cancelled.", prefix="CancelCall")
+    environment, sessions = serve(agent_environment, agent_sessions, flow)
     client = sessions.sessions
-    session_id = new_session_id()
-    sessions.start_session(session_id, SLOW)
-    FileGate(tmp_path, "tool").wait_until_reached()
+    session_id = start_until(sessions, SLOW, FileGate(tmp_path, "tool"))
     with pytest.raises(SessionRefusedError):  # the server's own check of a reason the client could not see
         client.cancel_tool_call(session_id, "call-slow", "\ud800")
     assert client.cancel_tool_call(session_id, "call-unknown", "too slow") is False
@@ -136,16 +161,10 @@ def stubborn_tool(directory: Path) -> ScriptedTool:
 
 def test_a_step_that_finishes_after_its_cancellation_commits_nothing(
         agent_environment: AgentEnvironmentFactory, agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
-    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
-                     ScriptedModelCall(text="Cancelled, then."))}
-    flow = session_flow(scripted_runner(tmp_path, script, {"slow": stubborn_tool(tmp_path)}), prefix="CancelLate",
-                        tool_policies={"slow": ToolPolicy(effect=ToolEffect.READ)}, timing=QUICK_HEARTBEATS)
-    environment = agent_environment([flow])
-    sessions = agent_sessions(environment, flow)
+    flow = slow_tool_flow(tmp_path, stubborn_tool(tmp_path), "Cancelled, then.", prefix="CancelLate")
+    environment, sessions = serve(agent_environment, agent_sessions, flow)
     client = sessions.sessions
-    session_id = new_session_id()
-    sessions.start_session(session_id, SLOW)
-    FileGate(tmp_path, "tool").wait_until_reached()
+    session_id = start_until(sessions, SLOW, FileGate(tmp_path, "tool"))
     assert client.cancel_tool_call(session_id, "call-slow", "not needed") is True
     finish = FileGate(tmp_path, "finish")
     finish.wait_until_reached()  # the tool saw its cancellation and still runs
@@ -170,19 +189,13 @@ def test_a_cancellation_racing_the_tools_commit_has_one_outcome_either_way(
     ``tool_call_finished``. ``cancel_tool_call`` answers ``true`` when the call was open as it asked; a
     Step's events are written before its result commits, so a call cancelled while its Step was
     committing may show that Step's own ``tool_call_finished`` first."""
-    script = {SLOW: (ScriptedModelCall(tool_calls=(call("call-slow", "slow", order_id=42),)),
-                     ScriptedModelCall(text="Done."))}
-    flow = session_flow(scripted_runner(tmp_path, script, {"slow": blocking_tool(tmp_path)}), prefix="CancelRace",
-                        tool_policies={"slow": ToolPolicy(effect=ToolEffect.READ)}, timing=QUICK_HEARTBEATS)
-    environment = agent_environment([flow])
-    sessions = agent_sessions(environment, flow)
+    flow = slow_tool_flow(tmp_path, blocking_tool(tmp_path), "Done.", prefix="CancelRace")
+    _, sessions = serve(agent_environment, agent_sessions, flow)
     client = sessions.sessions
     for _ in range(4):
-        session_id = new_session_id()
         gate = FileGate(tmp_path, "tool")
         gate.reset()
-        sessions.start_session(session_id, SLOW)
-        gate.wait_until_reached()
+        session_id = start_until(sessions, SLOW, gate)
         gate.release()  # the tool returns now, while the cancellation is on its way
         asked = client.cancel_tool_call(session_id, "call-slow", "raced")
         sessions.wait_for_completed_turns(session_id, 1)
@@ -213,12 +226,9 @@ def test_a_turn_that_began_as_the_cancellation_of_the_previous_one_committed_car
         return drive_rpc(*arguments)
 
     monkeypatch.setattr(shell_flow, "drive_rpc", held_cancel)
-    environment = agent_environment([flow])
-    sessions = agent_sessions(environment, flow)
+    environment, sessions = serve(agent_environment, agent_sessions, flow)
     client = sessions.sessions
-    session_id = new_session_id()
-    sessions.start_session(session_id, STUCK)
-    FileGate(tmp_path, "model-1").wait_until_reached()
+    session_id = start_until(sessions, STUCK, FileGate(tmp_path, "model-1"))
     assert client.send(session_id, SLOW) is True
     with ThreadPoolExecutor(1) as pool:
         asked = pool.submit(client.cancel_turn, session_id, "turn-1", "too slow")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dex_agents.pure.values.persistence import StepType
-from dex_agents.pure.values.session import MessageRole, ToolCallStatus
-from dex_agents.testing import EXECUTE_COMPLETED, InvocationLog
+from dex_agents.pure.values.session import AgentInterrupt, MessageRole, ToolCallStatus
+from dex_agents.testing import EXECUTE_COMPLETED, InvocationLog, KillableWorkerProcess
 from dex_agents.testing.pytest_plugin import AgentEnvironmentFactory, AgentSessionsFactory, KillableWorkerFactory
 from tests.shell.agents import (
     GATED_REFUND_MESSAGE,
@@ -32,6 +32,19 @@ from tests.shell.crashes import CRASH_TIMEOUT, CrashLab, completed, failed, new_
 
 def _runs(lab: CrashLab, session_id: str) -> list[str]:
     return [entry for entry in lab.tools.entries() if f":{session_id}/" in entry]
+
+
+def _approved_with_an_edit(lab: CrashLab, session_id: str, message: str, edited: str, *, approver: str,
+                           reason: str | None = None) -> tuple[KillableWorkerProcess, AgentInterrupt]:
+    """A Worker child started and a session started with ``message``, whose ``refund`` approval is given
+    with the arguments ``edited`` (bound to the arguments the approver saw): the Worker and the interrupt."""
+    worker = lab.start_worker()
+    lab.sessions.start_session(session_id, message)
+    interrupt = lab.sessions.wait_for_pending_interrupt(session_id, "refund")
+    assert lab.sessions.sessions.resolve_interrupt(
+        session_id, interrupt.interrupt_id, True, edited_arguments=edited, arguments_sha256=interrupt.arguments_sha256,
+        approver=approver, reason=reason) is True
+    return worker, interrupt
 
 
 def test_a_worker_killed_in_the_reconcile_step_reruns_it_and_the_write_never_runs_again(
@@ -75,13 +88,9 @@ def test_a_worker_killed_right_after_an_edited_approval_runs_the_edited_call_onc
         killable_worker: KillableWorkerFactory, tmp_path: Path) -> None:
     lab = CrashLab.open(agent_environment, agent_sessions, killable_worker, tmp_path)
     session_id = new_session_id()
-    worker = lab.start_worker()
-    lab.sessions.start_session(session_id, REFUND_MESSAGE)
-    interrupt = lab.sessions.wait_for_pending_interrupt(session_id, "refund")
     edited = '{"order_id":7}'
-    assert lab.sessions.sessions.resolve_interrupt(
-        session_id, interrupt.interrupt_id, True, edited_arguments=edited, arguments_sha256=interrupt.arguments_sha256,
-        approver="ana", reason="wrong order") is True
+    worker, interrupt = _approved_with_an_edit(lab, session_id, REFUND_MESSAGE, edited, approver="ana",
+                                               reason="wrong order")
     worker.kill()  # right after the approval committed: before, during or after AwaitToolApproval honoured it
     assert worker.returncode == -9
     lab.start_worker()
@@ -101,13 +110,8 @@ def test_a_worker_killed_inside_the_edited_call_never_runs_it_again(
         killable_worker: KillableWorkerFactory, tmp_path: Path) -> None:
     lab = CrashLab.open(agent_environment, agent_sessions, killable_worker, tmp_path)
     session_id = new_session_id()
-    worker = lab.start_worker()
-    lab.sessions.start_session(session_id, GATED_REFUND_MESSAGE)
-    interrupt = lab.sessions.wait_for_pending_interrupt(session_id, "refund")
     edited = '{"gate":"refund","order_id":7}'
-    assert lab.sessions.sessions.resolve_interrupt(
-        session_id, interrupt.interrupt_id, True, edited_arguments=edited, arguments_sha256=interrupt.arguments_sha256,
-        approver="ana") is True
+    worker, interrupt = _approved_with_an_edit(lab, session_id, GATED_REFUND_MESSAGE, edited, approver="ana")
     gate = lab.gate(REFUND_GATE)
     gate.wait_until_reached(timeout=CRASH_TIMEOUT)
     lab.kill_at(worker, gate)

@@ -68,6 +68,19 @@ def _texts(snapshot: AgentSnapshot) -> list[str | None]:
     return [m.text for m in snapshot.messages if m.role is not MessageRole.TOOL and m.text]
 
 
+def _run_turn_1(sessions: AgentSessionTestClient, session_id: str) -> AgentSnapshot:
+    """Start ``session_id`` with ``ONE``; its snapshot once turn 1 completed."""
+    sessions.start_session(session_id, ONE)
+    sessions.wait_for_completed_turns(session_id, 1)
+    return sessions.snapshot(session_id)
+
+
+def _run_refund_turn(sessions: AgentSessionTestClient, session_id: str) -> None:
+    """Send ``REFUND`` (no approval) after turn 1 and wait for turn 2 to complete."""
+    assert sessions.send_user_message(session_id, REFUND)
+    sessions.wait_for_completed_turns(session_id, 2)
+
+
 def _replays_identically(sessions: AgentSessionTestClient, session_id: str) -> None:
     document = sessions.sessions.export(session_id)
     report = replay_export(document).unwrap()
@@ -82,11 +95,8 @@ def test_a_rewind_after_a_non_idempotent_write_names_it_and_the_session_goes_on_
     sessions = agent_sessions(agent_environment([flow]), flow)
     client = sessions.sessions
     session_id = new_session_id()
-    sessions.start_session(session_id, ONE)
-    sessions.wait_for_completed_turns(session_id, 1)
-    after_turn_1 = sessions.snapshot(session_id)
-    assert sessions.send_user_message(session_id, REFUND)
-    sessions.wait_for_completed_turns(session_id, 2)
+    after_turn_1 = _run_turn_1(sessions, session_id)
+    _run_refund_turn(sessions, session_id)
     assert tool_log(tmp_path).entries() == [f"lookup:{session_id}/turn-1/c-lookup",
                                             f"refund:{session_id}/turn-2/c-refund"]
     run_before = client.describe(session_id).run_id
@@ -131,9 +141,7 @@ def test_a_rewind_across_a_pending_approval_drops_it_and_bad_input_changes_nothi
     sessions = agent_sessions(agent_environment([flow]), flow)
     client = sessions.sessions
     session_id = new_session_id()
-    sessions.start_session(session_id, ONE)
-    sessions.wait_for_completed_turns(session_id, 1)
-    after_turn_1 = sessions.snapshot(session_id)
+    after_turn_1 = _run_turn_1(sessions, session_id)
     with pytest.raises(SessionRewindError, match="nothing to rewind"):
         client.rewind(session_id, 1)
     assert sessions.send_user_message(session_id, APPROVED_REFUND)
@@ -167,11 +175,8 @@ def test_a_fork_goes_on_independently_of_its_original(
     sessions = agent_sessions(agent_environment([flow]), flow)
     client = sessions.sessions
     original, forked = new_session_id(), new_session_id()
-    sessions.start_session(original, ONE)
-    sessions.wait_for_completed_turns(original, 1)
-    after_turn_1 = sessions.snapshot(original)
-    assert sessions.send_user_message(original, REFUND)
-    sessions.wait_for_completed_turns(original, 2)
+    after_turn_1 = _run_turn_1(sessions, original)
+    _run_refund_turn(sessions, original)
     before_fork = sessions.snapshot(original)
     with pytest.raises(SessionRewindError, match="turn 3 has not ended"):
         client.fork(original, 3, forked)
@@ -205,9 +210,7 @@ def test_a_rewind_reaches_back_to_the_last_continue_as_new_and_a_fork_reaches_fu
     sessions = agent_sessions(environment, flow)
     client = sessions.sessions
     session_id, forked = new_session_id(), new_session_id()
-    sessions.start_session(session_id, ONE)
-    sessions.wait_for_completed_turns(session_id, 1)
-    after_turn_1 = sessions.snapshot(session_id)
+    after_turn_1 = _run_turn_1(sessions, session_id)
     environment.client.trigger_continue_as_new(session_id)
     assert sessions.send_user_message(session_id, THREE)
     sessions.wait_for_completed_turns(session_id, 2)
@@ -241,8 +244,7 @@ def test_a_message_queued_at_the_turns_end_is_queued_again_and_starts_the_next_t
     sessions = agent_sessions(agent_environment([flow]), flow)
     client = sessions.sessions
     session_id = new_session_id()
-    sessions.start_session(session_id, ONE)
-    sessions.wait_for_completed_turns(session_id, 1)
+    _run_turn_1(sessions, session_id)
     assert sessions.send_user_message(session_id, APPROVED_REFUND)
     interrupt = sessions.wait_for_pending_interrupt(session_id, "approved_refund")
     assert sessions.send_user_message(session_id, THREE)  # queued while turn 2 waits
@@ -269,11 +271,8 @@ def test_a_rewind_whose_record_fails_says_the_session_was_rewound(
     sessions = agent_sessions(agent_environment([flow]), flow)
     client = sessions.sessions
     session_id = new_session_id()
-    sessions.start_session(session_id, ONE)
-    sessions.wait_for_completed_turns(session_id, 1)
-    after_turn_1 = sessions.snapshot(session_id)
-    assert sessions.send_user_message(session_id, REFUND)
-    sessions.wait_for_completed_turns(session_id, 2)
+    after_turn_1 = _run_turn_1(sessions, session_id)
+    _run_refund_turn(sessions, session_id)
     previous_run = client.describe(session_id).run_id
     rpc = SessionClient._rpc
 
