@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Dialog, expect
+from playwright.sync_api import APIResponse, Browser, Dialog, Route, expect
 
 from dex_agents.demo.subagent_agent import build_support_flows
 from dex_agents.demo.support_script import DEMO_TURNS, REFUNDS_LOG
@@ -85,6 +85,38 @@ def test_a_demo_session_end_to_end(browser: Browser, dex_engine: PrivateDexEngin
         expect(page.locator("table.sessions tbody tr")).to_have_count(4)
         expect(page.locator(f'tr[data-session-id="{session_id}-waiting"] time.countdown')).to_contain_text("left")
         page.screenshot(path=str(screenshot_path(tmp_path, "console-list.png")), full_page=True)
+
+
+def test_a_refused_edit_shows_its_reason_even_when_the_page_refreshed_before_the_answer(
+        browser: Browser, dex_engine: PrivateDexEngine, agent_environment: AgentEnvironmentFactory,
+        agent_sessions: AgentSessionsFactory, tmp_path: Path) -> None:
+    """The refusal's events refresh the page while the approve request still waits for its answer (the
+    console answers once it saw the refusal): the answer is held until that refresh has landed, and its
+    reason must still show in the approval box the refresh put on the page."""
+    flow = build_console_flow(tmp_path, unique_flow_type("ConsoleEditRace"), gated=False)
+    sessions = agent_sessions(agent_environment([flow]), flow)
+    sessions.start_session("edit-race", DEMO_TURNS[1])
+    sessions.wait_for_pending_interrupt("edit-race", "refund_order")
+    with served_console(dex_engine.server_address) as url, laptop_page(browser) as page:
+        held: list[tuple[Route, APIResponse]] = []
+
+        def hold_answer(route: Route) -> None:
+            held.append((route, route.fetch()))  # the server answered; the page does not have it yet
+
+        page.goto(f"{url}sessions/edit-race")
+        approval = page.locator(".approval", has_text="refund_order")
+        approval.get_by_role("button", name="Edit arguments…").click()
+        approval.locator("textarea.edited-arguments").fill('{"order_id": "forty-two", "amount": 5.0}')
+        page.route("**/interrupts/**", hold_answer)
+        page.evaluate("document.querySelector('.approval').dataset.beforeRefresh = 'yes'")
+        approval.get_by_role("button", name="Approve with these arguments").click()
+        # the refusal's events refresh the page: a new approval box replaces the one clicked
+        page.wait_for_function(
+            "() => document.querySelector('.approval') && !document.querySelector('.approval[data-before-refresh]')")
+        assert len(held) == 1, "the approve request was answered by the server"
+        route, answer = held[0]
+        route.fulfill(response=answer)
+        expect(approval.locator(".approval-error")).to_contain_text("the session refused the edited arguments")
 
 
 def test_edit_arguments_then_approve_and_the_other_operator_actions(

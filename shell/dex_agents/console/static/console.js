@@ -182,6 +182,13 @@ async function follow(cursor) {
   }
 }
 
+// The node on the page now that stands for ``node``: a refresh replaces the page's nodes, and one
+// that keeps its text (``data-keep-text``) is found again by its key.
+function current(node) {
+  if (!node || node.isConnected) return node;
+  return content.querySelector(`[data-keep-text="${CSS.escape(node.dataset.keepText)}"]`);
+}
+
 async function post(path, payload, errorNode = null) {
   if (errorNode) errorNode.textContent = "";
   let answer;
@@ -191,7 +198,8 @@ async function post(path, payload, errorNode = null) {
     say("");
   } catch (error) {
     say(error.message);
-    if (errorNode) errorNode.textContent = error.message;
+    const shown = current(errorNode);  // the page may have been refreshed while the answer came
+    if (shown) shown.textContent = error.message;
     return null;  // refused: the page stays as it was, with what was typed
   }
   refreshSoon();
