@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,12 +109,18 @@ def test_a_refused_edit_shows_its_reason_even_when_the_page_refreshed_before_the
         approval.get_by_role("button", name="Edit arguments…").click()
         approval.locator("textarea.edited-arguments").fill('{"order_id": "forty-two", "amount": 5.0}')
         page.route("**/interrupts/**", hold_answer)
-        page.evaluate("document.querySelector('.approval').dataset.beforeRefresh = 'yes'")
-        approval.get_by_role("button", name="Approve with these arguments").click()
+        page.evaluate("""() => {  // the box clicked is the one marked, whatever refreshes came before
+            const box = document.querySelector('.approval');
+            box.dataset.beforeRefresh = 'yes';
+            box.querySelector('button[data-action="approve-edited"]').click();
+        }""")
         # the refusal's events refresh the page: a new approval box replaces the one clicked
         page.wait_for_function(
             "() => document.querySelector('.approval') && !document.querySelector('.approval[data-before-refresh]')")
-        assert len(held) == 1, "the approve request was answered by the server"
+        deadline = time.monotonic() + 30
+        while not held:  # the handler runs while Playwright dispatches: poll it in short waits
+            assert time.monotonic() < deadline, "the server never answered the approve request"
+            page.wait_for_timeout(20)
         route, answer = held[0]
         route.fulfill(response=answer)
         expect(approval.locator(".approval-error")).to_contain_text("the session refused the edited arguments")
